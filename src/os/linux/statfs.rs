@@ -1,0 +1,87 @@
+//! The filesystem type (`fstatfs` magic numbers from `<linux/magic.h>`) and the locate
+//! ladder each type gets.
+
+use std::fs::File;
+use std::mem::MaybeUninit;
+use std::os::fd::AsRawFd;
+
+use crate::locate::{FsKind, Strategy};
+
+/// The kind of filesystem `file` is on; `Other` if it cannot be told.
+pub(super) fn kind(file: &File) -> FsKind {
+    let mut buf = MaybeUninit::<libc::statfs>::uninit();
+    // SAFETY: fstatfs writes one `struct statfs` into the buffer we pass, which is sized
+    // and aligned for it; we read it only after a successful return.
+    let rc = unsafe { libc::fstatfs(file.as_raw_fd(), buf.as_mut_ptr()) };
+    if rc != 0 {
+        return FsKind::Other;
+    }
+    // SAFETY: fstatfs returned 0, so the struct is initialised.
+    let st = unsafe { buf.assume_init() };
+    kind_of_magic(st.f_type as u64)
+}
+
+pub(super) fn kind_of_magic(magic: u64) -> FsKind {
+    match magic {
+        0xEF53 => FsKind::Ext4,
+        0x5846_5342 => FsKind::Xfs,
+        0x9123_683E => FsKind::Btrfs,
+        0xF2F5_2010 => FsKind::F2fs,
+        0x4d44 => FsKind::Vfat,
+        0x2011_BAB0 => FsKind::Exfat,
+        0x5346_544e | 0x6573_5546_0000_0000 => FsKind::Ntfs,
+        0x2fc1_2fc1 => FsKind::Zfs,
+        0x0102_1994 | 0x8584_58f6 => FsKind::Tmpfs,
+        0x6969 => FsKind::Nfs,
+        0xFF53_4D42 | 0xFE53_4D42 | 0x517B => FsKind::Cifs,
+        0x6573_5546 => FsKind::Fuse,
+        0x794c_7630 => FsKind::Overlay,
+        // proc, sysfs, debugfs, securityfs, cgroup, cgroup2, devpts, configfs
+        0x9fa0 | 0x6265_6572 | 0x6462_6720 | 0x7363_6673 | 0x27e0eb | 0x6367_7270 | 0x1cd1
+        | 0x6265_6570 => FsKind::Virtual,
+        _ => FsKind::Other,
+    }
+}
+
+/// The strategies to try on a filesystem of this kind, best first.
+///
+/// - Memory filesystems have no disk order; inode order is as good as any and cheap.
+/// - Network filesystems: the server decides placement; FIEMAP is not forwarded.
+///   Inode numbers are the server's and roughly follow its allocation.
+/// - FUSE daemons make up inode numbers in lookup order, so they say nothing: given order.
+/// - Everything else tries FIEMAP, then FIBMAP when we have the capability it needs.
+pub(super) fn ladder(kind: FsKind, root: bool) -> Vec<Strategy> {
+    match kind {
+        FsKind::Tmpfs | FsKind::Nfs | FsKind::Cifs => vec![Strategy::Inode],
+        FsKind::Fuse | FsKind::Virtual => vec![Strategy::Given],
+        _ if root => vec![Strategy::Fiemap, Strategy::Fibmap, Strategy::Inode],
+        _ => vec![Strategy::Fiemap, Strategy::Inode],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn magic_numbers_name_the_filesystems_we_treat_specially() {
+        assert_eq!(kind_of_magic(0xEF53), FsKind::Ext4);
+        assert_eq!(kind_of_magic(0x5846_5342), FsKind::Xfs);
+        assert_eq!(kind_of_magic(0x9123_683E), FsKind::Btrfs);
+        assert_eq!(kind_of_magic(0x0102_1994), FsKind::Tmpfs);
+        assert_eq!(kind_of_magic(0x6969), FsKind::Nfs);
+        assert_eq!(kind_of_magic(0xFF53_4D42), FsKind::Cifs);
+        assert_eq!(kind_of_magic(0x6573_5546), FsKind::Fuse);
+        assert_eq!(kind_of_magic(0x794c_7630), FsKind::Overlay);
+        assert_eq!(kind_of_magic(0x1234), FsKind::Other);
+    }
+
+    #[test]
+    fn tmpfs_goes_by_inode_and_disk_filesystems_try_fiemap_first() {
+        assert_eq!(ladder(FsKind::Tmpfs, true), vec![Strategy::Inode]);
+        assert_eq!(ladder(FsKind::Fuse, true), vec![Strategy::Given]);
+        assert_eq!(ladder(FsKind::Ext4, false)[0], Strategy::Fiemap);
+        assert!(ladder(FsKind::Ext4, true).contains(&Strategy::Fibmap));
+        assert!(!ladder(FsKind::Ext4, false).contains(&Strategy::Fibmap));
+    }
+}

@@ -1,0 +1,191 @@
+//! From a filesystem's `st_dev` to the physical disk under it, through sysfs.
+//!
+//! `/sys/dev/block/MAJ:MIN` links to the block device; a partition's parent directory is
+//! its disk; a device-mapper or md device lists what it is built on in `slaves/`; a loop
+//! device names its backing file in `loop/backing_file`. We follow these while the chain
+//! leads to exactly one device, and read `queue/rotational` on the way. Filesystems on
+//! anonymous devices (major 0: btrfs, overlay, tmpfs, NFS) are looked up in
+//! `/proc/self/mountinfo` by their `MAJ:MIN` to find the block device they were mounted
+//! from.
+
+use std::fs;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use crate::device::Disk;
+
+/// How many levels of dm/md/loop we follow before giving up (guards against cycles).
+const MAX_DEPTH: usize = 8;
+
+pub(super) fn disk_of(dev: u64) -> (Disk, u64) {
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let block = if major == 0 {
+        match mount_source_device(major, minor) {
+            Some(rdev) => rdev,
+            None => {
+                return (Disk::unknown(format!("dev {major}:{minor}")), 0);
+            }
+        }
+    } else {
+        dev
+    };
+    let mut chain = Vec::new();
+    let mut rotational = None;
+    let mut current = block;
+    let mut base = 0;
+    for depth in 0..MAX_DEPTH {
+        let Some(sys) = sys_block_dir(current) else {
+            break;
+        };
+        let whole = whole_disk(&sys);
+        if depth == 0 && whole != sys {
+            base = partition_start(&sys);
+        }
+        let name = file_name(&whole);
+        if let Some(r) = read_rotational(&whole) {
+            rotational = Some(rotational.unwrap_or(false) || r);
+        }
+        chain.push(name);
+        match lower_device(&whole) {
+            Some(next) if next != current => current = next,
+            _ => break,
+        }
+    }
+    let disk = match chain.last() {
+        Some(name) => Disk {
+            name: name.clone(),
+            rotational,
+            chain,
+        },
+        None => Disk::unknown(format!("dev {}:{}", libc::major(block), libc::minor(block))),
+    };
+    (disk, base)
+}
+
+/// A partition's first byte on its disk (`start` is in 512-byte sectors).
+fn partition_start(sys: &Path) -> u64 {
+    fs::read_to_string(sys.join("start"))
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map_or(0, |sectors| sectors * 512)
+}
+
+fn sys_block_dir(dev: u64) -> Option<PathBuf> {
+    let link = format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev));
+    fs::canonicalize(link).ok()
+}
+
+/// A partition's disk is its parent directory in sysfs.
+fn whole_disk(sys: &Path) -> PathBuf {
+    if sys.join("partition").exists() {
+        if let Some(parent) = sys.parent() {
+            return parent.to_path_buf();
+        }
+    }
+    sys.to_path_buf()
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn read_rotational(whole: &Path) -> Option<bool> {
+    let text = fs::read_to_string(whole.join("queue/rotational")).ok()?;
+    match text.trim() {
+        "1" => Some(true),
+        "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// The single device `whole` is built on: a dm/md slave or a loop device's backing file's
+/// device. `None` when there is none or more than one (a striped array is one "disk" to
+/// us: its members are swept together by the array).
+fn lower_device(whole: &Path) -> Option<u64> {
+    if let Ok(entries) = fs::read_dir(whole.join("slaves")) {
+        let slaves: Vec<_> = entries.filter_map(Result::ok).collect();
+        if slaves.len() == 1 {
+            let dev = fs::read_to_string(slaves[0].path().join("dev")).ok()?;
+            return parse_dev(dev.trim());
+        }
+        if !slaves.is_empty() {
+            return None;
+        }
+    }
+    let backing = fs::read_to_string(whole.join("loop/backing_file")).ok()?;
+    let meta = fs::metadata(backing.trim()).ok()?;
+    if meta.file_type().is_block_device() {
+        return Some(meta.rdev());
+    }
+    let dev = meta.dev();
+    if libc::major(dev) == 0 {
+        let (ma, mi) = (libc::major(dev), libc::minor(dev));
+        return mount_source_device(ma, mi);
+    }
+    Some(dev)
+}
+
+fn parse_dev(text: &str) -> Option<u64> {
+    let (ma, mi) = text.split_once(':')?;
+    Some(libc::makedev(ma.parse().ok()?, mi.parse().ok()?))
+}
+
+/// For a filesystem on an anonymous device, the block device it was mounted from.
+fn mount_source_device(major: u32, minor: u32) -> Option<u64> {
+    let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    source_device_in(&text, major, minor)
+}
+
+fn source_device_in(mountinfo: &str, major: u32, minor: u32) -> Option<u64> {
+    let want = format!("{major}:{minor}");
+    for line in mountinfo.lines() {
+        let mut fields = line.split(' ');
+        if fields.nth(2) != Some(want.as_str()) {
+            continue;
+        }
+        // After the optional fields comes " - FSTYPE SOURCE OPTIONS".
+        let (_, tail) = line.split_once(" - ")?;
+        let mut tail = tail.split(' ');
+        let _fstype = tail.next();
+        let source = tail.next()?;
+        if !source.starts_with("/dev/") {
+            return None;
+        }
+        let meta = fs::metadata(source).ok()?;
+        if meta.file_type().is_block_device() {
+            return Some(meta.rdev());
+        }
+        return None;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_lines_give_the_source_of_anonymous_devices() {
+        let info = "36 35 0:45 / /mnt/b rw,relatime shared:1 - btrfs /dev/null rw\n\
+                    37 35 0:46 / /mnt/t rw - tmpfs tmpfs rw\n";
+        // /dev/null is a character device, not a block device: no disk.
+        assert_eq!(source_device_in(info, 0, 45), None);
+        assert_eq!(source_device_in(info, 0, 46), None);
+        assert_eq!(source_device_in(info, 0, 47), None);
+    }
+
+    #[test]
+    fn sysfs_dev_files_parse() {
+        assert_eq!(parse_dev("7:3"), Some(libc::makedev(7, 3)));
+        assert_eq!(parse_dev("junk"), None);
+    }
+
+    #[test]
+    fn the_root_filesystem_maps_to_some_disk() {
+        let dev = fs::metadata("/").unwrap().dev();
+        let (disk, _) = disk_of(dev);
+        assert!(!disk.name.is_empty());
+    }
+}

@@ -1,0 +1,31 @@
+//! Platform backends: the only place that talks to a particular operating system.
+//!
+//! Each backend offers the same small set of functions with the same typed results, so
+//! the portable pipeline (`walk`, `locate`, `device`, `plan`, `read`) reads straight
+//! through without `cfg`:
+//!
+//! - identity: [`file_id`], [`dir_entry_ino`];
+//! - opening: [`open_to_locate`], [`open_to_read`];
+//! - locating: [`filesystem`], [`map_extents`];
+//! - devices: [`disk_of`];
+//! - reading hints: [`prefetch`], [`drop_cache`].
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+pub(crate) use linux::*;
+
+#[cfg(target_os = "macos")]
+mod macos;
+#[cfg(target_os = "macos")]
+pub(crate) use macos::*;
+
+#[cfg(windows)]
+mod windows;
+#[cfg(windows)]
+pub(crate) use windows::*;
+
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
+mod other;
+#[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
+pub(crate) use other::*;

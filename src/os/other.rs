@@ -1,0 +1,75 @@
+//! Any other platform: no extent queries; files are ordered by inode number.
+
+use std::fs::{DirEntry, File, Metadata};
+use std::io;
+use std::path::Path;
+
+use crate::device::Disk;
+use crate::locate::{FsKind, Filesystem, LocateError, Placement, Strategy};
+use crate::walk::FileId;
+
+pub(crate) fn file_id(meta: &Metadata) -> FileId {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        FileId { dev: meta.dev(), ino: meta.ino() }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        FileId { dev: 0, ino: 0 }
+    }
+}
+
+pub(crate) fn dir_entry_ino(entry: &DirEntry) -> u64 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirEntryExt;
+        entry.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = entry;
+        0
+    }
+}
+
+pub(crate) fn open_to_locate(path: &Path, _follow: bool) -> io::Result<File> {
+    File::open(path)
+}
+
+pub(crate) fn open_to_read(path: &Path) -> io::Result<File> {
+    File::open(path)
+}
+
+pub(crate) fn filesystem(_file: &File, dev: u64) -> Filesystem {
+    Filesystem { dev, kind: FsKind::Other, ladder: vec![Strategy::Inode] }
+}
+
+pub(crate) fn map_extents(
+    _file: &File,
+    strategy: Strategy,
+    _size: u64,
+    _sync: bool,
+) -> Result<Placement, LocateError> {
+    Err(LocateError::Unsupported(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!("{strategy} is not available on this platform"),
+    )))
+}
+
+pub(crate) fn disk_of(dev: u64) -> (Disk, u64) {
+    (Disk::unknown(format!("dev {dev}")), 0)
+}
+
+pub(crate) fn is_root() -> bool {
+    false
+}
+
+pub(crate) fn prefetch(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
+    Ok(())
+}
+
+pub(crate) fn drop_cache(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
+    Ok(())
+}
