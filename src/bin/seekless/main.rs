@@ -1,1 +1,51 @@
-fn main() {}
+//! The `seekless` command: a thin layer of parsing and printing over the library.
+
+mod exit;
+mod inputs;
+mod order;
+mod output;
+mod progress;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Read many files off rotational disks in physical order: one sweep per disk, with the
+/// disk's queue kept full.
+#[derive(Parser)]
+#[command(name = "seekless", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    job: Job,
+}
+
+#[derive(Subcommand)]
+enum Job {
+    /// Print files in physical order (or another order), for other tools to consume.
+    Order(order::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.job {
+        Job::Order(args) => order::run(args),
+    };
+    match result {
+        Ok(code) => code.into(),
+        Err(err) => {
+            // Broken pipe on stdout (`seekless order | head`) is not an error.
+            if err
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                return exit::Code::Ok.into();
+            }
+            if let Some(usage) = err.downcast_ref::<inputs::UsageError>() {
+                eprintln!("seekless: {usage}\nTry 'seekless --help' for more information.");
+                return exit::Code::Usage.into();
+            }
+            eprintln!("seekless: {err:#}");
+            exit::Code::Failed.into()
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Command-line options shared by every job that takes files: what to read and how to find
+//! where it lies.
+
+use std::fs::File;
+use std::io;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use seekless::{Filter, PlanOptions, Strategy, WalkOptions};
+
+#[derive(clap::Args, Debug)]
+pub struct InputArgs {
+    /// Files and directories (directories are walked recursively).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Read more paths from FILE ("-" for standard input), one per line (NUL-separated with
+    /// -0).
+    #[arg(long, value_name = "FILE")]
+    pub files_from: Option<PathBuf>,
+
+    /// Paths are NUL-separated, in --files-from and in what is printed.
+    #[arg(short = '0', long)]
+    pub null: bool,
+
+    /// Follow symbolic links found in directories (links named as inputs are always
+    /// followed); loops are reported.
+    #[arg(short = 'L', long)]
+    pub follow: bool,
+
+    /// Stay on the filesystem of each input directory.
+    #[arg(short = 'x', long)]
+    pub one_file_system: bool,
+
+    /// Only files with these extensions (comma-separated, case-insensitive).
+    #[arg(long, value_delimiter = ',', value_name = "EXT")]
+    pub ext: Vec<String>,
+
+    /// Only files matching this glob (against the name; against the path if it contains
+    /// '/'). Repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub glob: Vec<String>,
+
+    /// How to locate files: auto chooses per filesystem (fiemap → fibmap → inode).
+    #[arg(long, value_enum, default_value_t = LocateArg::Auto, value_name = "HOW")]
+    pub locate: LocateArg,
+
+    /// Let the filesystem flush delayed allocations before mapping (FIEMAP_FLAG_SYNC).
+    /// This writes to the disk.
+    #[arg(long)]
+    pub sync: bool,
+
+    /// Threads walking directories and locating files.
+    #[arg(long, value_name = "N")]
+    pub walk_threads: Option<usize>,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LocateArg {
+    Auto,
+    Fiemap,
+    Fibmap,
+    Inode,
+    Given,
+}
+
+impl InputArgs {
+    /// The inputs, with --files-from appended.
+    pub fn paths(&self) -> Result<Vec<PathBuf>> {
+        let mut paths = self.paths.clone();
+        if let Some(list) = &self.files_from {
+            let read = if list.as_os_str() == "-" {
+                seekless::walk::read_path_list(io::stdin().lock(), self.null)
+            } else {
+                let f = File::open(list)
+                    .with_context(|| format!("cannot open --files-from {}", list.display()))?;
+                seekless::walk::read_path_list(f, self.null)
+            };
+            paths.extend(read.with_context(|| format!("reading {}", list.display()))?);
+        }
+        if paths.is_empty() && self.files_from.is_none() {
+            bail!(UsageError("no PATH given (and no --files-from)".into()));
+        }
+        Ok(paths)
+    }
+
+    pub fn plan_options(&self) -> Result<PlanOptions> {
+        let mut filter = Filter::new().extensions(&self.ext);
+        if !self.glob.is_empty() {
+            filter = filter
+                .globs(&self.glob)
+                .map_err(|e| UsageError(format!("bad --glob: {e}")))?;
+        }
+        let mut walk = WalkOptions {
+            follow: self.follow,
+            one_file_system: self.one_file_system,
+            filter,
+            ..WalkOptions::default()
+        };
+        if let Some(n) = self.walk_threads {
+            walk.threads = n.max(1);
+        }
+        let strategy = match self.locate {
+            LocateArg::Auto => None,
+            LocateArg::Fiemap => Some(Strategy::Fiemap),
+            LocateArg::Fibmap => Some(Strategy::Fibmap),
+            LocateArg::Inode => Some(Strategy::Inode),
+            LocateArg::Given => Some(Strategy::Given),
+        };
+        Ok(PlanOptions {
+            walk,
+            strategy,
+            sync: self.sync,
+        })
+    }
+}
+
+/// A mistake on the command line found after parsing: exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);

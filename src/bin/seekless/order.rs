@@ -1,0 +1,159 @@
+//! `seekless order`: print files in physical order (or another order) for other tools.
+
+use std::io::{self, BufWriter, Write};
+
+use anyhow::Result;
+use seekless::{Order, Plan};
+
+use crate::exit::Code;
+use crate::inputs::InputArgs;
+use crate::output::{json_path, write_path};
+use crate::progress::Console;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// The order to print: physical (what seekless reads in), or another for comparison.
+    #[arg(long, value_enum, default_value_t = ByArg::Physical, value_name = "ORDER")]
+    pub by: ByArg,
+
+    /// One line per file: disk, device offset, extents, size, strategy, path.
+    #[arg(short, long, conflicts_with = "json")]
+    pub long: bool,
+
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Print the plan's summary on stderr (the default when stderr is a terminal).
+    #[arg(long)]
+    pub summary: bool,
+
+    /// Say on stderr what was skipped and why (special files, symlinks, other filesystems).
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum ByArg {
+    Physical,
+    Inode,
+    Path,
+    Given,
+}
+
+impl From<ByArg> for Order {
+    fn from(b: ByArg) -> Order {
+        match b {
+            ByArg::Physical => Order::Physical,
+            ByArg::Inode => Order::Inode,
+            ByArg::Path => Order::Path,
+            ByArg::Given => Order::Given,
+        }
+    }
+}
+
+pub fn run(args: Args) -> Result<Code> {
+    let paths = args.input.paths()?;
+    let opts = args.input.plan_options()?;
+    let console = Console::new(args.verbose);
+    let plan = Plan::build(&paths, &opts, &console);
+    console.finish();
+
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let end = if args.input.null { 0 } else { b'\n' };
+    for i in plan.order(args.by.into()) {
+        let f = &plan.files()[i as usize];
+        if args.json {
+            let (path, bytes) = json_path(&f.entry.path);
+            let mut obj = serde_json::json!({
+                "path": path,
+                "disk": plan.disks()[f.disk as usize].name,
+                "offset": f.disk_offset(),
+                "extents": f.placement.extent_count,
+                "size": f.entry.size,
+                "dev": f.entry.id.dev,
+                "ino": f.entry.id.ino,
+                "strategy": f.placement.strategy,
+                "flags": f.placement.flags.names(),
+            });
+            if let Some(bytes) = bytes {
+                obj["path_bytes"] = serde_json::json!(bytes);
+            }
+            serde_json::to_writer(&mut out, &obj)?;
+            out.write_all(b"\n")?;
+        } else if args.long {
+            let offset = f
+                .disk_offset()
+                .map_or_else(|| "-".to_string(), |o| o.to_string());
+            write!(
+                out,
+                "{}\t{}\t{}\t{}\t{}\t",
+                plan.disks()[f.disk as usize].name,
+                offset,
+                f.placement.extent_count,
+                f.entry.size,
+                f.placement.strategy
+            )?;
+            write_path(&mut out, &f.entry.path, end)?;
+        } else {
+            write_path(&mut out, &f.entry.path, end)?;
+        }
+    }
+    out.flush()?;
+    drop(out);
+
+    if args.summary || console.is_terminal() {
+        print_summary(&plan);
+    }
+    Ok(Code::from_errors(console.errors()))
+}
+
+/// The plan's summary on stderr: what was found, where, how it was located, and how long
+/// that took.
+pub fn print_summary(plan: &Plan) {
+    let s = plan.summary();
+    let mut text = format!(
+        "seekless: {} files, {} ({} fragmented, {} without position, {} duplicates)\n",
+        s.files,
+        indicatif::HumanBytes(s.bytes),
+        s.fragmented,
+        s.unlocated,
+        s.duplicates
+    );
+    let w = &s.walk;
+    if w.special + w.symlinks + w.other_fs + w.filtered > 0 {
+        text += &format!(
+            "seekless: skipped {} special files, {} symlinks, {} other-filesystem dirs, {} filtered\n",
+            w.special, w.symlinks, w.other_fs, w.filtered
+        );
+    }
+    if w.errors > 0 {
+        text += &format!("seekless: {} paths failed (see above)\n", w.errors);
+    }
+    for fs in plan.filesystems() {
+        let disk = &plan.disks()[fs.disk as usize];
+        let kind = match disk.rotational {
+            Some(true) => "rotational",
+            Some(false) => "non-rotational",
+            None => "unknown kind",
+        };
+        text += &format!(
+            "seekless: {} on {} ({}): {} files located by {}\n",
+            fs.filesystem.kind, disk.name, kind, fs.files, fs.strategy
+        );
+        for d in &fs.demotions {
+            text += &format!("seekless:   {d}\n");
+        }
+    }
+    text += &format!(
+        "seekless: walk+locate {:.3} s (locate calls {:.3} s over all threads), sort {:.3} s\n",
+        s.walk_time.as_secs_f64(),
+        s.locate_time.as_secs_f64(),
+        s.sort_time.as_secs_f64()
+    );
+    eprint!("{text}");
+}
