@@ -232,13 +232,14 @@ impl DriveThread {
     }
 
     fn answer(&mut self, completion: u64, done: Done) {
+        // Measured before the reply is written: this is the scheduler's own lateness.
+        let late_us = self.shared.now_ns().saturating_sub(completion) as f64 / 1e3;
         match done {
             Done::Read(reply, Ok(buf)) => reply.data(&buf),
             Done::Read(reply, Err(e)) => reply.error(errno(&e)),
             Done::Write(reply, Ok(n)) => reply.written(n),
             Done::Write(reply, Err(e)) => reply.error(errno(&e)),
         }
-        let late_us = self.shared.now_ns().saturating_sub(completion) as f64 / 1e3;
         if let Ok(mut c) = self.shared.counters.lock() {
             c.reply_lateness_us_sum += late_us;
             c.reply_lateness_us_max = c.reply_lateness_us_max.max(late_us);

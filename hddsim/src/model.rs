@@ -331,11 +331,6 @@ impl Drive {
             }
         }
     }
-
-    /// Forget the buffer (used when the model is switched off and on again).
-    pub fn drop_buffer(&mut self) {
-        self.stream = None;
-    }
 }
 
 #[cfg(test)]
@@ -440,7 +435,10 @@ mod tests {
             sum += w;
         }
         let avg = sum / n as f64;
-        assert!((avg - rev / 2.0).abs() < 0.15 * MS, "average rotation {avg}");
+        assert!(
+            (avg - rev / 2.0).abs() < 0.15 * MS,
+            "average rotation {avg}"
+        );
     }
 
     #[test]

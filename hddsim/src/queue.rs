@@ -33,7 +33,6 @@ pub struct Queued<T> {
 #[derive(Debug)]
 pub struct Dispatched<T> {
     pub cmd: Command,
-    pub arrival: u64,
     pub payload: T,
     /// Virtual ns when the drive started it.
     pub start: u64,
@@ -73,17 +72,8 @@ impl<T> CommandQueue<T> {
         self.queue.push_back(q);
     }
 
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.queue.is_empty()
-    }
-
-    /// Virtual ns when the drive becomes free.
-    pub fn free_at(&self) -> u64 {
-        self.free_at
     }
 
     /// Start the next command. `model_on = false` serves it in zero time.
@@ -99,9 +89,11 @@ impl<T> CommandQueue<T> {
             .filter(|&i| {
                 let q = &self.queue[i];
                 q.arrival <= start
-                    && !self.queue.iter().take(i).any(|e| {
-                        (e.cmd.write || q.cmd.write) && e.cmd.overlaps(&q.cmd)
-                    })
+                    && !self
+                        .queue
+                        .iter()
+                        .take(i)
+                        .any(|e| (e.cmd.write || q.cmd.write) && e.cmd.overlaps(&q.cmd))
             })
             .collect();
         let starved = eligible
@@ -138,7 +130,6 @@ impl<T> CommandQueue<T> {
         self.free_at = completion;
         Some(Dispatched {
             cmd: q.cmd,
-            arrival: q.arrival,
             payload: q.payload,
             start,
             completion,
@@ -195,7 +186,10 @@ mod tests {
         assert_eq!(first.payload, 2);
         assert_eq!(first.candidates, 3);
         let second = q.dispatch(true).expect("queued");
-        assert_eq!(second.payload, 1, "2 GB is nearer than 3 GB from the head at 0");
+        assert_eq!(
+            second.payload, 1,
+            "2 GB is nearer than 3 GB from the head at 0"
+        );
     }
 
     #[test]
@@ -208,7 +202,8 @@ mod tests {
                 payload: i,
             });
         }
-        let order: Vec<usize> = std::iter::from_fn(|| q.dispatch(true).map(|d| d.payload)).collect();
+        let order: Vec<usize> =
+            std::iter::from_fn(|| q.dispatch(true).map(|d| d.payload)).collect();
         assert_eq!(order, vec![0, 1, 2]);
     }
 
@@ -294,7 +289,11 @@ mod tests {
             });
         }
         let d = q.dispatch(true).expect("queued");
-        assert_eq!((d.payload, d.candidates), (1, 2), "offset 0 is beyond the NCQ window");
+        assert_eq!(
+            (d.payload, d.candidates),
+            (1, 2),
+            "offset 0 is beyond the NCQ window"
+        );
     }
 
     #[test]
@@ -319,7 +318,8 @@ mod tests {
             arrival: 0,
             payload: 2,
         });
-        let order: Vec<usize> = std::iter::from_fn(|| q.dispatch(true).map(|d| d.payload)).collect();
+        let order: Vec<usize> =
+            std::iter::from_fn(|| q.dispatch(true).map(|d| d.payload)).collect();
         let w = order.iter().position(|&p| p == 0);
         let r = order.iter().position(|&p| p == 1);
         assert!(w < r, "{order:?}");

@@ -145,11 +145,7 @@ impl Shared {
 
     /// The control file's content.
     pub fn report_json(&self) -> String {
-        let c = self
-            .counters
-            .lock()
-            .map(|c| c.clone())
-            .unwrap_or_default();
+        let c = self.counters.lock().map(|c| c.clone()).unwrap_or_default();
         let per = |x: f64, n: u64| if n == 0 { 0.0 } else { x / n as f64 };
         let report = Report {
             model: if self.model_on.load(Ordering::SeqCst) {
@@ -182,7 +178,8 @@ impl Shared {
             max_reply_lateness_us: c.reply_lateness_us_max,
             params: &self.settings,
         };
-        let mut s = serde_json::to_string_pretty(&report).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+        let mut s = serde_json::to_string_pretty(&report)
+            .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
         s.push('\n');
         s
     }
