@@ -73,9 +73,10 @@ struct Args {
     /// A command queued longer than this is served next, whatever SPTF prefers, ms.
     #[arg(long, default_value_t = 1000.0)]
     max_wait_ms: f64,
-    /// Drive read-ahead segment, KiB: after a read the head keeps reading this far ahead
-    /// into the drive's buffer. 0 = off.
-    #[arg(long, default_value_t = 0)]
+    /// Drive read-ahead segment, KiB: after a read, while idle, the head keeps reading up to
+    /// this far past the last byte delivered, into the drive's buffer; a read that starts
+    /// there is served from it (or continues the stream without rotational wait). 0 = off.
+    #[arg(long, default_value_t = 512)]
     drive_cache_kb: u64,
     /// Interface rate for data served from the drive's buffer, MB/s.
     #[arg(long, default_value_t = 550.0)]
