@@ -51,10 +51,10 @@ pub struct Entry {
 }
 
 impl Entry {
-    pub(crate) fn from_metadata(path: Box<Path>, meta: &Metadata) -> Self {
+    pub(crate) fn from_metadata(path: Box<Path>, id: FileId, meta: &Metadata) -> Self {
         Self {
             path,
-            id: os::file_id(meta),
+            id,
             size: meta.len(),
             modified: meta.modified().ok(),
         }
@@ -220,9 +220,7 @@ where
 
     let threads = opts.threads.max(1);
     let results: Vec<Vec<(Position, T)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| s.spawn(|| shared.work()))
-            .collect();
+        let handles: Vec<_> = (0..threads).map(|_| s.spawn(|| shared.work())).collect();
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_default())
@@ -232,10 +230,7 @@ where
         found.append(&mut r);
     }
 
-    let nodes = shared
-        .nodes
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner());
+    let nodes = shared.nodes.into_inner().unwrap_or_else(|e| e.into_inner());
     let items = given_order(&nodes, found);
     let stats = WalkStats {
         dirs: shared.dirs.into_inner(),
@@ -267,7 +262,10 @@ where
         };
         let ft = meta.file_type();
         if ft.is_dir() {
-            let id = os::file_id(&meta);
+            let id = match os::file_id(path, None, &meta) {
+                Ok(id) => id,
+                Err(e) => return self.fail(Error::io(path, e)),
+            };
             if !self.first_visit(id) {
                 return;
             }
@@ -411,8 +409,7 @@ where
                 match fs::metadata(&path) {
                     Ok(m) if m.is_dir() => self.subdir(&job, path, at, true),
                     Ok(m) if m.is_file() => {
-                        if !self.opts.filter.is_empty() && !self.opts.filter.keeps(&path, &name)
-                        {
+                        if !self.opts.filter.is_empty() && !self.opts.filter.keeps(&path, &name) {
                             self.filtered.fetch_add(1, Ordering::Relaxed);
                             continue;
                         }
@@ -443,7 +440,10 @@ where
             Ok(m) => m,
             Err(e) => return self.fail(Error::io(&path, e)),
         };
-        let id = os::file_id(&meta);
+        let id = match os::file_id(&path, None, &meta) {
+            Ok(id) => id,
+            Err(e) => return self.fail(Error::io(&path, e)),
+        };
         if self.opts.one_file_system && id.dev != parent.root_dev {
             self.other_fs.fetch_add(1, Ordering::Relaxed);
             self.reporter.skipped(&path, "on another filesystem");
@@ -495,8 +495,15 @@ where
             self.skip_special(&path, &meta.file_type());
             return None;
         }
+        let id = match os::file_id(&path, Some(&file), &meta) {
+            Ok(id) => id,
+            Err(e) => {
+                self.fail(Error::io(&path, e));
+                return None;
+            }
+        };
         self.files.fetch_add(1, Ordering::Relaxed);
-        let entry = Entry::from_metadata(path.into_boxed_path(), &meta);
+        let entry = Entry::from_metadata(path.into_boxed_path(), id, &meta);
         match (self.visit)(entry, &file) {
             Ok(item) => Some(item),
             Err(e) => {
@@ -611,7 +618,11 @@ mod tests {
 
     fn names(dir: &Path, opts: &WalkOptions) -> Vec<String> {
         let (items, _) = walk(&[dir.to_path_buf()], opts, &Quiet, &|e: Entry, _: &File| {
-            Ok(e.path.strip_prefix(dir).unwrap().to_string_lossy().into_owned())
+            Ok(e.path
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned())
         });
         items
     }
@@ -667,9 +678,12 @@ mod tests {
             ..WalkOptions::default()
         };
         let errors = Errors(Mutex::new(Vec::new()));
-        let (items, stats) = walk(&[t.path().to_path_buf()], &opts, &errors, &|e: Entry, _: &File| {
-            Ok(e.path)
-        });
+        let (items, stats) = walk(
+            &[t.path().to_path_buf()],
+            &opts,
+            &errors,
+            &|e: Entry, _: &File| Ok(e.path),
+        );
         assert_eq!(items.len(), 1);
         assert_eq!(stats.errors, 1);
         let errors = errors.0.into_inner().unwrap();
@@ -680,7 +694,10 @@ mod tests {
     #[test]
     fn path_lists_split_on_newlines_or_nuls() {
         let l = read_path_list(&b"a\nb c\n\nd\n"[..], false).unwrap();
-        assert_eq!(l, vec![PathBuf::from("a"), PathBuf::from("b c"), PathBuf::from("d")]);
+        assert_eq!(
+            l,
+            vec![PathBuf::from("a"), PathBuf::from("b c"), PathBuf::from("d")]
+        );
         let l = read_path_list(&b"a\nb\0c\0"[..], true).unwrap();
         assert_eq!(l, vec![PathBuf::from("a\nb"), PathBuf::from("c")]);
     }

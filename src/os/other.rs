@@ -5,19 +5,25 @@ use std::io;
 use std::path::Path;
 
 use crate::device::Disk;
-use crate::locate::{FsKind, Filesystem, LocateError, Placement, Strategy};
+use crate::locate::{Filesystem, FsKind, LocateError, Placement, Strategy};
 use crate::walk::FileId;
 
-pub(crate) fn file_id(meta: &Metadata) -> FileId {
+/// The identity of the file at `path` (open as `open` when the caller has it open), whose
+/// metadata is `meta`. A function of the path and handle rather than of the metadata alone
+/// because on Windows the volume serial number and file index need a handle.
+pub(crate) fn file_id(_path: &Path, _open: Option<&File>, meta: &Metadata) -> io::Result<FileId> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        FileId { dev: meta.dev(), ino: meta.ino() }
+        Ok(FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        })
     }
     #[cfg(not(unix))]
     {
         let _ = meta;
-        FileId { dev: 0, ino: 0 }
+        Ok(FileId { dev: 0, ino: 0 })
     }
 }
 
@@ -43,7 +49,11 @@ pub(crate) fn open_to_read(path: &Path) -> io::Result<File> {
 }
 
 pub(crate) fn filesystem(_file: &File, dev: u64) -> Filesystem {
-    Filesystem { dev, kind: FsKind::Other, ladder: vec![Strategy::Inode] }
+    Filesystem {
+        dev,
+        kind: FsKind::Other,
+        ladder: vec![Strategy::Inode],
+    }
 }
 
 pub(crate) fn map_extents(

@@ -1,8 +1,8 @@
 //! Linux: FIEMAP and FIBMAP for extents, statfs for the filesystem type, sysfs for disks,
 //! `readahead(2)`/`posix_fadvise` for reading.
 
-mod fiemap;
 mod fibmap;
+mod fiemap;
 mod hints;
 mod statfs;
 mod sysfs;
@@ -18,12 +18,13 @@ use crate::walk::FileId;
 
 pub(crate) use hints::{drop_cache, prefetch};
 
-/// The identity of a file: device and inode number.
-pub(crate) fn file_id(meta: &Metadata) -> FileId {
-    FileId {
+/// The identity of a file: device and inode number, both in its metadata (`path` and the
+/// open file are only needed on Windows).
+pub(crate) fn file_id(_path: &Path, _open: Option<&File>, meta: &Metadata) -> io::Result<FileId> {
+    Ok(FileId {
         dev: meta.dev(),
         ino: meta.ino(),
-    }
+    })
 }
 
 /// The inode number readdir reported, without a `stat`.
@@ -55,10 +56,9 @@ fn open_noatime(path: &Path, flags: i32) -> io::Result<File> {
         .custom_flags(flags | libc::O_NOATIME)
         .open(path)
     {
-        Err(e) if e.raw_os_error() == Some(libc::EPERM) => OpenOptions::new()
-            .read(true)
-            .custom_flags(flags)
-            .open(path),
+        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+            OpenOptions::new().read(true).custom_flags(flags).open(path)
+        }
         other => other,
     }
 }
