@@ -32,6 +32,8 @@ pub struct FuseTuning {
     pub max_background: u16,
     /// Largest single read/write request, bytes.
     pub max_request: u32,
+    /// Ask for FUSE_ASYNC_DIO (off only to show what it is for).
+    pub async_dio: bool,
 }
 
 pub struct DiskFs {
@@ -93,7 +95,10 @@ impl Filesystem for DiskFs {
     fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
         // Without ASYNC_DIO the kernel turns an async direct read (what the loop driver
         // issues) into a synchronous one: one request in flight, no queue to reorder.
-        let wanted = InitFlags::FUSE_ASYNC_DIO | InitFlags::FUSE_ASYNC_READ;
+        let mut wanted = InitFlags::FUSE_ASYNC_READ;
+        if self.tuning.async_dio {
+            wanted |= InitFlags::FUSE_ASYNC_DIO;
+        }
         let _ = config.add_capabilities(wanted & config.capabilities());
         let bg = self.tuning.max_background;
         let _ = config.set_max_background(bg);

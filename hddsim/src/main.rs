@@ -93,6 +93,10 @@ struct Args {
     /// Largest single FUSE read/write, KiB.
     #[arg(long, default_value_t = 1024)]
     max_request_kb: u32,
+    /// Do not ask for FUSE_ASYNC_DIO (for experiments: the loop device then gets one
+    /// request at a time through).
+    #[arg(long)]
+    no_async_dio: bool,
     /// Threads reading requests from /dev/fuse (they only queue them, so 1 is enough).
     #[arg(long, default_value_t = 1)]
     fuse_threads: usize,
@@ -232,6 +236,7 @@ fn main() -> Result<()> {
         tuning: FuseTuning {
             max_background: args.max_background.max(1),
             max_request: args.max_request_kb.max(4) * 1024,
+            async_dio: !args.no_async_dio,
         },
         started: SystemTime::now(),
     };
