@@ -31,7 +31,11 @@ impl Filter {
         S: AsRef<str>,
     {
         for e in exts {
-            let e = e.as_ref().trim().trim_start_matches('.').to_ascii_lowercase();
+            let e = e
+                .as_ref()
+                .trim()
+                .trim_start_matches('.')
+                .to_ascii_lowercase();
             if !e.is_empty() {
                 self.extensions.push(e);
             }
@@ -81,7 +85,7 @@ impl Filter {
                 .extension()
                 .map(|e| e.to_string_lossy().to_ascii_lowercase());
             match ext {
-                Some(ext) if self.extensions.iter().any(|x| *x == ext) => {}
+                Some(ext) if self.extensions.contains(&ext) => {}
                 _ => return false,
             }
         }

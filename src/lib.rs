@@ -45,6 +45,7 @@ pub mod error;
 pub mod filter;
 pub mod locate;
 pub mod plan;
+pub mod read;
 pub mod report;
 pub mod walk;
 

@@ -290,7 +290,10 @@ impl Placement {
                 count += 1;
             }
             prev = Some(*e);
-            if key.is_none() && !e.flags.intersects(ExtentFlags::UNKNOWN | ExtentFlags::DELALLOC)
+            if key.is_none()
+                && !e
+                    .flags
+                    .intersects(ExtentFlags::UNKNOWN | ExtentFlags::DELALLOC)
             {
                 key = Some(e.physical);
             }
@@ -436,7 +439,11 @@ mod tests {
     fn contiguous_runs_merge_into_one_extent() {
         let p = Placement::from_extents(
             Strategy::Fiemap,
-            &[ext(0, 4096, 4096), ext(4096, 8192, 4096), ext(8192, 65536, 4096)],
+            &[
+                ext(0, 4096, 4096),
+                ext(4096, 8192, 4096),
+                ext(8192, 65536, 4096),
+            ],
             12288,
         );
         assert_eq!(p.extent_count, 2);

@@ -68,7 +68,9 @@ pub struct PlannedFile {
 impl PlannedFile {
     /// The position on the whole disk to sort by, if known.
     pub fn disk_offset(&self) -> Option<u64> {
-        self.placement.physical().map(|p| p.saturating_add(self.base))
+        self.placement
+            .physical()
+            .map(|p| p.saturating_add(self.base))
     }
 }
 
@@ -305,7 +307,11 @@ impl Plan {
         match by {
             Order::Given => {}
             Order::Physical => {
-                idx = self.sweeps.iter().flat_map(|s| s.files.iter().copied()).collect();
+                idx = self
+                    .sweeps
+                    .iter()
+                    .flat_map(|s| s.files.iter().copied())
+                    .collect();
             }
             Order::Inode => idx.sort_by_key(|&i| self.files[i as usize].entry.id),
             Order::Path => idx.sort_by(|&a, &b| {

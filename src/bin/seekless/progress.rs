@@ -80,9 +80,7 @@ impl Reporter for Console {
 
     fn planned(&self, files: u64, bytes: u64) {
         self.bar.set_prefix("planning");
-        self.bar.set_message(format!(
-            "{files} files, {}",
-            indicatif::HumanBytes(bytes)
-        ));
+        self.bar
+            .set_message(format!("{files} files, {}", indicatif::HumanBytes(bytes)));
     }
 }

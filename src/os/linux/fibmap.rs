@@ -47,9 +47,8 @@ pub(super) fn placement(file: &File, size: u64) -> Result<Placement, LocateError
     let blocks = size.div_ceil(bsz);
     let mut extents: Vec<Extent> = Vec::new();
     for block in 0..blocks.min(MAX_BLOCKS) {
-        let mut b = libc::c_int::try_from(block).map_err(|_| {
-            LocateError::Io(io::Error::other("block number beyond FIBMAP's range"))
-        })?;
+        let mut b = libc::c_int::try_from(block)
+            .map_err(|_| LocateError::Io(io::Error::other("block number beyond FIBMAP's range")))?;
         ioctl_int(file, FIBMAP, &mut b).map_err(unsupported)?;
         if b == 0 {
             continue; // a hole

@@ -133,33 +133,77 @@ fn parse_dev(text: &str) -> Option<u64> {
 }
 
 /// For a filesystem on an anonymous device, the block device it was mounted from.
+///
+/// The mount's own `MAJ:MIN` may differ from the `st_dev` its files report (btrfs gives
+/// each subvolume its own anonymous device), so a mount whose numbers do not match is also
+/// accepted when its mount point reports `st_dev`.
 fn mount_source_device(major: u32, minor: u32) -> Option<u64> {
     let text = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    source_device_in(&text, major, minor)
+    source_device_in(&text, libc::makedev(major, minor), |mount_point| {
+        fs::metadata(mount_point).ok().map(|m| m.dev())
+    })
 }
 
-fn source_device_in(mountinfo: &str, major: u32, minor: u32) -> Option<u64> {
-    let want = format!("{major}:{minor}");
+fn source_device_in(
+    mountinfo: &str,
+    dev: u64,
+    dev_of_mount_point: impl Fn(&Path) -> Option<u64>,
+) -> Option<u64> {
+    let want = format!("{}:{}", libc::major(dev), libc::minor(dev));
+    let mut fallback = None;
     for line in mountinfo.lines() {
-        let mut fields = line.split(' ');
-        if fields.nth(2) != Some(want.as_str()) {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let (Some(numbers), Some(mount_point)) = (fields.get(2), fields.get(4)) else {
+            continue;
+        };
+        // After the optional fields comes " - FSTYPE SOURCE OPTIONS".
+        let Some((_, tail)) = line.split_once(" - ") else {
+            continue;
+        };
+        let Some(source) = tail.split(' ').nth(1) else {
+            continue;
+        };
+        if !source.starts_with("/dev/") {
             continue;
         }
-        // After the optional fields comes " - FSTYPE SOURCE OPTIONS".
-        let (_, tail) = line.split_once(" - ")?;
-        let mut tail = tail.split(' ');
-        let _fstype = tail.next();
-        let source = tail.next()?;
-        if !source.starts_with("/dev/") {
-            return None;
+        if *numbers == want {
+            return block_device(source);
         }
-        let meta = fs::metadata(source).ok()?;
-        if meta.file_type().is_block_device() {
-            return Some(meta.rdev());
+        if fallback.is_none()
+            && numbers.starts_with("0:")
+            && dev_of_mount_point(&unescape(mount_point)) == Some(dev)
+        {
+            fallback = block_device(source);
         }
-        return None;
     }
-    None
+    fallback
+}
+
+fn block_device(source: &str) -> Option<u64> {
+    let meta = fs::metadata(unescape(source)).ok()?;
+    meta.file_type().is_block_device().then(|| meta.rdev())
+}
+
+/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
+fn unescape(field: &str) -> PathBuf {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    use std::os::unix::ffi::OsStringExt;
+    PathBuf::from(std::ffi::OsString::from_vec(out))
 }
 
 #[cfg(test)]
@@ -170,10 +214,17 @@ mod tests {
     fn mountinfo_lines_give_the_source_of_anonymous_devices() {
         let info = "36 35 0:45 / /mnt/b rw,relatime shared:1 - btrfs /dev/null rw\n\
                     37 35 0:46 / /mnt/t rw - tmpfs tmpfs rw\n";
+        let none = |_: &Path| None;
         // /dev/null is a character device, not a block device: no disk.
-        assert_eq!(source_device_in(info, 0, 45), None);
-        assert_eq!(source_device_in(info, 0, 46), None);
-        assert_eq!(source_device_in(info, 0, 47), None);
+        assert_eq!(source_device_in(info, libc::makedev(0, 45), none), None);
+        assert_eq!(source_device_in(info, libc::makedev(0, 46), none), None);
+        assert_eq!(source_device_in(info, libc::makedev(0, 47), none), None);
+    }
+
+    #[test]
+    fn mount_points_are_unescaped() {
+        assert_eq!(unescape("/mnt/a\\040b"), PathBuf::from("/mnt/a b"));
+        assert_eq!(unescape("/plain"), PathBuf::from("/plain"));
     }
 
     #[test]

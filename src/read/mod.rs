@@ -1,0 +1,301 @@
+//! Read: every planned file, one sweep per disk, with the disk's queue kept full.
+//!
+//! For each disk a sweep thread walks the plan's extents in disk order and asks the kernel
+//! to start reading them (`readahead(2)`) while the consumer reads earlier files from the
+//! page cache. A window bounds how far ahead it runs (bytes and open files), so memory
+//! stays bounded whatever the number or size of files. A file is handed over when all its
+//! extents are on the way; files larger than half the window stream instead: handed over
+//! at their first piece, prefetched ahead of the consumer piece by piece. Consumed pages
+//! are dropped from the cache unless asked to keep them (drop-behind), so a scan of many
+//! terabytes does not evict everything else. Disks are swept in parallel.
+//!
+//! ```
+//! use std::io::Read;
+//! use std::sync::Arc;
+//! use seekless::{Plan, PlanOptions, Quiet, read::{ReadOptions, Reader}};
+//!
+//! let dir = tempfile::tempdir()?;
+//! std::fs::write(dir.path().join("a"), b"hello")?;
+//! std::fs::write(dir.path().join("b"), b"world")?;
+//! let plan = Arc::new(Plan::build(&[dir.path().to_path_buf()], &PlanOptions::default(), &Quiet));
+//! let mut total = 0;
+//! for file in Reader::new(plan, ReadOptions::default()) {
+//!     let mut file = file?;
+//!     let mut text = String::new();
+//!     file.read_to_string(&mut text)?;
+//!     file.finish()?; // fails if the file changed while it was read
+//!     total += text.len();
+//! }
+//! assert_eq!(total, 10);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod schedule;
+mod sweep;
+mod window;
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::Receiver;
+
+use crate::error::{Error, ErrorKind};
+use crate::os;
+use crate::plan::{Plan, PlannedFile};
+use sweep::{Handover, Slot, SweepRun};
+use window::Window;
+
+/// How to read.
+#[derive(Clone, Debug)]
+pub struct ReadOptions {
+    /// Bytes prefetched ahead of the consumer, per disk. Enough to cover many files so the
+    /// disk always has queued requests to reorder, small enough to stay in the page cache.
+    pub window_bytes: u64,
+    /// Files open ahead of the consumer, per disk.
+    pub window_files: usize,
+    /// Largest single prefetch request; large files are prefetched in pieces this size.
+    pub piece_bytes: u64,
+    /// Drop consumed pages from the page cache (`POSIX_FADV_DONTNEED`).
+    pub drop_behind: bool,
+    /// Prefetch at all (off = read one file at a time in plan order, for comparison).
+    pub prefetch: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            window_bytes: 64 << 20,
+            window_files: 512,
+            piece_bytes: 4 << 20,
+            drop_behind: true,
+            prefetch: true,
+        }
+    }
+}
+
+/// Reads a plan's files, yielding each as soon as it is ready, disks in parallel.
+///
+/// Iterating yields files in read order; per-file errors (vanished, permission denied,
+/// replaced) come as `Err` items and the run goes on. Dropping the reader stops the sweeps.
+pub struct Reader {
+    plan: Arc<Plan>,
+    rx: Receiver<Handover>,
+    windows: Vec<Arc<Window>>,
+    threads: Vec<JoinHandle<()>>,
+    opts: ReadOptions,
+}
+
+impl Reader {
+    /// Starts one sweep thread per disk of `plan`.
+    pub fn new(plan: Arc<Plan>, opts: ReadOptions) -> Reader {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let seq = Arc::new(AtomicU64::new(0));
+        let mut windows = Vec::new();
+        let mut threads = Vec::new();
+        let (bytes, files) = if opts.prefetch {
+            (opts.window_bytes, opts.window_files)
+        } else {
+            (1, 1)
+        };
+        for s in 0..plan.sweeps().len() {
+            let window = Arc::new(Window::new(bytes, files));
+            windows.push(window.clone());
+            let (plan, tx, seq) = (plan.clone(), tx.clone(), seq.clone());
+            let piece = opts.piece_bytes;
+            let prefetch = opts.prefetch;
+            threads.push(std::thread::spawn(move || {
+                SweepRun {
+                    plan: &plan,
+                    sweep: &plan.sweeps()[s],
+                    window: &window,
+                    tx,
+                    seq: &seq,
+                    piece: if prefetch { piece } else { u64::MAX },
+                    prefetch,
+                }
+                .run();
+            }));
+        }
+        Reader {
+            plan,
+            rx,
+            windows,
+            threads,
+            opts,
+        }
+    }
+
+    /// The plan being read.
+    pub fn plan(&self) -> &Arc<Plan> {
+        &self.plan
+    }
+
+    /// Runs `work` on every file with `workers` threads while the sweeps keep the disks
+    /// busy; returns when every file has been handed out and processed. Errors for files
+    /// that could not be opened are passed to `work` as `Err`.
+    ///
+    /// ```
+    /// use std::io::Read;
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use seekless::{Plan, PlanOptions, Quiet, read::{ReadOptions, Reader}};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// for i in 0..10 {
+    ///     std::fs::write(dir.path().join(format!("f{i}")), vec![1u8; 1000])?;
+    /// }
+    /// let plan = Arc::new(Plan::build(&[dir.path().to_path_buf()], &PlanOptions::default(), &Quiet));
+    /// let bytes = AtomicU64::new(0);
+    /// Reader::new(plan, ReadOptions::default()).par_for_each(4, |file| {
+    ///     let mut file = file.expect("readable");
+    ///     let mut buf = Vec::new();
+    ///     file.read_to_end(&mut buf).unwrap();
+    ///     bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
+    /// });
+    /// assert_eq!(bytes.into_inner(), 10_000);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn par_for_each<F>(self, workers: usize, work: F)
+    where
+        F: Fn(Result<FileReader, Error>) + Sync,
+    {
+        let me = &self;
+        let work = &work;
+        std::thread::scope(|s| {
+            for _ in 0..workers.max(1) {
+                s.spawn(move || {
+                    while let Some(item) = me.next_file() {
+                        work(item);
+                    }
+                });
+            }
+        });
+    }
+
+    fn next_file(&self) -> Option<Result<FileReader, Error>> {
+        let h = self.rx.recv().ok()?;
+        let index = h.index;
+        Some(match h.result {
+            Ok((file, slot)) => Ok(FileReader {
+                plan: self.plan.clone(),
+                index,
+                seq: h.seq,
+                file,
+                slot,
+                window: self.windows[self.sweep_of(index)].clone(),
+                pos: 0,
+                dropped: 0,
+                drop_behind: self.opts.drop_behind,
+            }),
+            Err(e) => Err(e),
+        })
+    }
+
+    fn sweep_of(&self, index: u32) -> usize {
+        let disk = self.plan.files()[index as usize].disk;
+        self.plan
+            .sweeps()
+            .iter()
+            .position(|s| s.disk == disk)
+            .unwrap_or(0)
+    }
+}
+
+impl Iterator for Reader {
+    type Item = Result<FileReader, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_file()
+    }
+}
+
+impl Drop for Reader {
+    fn drop(&mut self) {
+        for w in &self.windows {
+            w.cancel();
+        }
+        // Unblock sweeps waiting to send by draining.
+        while self.rx.try_recv().is_ok() {}
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One file being read: `impl Read` over its contents, in the order the reader chose.
+pub struct FileReader {
+    plan: Arc<Plan>,
+    index: u32,
+    seq: u64,
+    file: File,
+    slot: Arc<Slot>,
+    window: Arc<Window>,
+    pos: u64,
+    dropped: u64,
+    drop_behind: bool,
+}
+
+impl FileReader {
+    /// The planned file (path, size, placement).
+    pub fn planned(&self) -> &PlannedFile {
+        &self.plan.files()[self.index as usize]
+    }
+
+    /// Position in read order, counting from 0 (errors count too).
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Bytes read so far.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Checks, after reading to the end, that the file did not change while it was read:
+    /// same size and modification time as when planned, and exactly that many bytes read.
+    /// Returns the bytes read.
+    pub fn finish(self) -> Result<u64, Error> {
+        let entry = &self.planned().entry;
+        let meta = self.file.metadata().map_err(|e| Error::io(&*entry.path, e))?;
+        let changed = |what: String| Err(Error::new(&*entry.path, ErrorKind::Changed(what)));
+        if meta.len() != entry.size {
+            return changed(format!("size {} → {}", entry.size, meta.len()));
+        }
+        if self.pos != entry.size {
+            return changed(format!("read {} of {} bytes", self.pos, entry.size));
+        }
+        if meta.modified().ok() != entry.modified {
+            return changed("modification time changed".into());
+        }
+        Ok(self.pos)
+    }
+}
+
+impl Read for FileReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read(buf).map_err(|e| {
+            let path = &self.plan.files()[self.index as usize].entry.path;
+            io::Error::new(e.kind(), Error::io(&**path, e))
+        })?;
+        self.pos += n as u64;
+        self.window.release(self.slot.consumed(n as u64));
+        // Large files: drop what was read every few MiB rather than at the end.
+        if self.drop_behind && self.pos - self.dropped >= 8 << 20 {
+            let _ = os::drop_cache(&self.file, self.dropped, self.pos - self.dropped);
+            self.dropped = self.pos;
+        }
+        Ok(n)
+    }
+}
+
+impl Drop for FileReader {
+    fn drop(&mut self) {
+        if self.drop_behind {
+            let _ = os::drop_cache(&self.file, self.dropped, 0);
+        }
+        self.window.closed(self.slot.close());
+    }
+}

@@ -1,0 +1,106 @@
+//! The order of prefetch steps within one sweep.
+//!
+//! Every extent of every file becomes a step at its own place in the sweep, so a
+//! fragmented file's pieces are fetched as the head passes them rather than by seeking
+//! back and forth. Files without a position (and empty or inline files) are one step each
+//! after the located ones, in the sweep's order. Steps longer than the piece size are cut
+//! so window accounting stays fine-grained and large files can stream.
+
+use crate::plan::{Plan, Sweep};
+
+/// One prefetch request: a byte range of one file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Step {
+    /// Index into the plan's files.
+    pub file: u32,
+    /// Offset in the file.
+    pub offset: u64,
+    /// Bytes to prefetch (0 for empty, inline or all-hole files).
+    pub length: u64,
+}
+
+/// The steps of a sweep in disk order, and how many steps each file has.
+pub(crate) struct Schedule {
+    pub steps: Vec<Step>,
+    /// Steps per file, indexed like the plan's files (0 for files not in this sweep).
+    pub steps_per_file: Vec<u32>,
+}
+
+pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
+    let files = plan.files();
+    let piece = piece.max(4096);
+    // (class, key, step); class 0 = located by device offset, 1 = the rest in sweep order.
+    let mut keyed: Vec<(u8, u64, Step)> = Vec::new();
+    for (rank, &i) in sweep.files.iter().enumerate() {
+        let f = &files[i as usize];
+        let extents = f.placement.extents();
+        if extents.is_empty() {
+            let (class, key) = match f.disk_offset() {
+                Some(off) => (0, off),
+                None => (1, rank as u64),
+            };
+            // One step for the whole file, cut into pieces.
+            push_pieces(&mut keyed, class, key, i, 0, f.entry.size, piece);
+            continue;
+        }
+        for e in extents {
+            let length = e.length.min(f.entry.size.saturating_sub(e.logical));
+            push_pieces(
+                &mut keyed,
+                0,
+                f.base.saturating_add(e.physical),
+                i,
+                e.logical,
+                length,
+                piece,
+            );
+        }
+    }
+    keyed.sort_by_key(|(class, key, step)| (*class, *key, step.file, step.offset));
+    let mut steps_per_file = vec![0u32; files.len()];
+    let steps: Vec<Step> = keyed.into_iter().map(|(_, _, s)| s).collect();
+    for s in &steps {
+        steps_per_file[s.file as usize] += 1;
+    }
+    Schedule {
+        steps,
+        steps_per_file,
+    }
+}
+
+fn push_pieces(
+    out: &mut Vec<(u8, u64, Step)>,
+    class: u8,
+    key: u64,
+    file: u32,
+    offset: u64,
+    length: u64,
+    piece: u64,
+) {
+    if length == 0 {
+        out.push((
+            class,
+            key,
+            Step {
+                file,
+                offset,
+                length: 0,
+            },
+        ));
+        return;
+    }
+    let mut done = 0;
+    while done < length {
+        let n = piece.min(length - done);
+        out.push((
+            class,
+            key + if class == 0 { done } else { 0 },
+            Step {
+                file,
+                offset: offset + done,
+                length: n,
+            },
+        ));
+        done += n;
+    }
+}

@@ -1,0 +1,245 @@
+//! The sweep thread of one disk: prefetch steps in disk order within the window and hand
+//! files to the consumer as soon as all their bytes are on the way.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crossbeam_channel::Sender;
+
+use crate::error::{Error, ErrorKind};
+use crate::os;
+use crate::plan::{Plan, Sweep};
+use crate::read::schedule::{Schedule, Step, schedule};
+use crate::read::window::{Admit, Window};
+
+/// What the sweep and the consumer share about one handed-over file.
+#[derive(Debug, Default)]
+pub(crate) struct Slot {
+    state: Mutex<SlotState>,
+}
+
+#[derive(Debug, Default)]
+struct SlotState {
+    issued: u64,
+    released: u64,
+    closed: bool,
+}
+
+impl Slot {
+    /// The sweep prefetched `bytes` more; false if the consumer already closed the file
+    /// (the bytes go straight back to the window).
+    fn issued(&self, bytes: u64) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.closed {
+            return false;
+        }
+        s.issued += bytes;
+        true
+    }
+
+    /// The consumer read `bytes`: how many window bytes that frees.
+    pub(crate) fn consumed(&self, bytes: u64) -> u64 {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let free = bytes.min(s.issued - s.released);
+        s.released += free;
+        free
+    }
+
+    /// The consumer closed the file: the window bytes still held.
+    pub(crate) fn close(&self) -> u64 {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.closed = true;
+        let rest = s.issued - s.released;
+        s.released = s.issued;
+        rest
+    }
+}
+
+/// A file handed to the consumer, or the error that kept it from being opened.
+pub(crate) struct Handover {
+    pub index: u32,
+    pub seq: u64,
+    pub result: Result<(File, Arc<Slot>), Error>,
+}
+
+struct Partial {
+    file: File,
+    slot: Arc<Slot>,
+    remaining: u32,
+    first_step: usize,
+    handed: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    New,
+    Open,
+    Done,
+}
+
+pub(crate) struct SweepRun<'a> {
+    pub plan: &'a Plan,
+    pub sweep: &'a Sweep,
+    pub window: &'a Window,
+    pub tx: Sender<Handover>,
+    pub seq: &'a AtomicU64,
+    pub piece: u64,
+    /// Whether to prefetch at all (off: plain reads in plan order, for comparison).
+    pub prefetch: bool,
+}
+
+impl SweepRun<'_> {
+    pub(crate) fn run(self) {
+        let Schedule {
+            steps,
+            steps_per_file,
+        } = schedule(self.plan, self.sweep, self.piece);
+        let large = self.window.max_bytes / 2;
+        let mut state = vec![State::New; self.plan.files().len()];
+        let mut open: HashMap<u32, Partial> = HashMap::new();
+
+        for (k, step) in steps.iter().enumerate() {
+            let i = step.file;
+            if state[i as usize] == State::Done {
+                continue;
+            }
+            let opening = state[i as usize] == State::New;
+            loop {
+                let has_partials = open.values().any(|p| !p.handed);
+                match self.window.admit(step.length, opening, has_partials) {
+                    Admit::Go => break,
+                    Admit::Cancelled => return,
+                    Admit::Force => {
+                        let oldest = open
+                            .iter()
+                            .filter(|(_, p)| !p.handed)
+                            .min_by_key(|(_, p)| p.first_step)
+                            .map(|(&f, _)| f);
+                        if let Some(f) = oldest {
+                            self.force(f, &steps[k..], &mut open, &mut state);
+                        }
+                    }
+                }
+            }
+            if state[i as usize] == State::Done {
+                // Forced to completion while we waited.
+                self.window.release(step.length);
+                continue;
+            }
+            if opening {
+                match self.open(i) {
+                    Ok(file) => {
+                        open.insert(
+                            i,
+                            Partial {
+                                file,
+                                slot: Arc::new(Slot::default()),
+                                remaining: steps_per_file[i as usize],
+                                first_step: k,
+                                handed: false,
+                            },
+                        );
+                        state[i as usize] = State::Open;
+                    }
+                    Err(e) => {
+                        self.window.abandoned(step.length);
+                        state[i as usize] = State::Done;
+                        self.send(i, Err(e));
+                        continue;
+                    }
+                }
+            }
+            let Some(p) = open.get_mut(&i) else {
+                continue;
+            };
+            self.issue(p, step);
+            p.remaining = p.remaining.saturating_sub(1);
+            let size = self.plan.files()[i as usize].entry.size;
+            if !p.handed && (p.remaining == 0 || size > large) {
+                // Large files stream: handed over at their first piece, the rest follows.
+                self.hand_over(i, p);
+            }
+            if p.remaining == 0 {
+                open.remove(&i);
+                state[i as usize] = State::Done;
+            }
+        }
+        // Every step was issued; anything left open is complete.
+        for (i, mut p) in open.drain() {
+            if !p.handed {
+                self.hand_over(i, &mut p);
+            }
+        }
+    }
+
+    fn issue(&self, p: &Partial, step: &Step) {
+        if !p.slot.issued(step.length) {
+            self.window.release(step.length);
+            return;
+        }
+        if step.length > 0 && self.prefetch {
+            // A failed hint is not an error: the consumer's read will say what is wrong.
+            let _ = os::prefetch(&p.file, step.offset, step.length);
+        }
+    }
+
+    /// Issues every remaining step of file `f` now, out of disk order, and hands it over.
+    fn force(
+        &self,
+        f: u32,
+        rest: &[Step],
+        open: &mut HashMap<u32, Partial>,
+        state: &mut [State],
+    ) {
+        let Some(mut p) = open.remove(&f) else {
+            return;
+        };
+        for step in rest.iter().filter(|s| s.file == f) {
+            self.window.take(step.length);
+            self.issue(&p, step);
+        }
+        self.hand_over(f, &mut p);
+        state[f as usize] = State::Done;
+    }
+
+    fn hand_over(&self, i: u32, p: &mut Partial) {
+        let file = match p.file.try_clone() {
+            Ok(f) => f,
+            Err(e) => {
+                let path = &self.plan.files()[i as usize].entry.path;
+                self.window.abandoned(p.slot.close());
+                p.handed = true;
+                self.send(i, Err(Error::io(&**path, e)));
+                return;
+            }
+        };
+        p.handed = true;
+        self.window.handed();
+        self.send(i, Ok((file, p.slot.clone())));
+    }
+
+    fn send(&self, index: u32, result: Result<(File, Arc<Slot>), Error>) {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        if self.tx.send(Handover { index, seq, result }).is_err() {
+            self.window.cancel();
+        }
+    }
+
+    /// Opens the file for reading and checks it is still the file that was planned.
+    fn open(&self, i: u32) -> Result<File, Error> {
+        let entry = &self.plan.files()[i as usize].entry;
+        let file = os::open_to_read(&entry.path).map_err(|e| Error::io(&*entry.path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(&*entry.path, e))?;
+        let id = os::file_id(&entry.path, Some(&file), &meta)
+            .map_err(|e| Error::io(&*entry.path, e))?;
+        if id != entry.id || !meta.is_file() {
+            return Err(Error::new(
+                &*entry.path,
+                ErrorKind::Changed("replaced by another file since it was planned".into()),
+            ));
+        }
+        Ok(file)
+    }
+}

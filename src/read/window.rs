@@ -1,0 +1,164 @@
+//! The readahead window: how much has been prefetched but not yet consumed.
+//!
+//! The sweep thread takes bytes and open files from the window before each prefetch; the
+//! consumer gives them back as it reads and closes files. This bounds the page cache the
+//! scan occupies and the descriptors it holds, whatever the number or size of files.
+
+use std::sync::{Condvar, Mutex};
+
+#[derive(Debug, Default)]
+pub(crate) struct Usage {
+    /// Prefetched and not yet consumed.
+    pub bytes: u64,
+    /// Files opened by the sweep and not yet closed by the consumer.
+    pub files: usize,
+    /// Files handed to the consumer and not yet closed.
+    pub handed: usize,
+    /// Set when the reader is dropped: the sweep stops.
+    pub cancelled: bool,
+}
+
+#[derive(Debug)]
+pub(crate) struct Window {
+    pub max_bytes: u64,
+    pub max_files: usize,
+    usage: Mutex<Usage>,
+    changed: Condvar,
+}
+
+/// What the sweep may do next.
+pub(crate) enum Admit {
+    /// There is room: go on.
+    Go,
+    /// The window is full of files waiting for later extents and nobody is consuming:
+    /// finish the oldest partial file out of order.
+    Force,
+    /// The reader is gone.
+    Cancelled,
+}
+
+impl Window {
+    pub(crate) fn new(max_bytes: u64, max_files: usize) -> Self {
+        Self {
+            max_bytes: max_bytes.max(1),
+            max_files: max_files.max(1),
+            usage: Mutex::new(Usage::default()),
+            changed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Usage> {
+        self.usage.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until `bytes` more (and one more open file if `open`) fit, then takes them.
+    /// With an empty window anything fits, so one oversized step cannot stall the sweep.
+    pub(crate) fn admit(&self, bytes: u64, open: bool, have_partials: bool) -> Admit {
+        let mut u = self.lock();
+        loop {
+            if u.cancelled {
+                return Admit::Cancelled;
+            }
+            let bytes_fit = u.bytes == 0 || u.bytes + bytes <= self.max_bytes;
+            let files_fit = !open || u.files < self.max_files;
+            if bytes_fit && files_fit {
+                u.bytes += bytes;
+                if open {
+                    u.files += 1;
+                }
+                return Admit::Go;
+            }
+            if u.handed == 0 && have_partials {
+                return Admit::Force;
+            }
+            u = self.changed.wait(u).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Takes bytes without waiting (finishing a forced file).
+    pub(crate) fn take(&self, bytes: u64) {
+        self.lock().bytes += bytes;
+    }
+
+    pub(crate) fn handed(&self) {
+        self.lock().handed += 1;
+    }
+
+    /// Gives back consumed bytes.
+    pub(crate) fn release(&self, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        let mut u = self.lock();
+        u.bytes = u.bytes.saturating_sub(bytes);
+        drop(u);
+        self.changed.notify_all();
+    }
+
+    /// A handed-over file was closed, returning its remaining bytes.
+    pub(crate) fn closed(&self, bytes: u64) {
+        let mut u = self.lock();
+        u.bytes = u.bytes.saturating_sub(bytes);
+        u.files = u.files.saturating_sub(1);
+        u.handed = u.handed.saturating_sub(1);
+        drop(u);
+        self.changed.notify_all();
+    }
+
+    /// A file the sweep opened but never handed over (it failed) was closed.
+    pub(crate) fn abandoned(&self, bytes: u64) {
+        let mut u = self.lock();
+        u.bytes = u.bytes.saturating_sub(bytes);
+        u.files = u.files.saturating_sub(1);
+        drop(u);
+        self.changed.notify_all();
+    }
+
+    pub(crate) fn cancel(&self) {
+        self.lock().cancelled = true;
+        self.changed.notify_all();
+    }
+
+    #[cfg(test)]
+    pub(crate) fn usage(&self) -> (u64, usize, usize) {
+        let u = self.lock();
+        (u.bytes, u.files, u.handed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admits_until_full_then_forces_when_nothing_is_being_consumed() {
+        let w = Window::new(100, 10);
+        assert!(matches!(w.admit(60, true, false), Admit::Go));
+        assert!(matches!(w.admit(30, false, false), Admit::Go));
+        // Full, nothing handed over, a partial file holds the window: force.
+        assert!(matches!(w.admit(30, false, true), Admit::Force));
+        w.release(50);
+        assert!(matches!(w.admit(30, false, true), Admit::Go));
+        assert_eq!(w.usage(), (70, 1, 0));
+    }
+
+    #[test]
+    fn an_oversized_step_fits_an_empty_window() {
+        let w = Window::new(10, 1);
+        assert!(matches!(w.admit(1000, true, false), Admit::Go));
+        w.closed(1000);
+        assert_eq!(w.usage(), (0, 0, 0));
+    }
+
+    #[test]
+    fn cancel_wakes_a_waiting_sweep() {
+        let w = std::sync::Arc::new(Window::new(10, 10));
+        assert!(matches!(w.admit(10, false, false), Admit::Go));
+        w.handed();
+        let w2 = w.clone();
+        let t = std::thread::spawn(move || matches!(w2.admit(5, false, false), Admit::Cancelled));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        w.cancel();
+        assert!(t.join().unwrap());
+    }
+}

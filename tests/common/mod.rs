@@ -1,0 +1,286 @@
+//! Shared test fixtures: real filesystems on loop devices, and driving the real binary.
+//!
+//! Tests that need root call [`require_root`]: without root they print why they skip and
+//! pass — unless `SEEKLESS_REQUIRE_ROOT_TESTS=1` (set by CI), which turns the skip into a
+//! failure so CI can never silently skip them.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Whether a root-only test can run; prints the reason when it cannot.
+pub fn require_root(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    if std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1") {
+        panic!("{test}: needs root, and SEEKLESS_REQUIRE_ROOT_TESTS=1 forbids skipping");
+    }
+    eprintln!("SKIP {test}: needs root (loop devices, mount)");
+    false
+}
+
+/// Whether a tool is installed; a missing tool is a skip locally and a failure in CI.
+pub fn require_tool(test: &str, tool: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if found {
+        return true;
+    }
+    if std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1") {
+        panic!("{test}: needs {tool}, and SEEKLESS_REQUIRE_ROOT_TESTS=1 forbids skipping");
+    }
+    eprintln!("SKIP {test}: {tool} is not installed");
+    false
+}
+
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+pub fn sh(script: &str) -> String {
+    let out = run(Command::new("sh").args(["-c", script]));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A filesystem made on an image file, attached to a loop device and mounted. Everything
+/// is undone on drop, even when the test panics.
+pub struct LoopFs {
+    pub image: PathBuf,
+    pub device: String,
+    pub mnt: PathBuf,
+    _dir: tempfile::TempDir,
+    mounted: bool,
+}
+
+impl LoopFs {
+    /// `fs` is ext4, xfs or btrfs; `size_mb` the image size.
+    pub fn new(fs: &str, size_mb: u64) -> LoopFs {
+        let dir = tempfile::Builder::new()
+            .prefix("seekless-test-")
+            .tempdir_in(shm_or_tmp())
+            .expect("tempdir");
+        let image = dir.path().join("fs.img");
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let f = std::fs::File::create(&image).unwrap();
+        f.set_len(size_mb << 20).unwrap();
+        drop(f);
+        let out = run(Command::new("losetup").args(["-f", "--show"]).arg(&image));
+        let device = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let mut me = LoopFs {
+            image,
+            device,
+            mnt,
+            _dir: dir,
+            mounted: false,
+        };
+        let mkfs: Vec<&str> = match fs {
+            "ext4" => vec![
+                "mkfs.ext4",
+                "-q",
+                "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+            ],
+            "xfs" => vec!["mkfs.xfs", "-q", "-f"],
+            "btrfs" => vec!["mkfs.btrfs", "-q", "-f"],
+            other => panic!("unknown fs {other}"),
+        };
+        run(Command::new(mkfs[0]).args(&mkfs[1..]).arg(&me.device));
+        run(Command::new("mount").arg(&me.device).arg(&me.mnt));
+        me.mounted = true;
+        me
+    }
+
+    pub fn path(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.mnt.join(rel)
+    }
+
+    /// Unmounts and mounts again, so everything is read from the device afresh.
+    pub fn remount(&self) {
+        run(Command::new("umount").arg(&self.mnt));
+        run(Command::new("mount").arg(&self.device).arg(&self.mnt));
+    }
+}
+
+impl Drop for LoopFs {
+    fn drop(&mut self) {
+        if self.mounted {
+            let ok = Command::new("umount")
+                .arg(&self.mnt)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
+            }
+        }
+        let _ = Command::new("losetup").arg("-d").arg(&self.device).status();
+    }
+}
+
+fn shm_or_tmp() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// The seekless binary under test.
+pub fn seekless() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_seekless"))
+}
+
+/// A small deterministic generator (xorshift) so test corpora are reproducible.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.max(1))
+    }
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            v.swap(i, j);
+        }
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// Writes a corpus into `dir`: `count` files of 4–300 KiB written in shuffled order, a few
+/// deliberately fragmented files (blocks written back to front with fsync between, so each
+/// block is allocated after the one that follows it), an empty file and a sparse file.
+/// Returns the relative paths of all files written.
+pub fn write_corpus(dir: &Path, count: usize, seed: u64) -> Vec<PathBuf> {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut rng = Rng::new(seed);
+    let mut names: Vec<PathBuf> = (0..count)
+        .map(|i| PathBuf::from(format!("d{}/IMG_{:04}.JPG", i % 4, i)))
+        .collect();
+    for d in 0..4 {
+        std::fs::create_dir_all(dir.join(format!("d{d}"))).unwrap();
+    }
+    let mut order = names.clone();
+    rng.shuffle(&mut order);
+    for rel in &order {
+        let size = 4096 + rng.below(300 * 1024) as usize;
+        let mut f = std::fs::File::create(dir.join(rel)).unwrap();
+        f.write_all(&rng.bytes(size)).unwrap();
+        f.sync_all().unwrap();
+    }
+    for k in 0..3 {
+        let rel = PathBuf::from(format!("frag{k}.bin"));
+        write_fragmented(&dir.join(&rel), 8, &mut rng);
+        names.push(rel);
+    }
+    std::fs::File::create(dir.join("empty")).unwrap();
+    names.push(PathBuf::from("empty"));
+    let f = std::fs::File::create(dir.join("sparse")).unwrap();
+    f.set_len(64 << 20).unwrap();
+    let mut f = f;
+    f.seek(SeekFrom::Start(32 << 20)).unwrap();
+    f.write_all(&rng.bytes(4096)).unwrap();
+    f.sync_all().unwrap();
+    names.push(PathBuf::from("sparse"));
+    names
+}
+
+/// Writes a file of `chunks` × 64 KiB, then punches out every other chunk and writes it
+/// again with fsync. Freed blocks are not reused before the journal commits, so each
+/// rewritten chunk lands elsewhere: the file ends up with about `chunks` extents on ext4,
+/// xfs and btrfs alike (ext4's allocator is too good to fragment by write order alone).
+pub fn write_fragmented(path: &Path, chunks: u64, rng: &mut Rng) {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    const CHUNK: u64 = 65536;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    f.write_all(&rng.bytes((chunks * CHUNK) as usize)).unwrap();
+    f.sync_all().unwrap();
+    for c in (1..chunks).step_by(2) {
+        // SAFETY: fallocate on an open fd with plain integer arguments.
+        let rc = unsafe {
+            libc::fallocate(
+                f.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                (c * CHUNK) as libc::off_t,
+                CHUNK as libc::off_t,
+            )
+        };
+        assert_eq!(rc, 0, "punch hole: {}", std::io::Error::last_os_error());
+        f.write_all_at(&rng.bytes(CHUNK as usize), c * CHUNK)
+            .unwrap();
+        f.sync_all().unwrap();
+    }
+}
+
+/// What `filefrag -v` says about a file: (first physical byte offset, extent count).
+pub fn filefrag(path: &Path) -> (Option<u64>, u64) {
+    let out = run(Command::new("filefrag").arg("-v").arg(path));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut block = 4096u64;
+    let mut first = None;
+    let mut count = 0;
+    for line in text.lines() {
+        if let Some(rest) = line.split(" blocks of ").nth(1) {
+            block = rest.split_whitespace().next().unwrap().parse().unwrap();
+        }
+        let t = line.trim_start();
+        if first.is_none() && t.starts_with("0:") {
+            // "0:        0..       2:      34816..     34818:      3: ..."
+            let phys = t.split(':').nth(2).unwrap().trim();
+            let start = phys.split("..").next().unwrap().trim();
+            first = Some(start.parse::<u64>().unwrap() * block);
+        }
+        if let Some(n) = line
+            .strip_suffix(" extents found")
+            .or(line.strip_suffix(" extent found"))
+        {
+            count = n.rsplit(' ').next().unwrap().parse().unwrap();
+        }
+    }
+    (first, count)
+}
+
+pub fn os(s: &str) -> &OsStr {
+    OsStr::new(s)
+}

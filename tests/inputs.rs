@@ -1,0 +1,243 @@
+//! Inputs and bad input: every problem names its path, the run goes on, the exit code says
+//! what happened (0 ok, 1 some paths failed, 2 usage).
+
+mod common;
+
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::*;
+
+fn order(args: &[&std::ffi::OsStr]) -> Output {
+    seekless().arg("order").args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn lines(o: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn a_missing_path_is_named_and_the_rest_is_still_listed() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("here"), b"x").unwrap();
+    let missing = t.path().join("missing");
+    let o = order(&[missing.as_os_str(), t.path().as_os_str()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(&format!("{}: No such file or directory", missing.display())));
+    assert_eq!(lines(&o), vec![t.path().join("here").display().to_string()]);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(order(&[os("--no-such-flag")]).status.code(), Some(2));
+    assert_eq!(order(&[]).status.code(), Some(2));
+    assert_eq!(order(&[os("--glob"), os("a[")]).status.code(), Some(2));
+}
+
+/// Runs the binary as `nobody`, for permission checks (root bypasses them).
+fn order_as_nobody(dir: &Path) -> Output {
+    if is_root() {
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_seekless"))
+            .arg("order")
+            .arg(dir)
+            .output()
+            .unwrap()
+    } else {
+        order(&[dir.as_os_str()])
+    }
+}
+
+#[test]
+fn unreadable_directories_and_files_are_reported_and_skipped() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let closed = t.path().join("closed");
+    std::fs::create_dir(&closed).unwrap();
+    std::fs::write(closed.join("inside"), b"x").unwrap();
+    let secret = t.path().join("secret");
+    std::fs::write(&secret, b"s").unwrap();
+    std::fs::write(t.path().join("open"), b"o").unwrap();
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o000)).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let o = order_as_nobody(t.path());
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("{}: Permission denied", closed.display())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{}: Permission denied", secret.display())),
+        "{err}"
+    );
+    assert_eq!(lines(&o), vec![t.path().join("open").display().to_string()]);
+}
+
+#[test]
+fn fifos_in_directories_are_skipped_without_being_opened() {
+    let t = tempfile::tempdir().unwrap();
+    let fifo = t.path().join("pipe");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: mkfifo with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    std::fs::write(t.path().join("file"), b"f").unwrap();
+    // Opening the FIFO for reading would block forever: finishing proves it was not opened.
+    let o = order(&[os("--summary"), t.path().as_os_str()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(lines(&o), vec![t.path().join("file").display().to_string()]);
+    assert!(
+        stderr(&o).contains("skipped 1 special files"),
+        "{}",
+        stderr(&o)
+    );
+    // Named explicitly, it is an error that names it.
+    let o = order(&[fifo.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(&format!("{}: not a regular file (fifo)", fifo.display())));
+    // Device nodes likewise.
+    let o = order(&[os("/dev/null")]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("/dev/null: not a regular file (character device)"));
+}
+
+#[test]
+fn symlink_loops_are_reported_when_following() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::create_dir(t.path().join("a")).unwrap();
+    std::fs::write(t.path().join("a/f"), b"x").unwrap();
+    std::os::unix::fs::symlink("..", t.path().join("a/loop")).unwrap();
+    std::os::unix::fs::symlink("a/f", t.path().join("link-to-f")).unwrap();
+    // Not following: links are skipped, nothing is an error.
+    let o = order(&[t.path().as_os_str()]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(lines(&o).len(), 1);
+    // Following: the loop is named, the file reached through two names listed once.
+    let o = order(&[os("-L"), t.path().as_os_str()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "{}: symbolic link loop",
+            t.path().join("a/loop").display()
+        )),
+        "{err}"
+    );
+    assert_eq!(lines(&o).len(), 1, "{:?}", lines(&o));
+}
+
+#[test]
+fn hard_links_and_repeated_inputs_are_listed_once() {
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("a");
+    std::fs::write(&a, b"x").unwrap();
+    std::fs::hard_link(&a, t.path().join("b")).unwrap();
+    let o = order(&[t.path().as_os_str(), a.as_os_str(), t.path().as_os_str()]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(lines(&o).len(), 1, "{:?}", lines(&o));
+}
+
+#[test]
+fn non_utf8_names_come_out_byte_exact_with_null() {
+    let t = tempfile::tempdir().unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9\nline.jpg");
+    let p = t.path().join(name);
+    std::fs::write(&p, b"x").unwrap();
+    let o = order(&[os("-0"), t.path().as_os_str()]);
+    assert_eq!(o.status.code(), Some(0));
+    let mut want = p.as_os_str().as_bytes().to_vec();
+    want.push(0);
+    assert_eq!(o.stdout, want);
+}
+
+#[test]
+fn files_from_reads_nul_separated_lists_from_stdin() {
+    let t = tempfile::tempdir().unwrap();
+    let a = t.path().join("with\nnewline");
+    let b = t.path().join("plain");
+    std::fs::write(&a, b"a").unwrap();
+    std::fs::write(&b, b"b").unwrap();
+    let mut child = seekless()
+        .args(["order", "-0", "--by", "given", "--files-from", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut list = Vec::new();
+    for p in [&b, &a] {
+        list.extend_from_slice(p.as_os_str().as_bytes());
+        list.push(0);
+    }
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), &list).unwrap();
+    drop(child.stdin.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(o.stdout, list);
+}
+
+#[test]
+fn extension_and_glob_filters_select_files_in_directories() {
+    let t = tempfile::tempdir().unwrap();
+    for n in ["a.JPG", "b.png", "c.txt", "IMG_1.raw"] {
+        std::fs::write(t.path().join(n), b"x").unwrap();
+    }
+    let names = |o: Output| {
+        let mut v: Vec<String> = lines(&o)
+            .iter()
+            .map(|l| {
+                Path::new(l)
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        names(order(&[os("--ext"), os("jpg,png"), t.path().as_os_str()])),
+        ["a.JPG", "b.png"]
+    );
+    assert_eq!(
+        names(order(&[os("--glob"), os("IMG_*"), t.path().as_os_str()])),
+        ["IMG_1.raw"]
+    );
+}
+
+#[test]
+fn one_file_system_does_not_descend_into_other_mounts() {
+    let test = "one_file_system_does_not_descend_into_other_mounts";
+    if !require_root(test) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("top"), b"x").unwrap();
+    let inner = t.path().join("inner");
+    std::fs::create_dir(&inner).unwrap();
+    run(Command::new("mount")
+        .args(["-t", "tmpfs", "tmpfs"])
+        .arg(&inner));
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _guard = Unmount(&inner);
+    std::fs::write(inner.join("below"), b"y").unwrap();
+    assert_eq!(lines(&order(&[t.path().as_os_str()])).len(), 2);
+    let o = order(&[os("-x"), t.path().as_os_str()]);
+    assert_eq!(lines(&o), vec![t.path().join("top").display().to_string()]);
+}
