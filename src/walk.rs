@@ -618,11 +618,13 @@ mod tests {
 
     fn names(dir: &Path, opts: &WalkOptions) -> Vec<String> {
         let (items, _) = walk(&[dir.to_path_buf()], opts, &Quiet, &|e: Entry, _: &File| {
-            Ok(e.path
-                .strip_prefix(dir)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned())
+            // `/`-joined components, so the expectations hold with `\` separators too.
+            let rel = e.path.strip_prefix(dir).unwrap();
+            let parts: Vec<_> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect();
+            Ok(parts.join("/"))
         });
         items
     }

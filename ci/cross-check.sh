@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Cross-platform checks on a Linux machine (Debian 12, root): the Windows backend is
+# built for x86_64-pc-windows-gnu and its unit tests run under Wine; the macOS backend is
+# type-checked for x86_64-apple-darwin and aarch64-apple-darwin.
+#
+# Why this recipe (see docs/DESIGN.md, "Cross-platform checks on this Linux machine"):
+# rustup cannot download targets here, so Debian's rustc-web/cargo-web/rust-web-src
+# (Rust 1.96, in /usr/bin) build std from source with -Zbuild-std (RUSTC_BOOTSTRAP=1).
+# Wine 8.0 lacks bcryptprimitives.dll, which Rust's std imports for ProcessPrng, so a
+# tiny DLL built from ci/bcryptprimitives.c goes into the Wine prefix.
+#
+# Environment: CARGO_TARGET_DIR (default target/cross), WINEPREFIX (default
+# $CARGO_TARGET_DIR/wineprefix). Exit status is non-zero if any step failed.
+
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root" || exit 2
+
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target/cross}
+export WINEPREFIX=${WINEPREFIX:-$CARGO_TARGET_DIR/wineprefix}
+export WINEDEBUG=-all
+export WINEARCH=win64
+# Never pop up Wine's "install Mono/Gecko?" dialogs or try to download them.
+export WINEDLLOVERRIDES="mscoree,mshtml="
+
+packages=(rustc-web cargo-web rust-web-src binutils-mingw-w64-x86-64 gcc-mingw-w64-x86-64 wine64)
+
+summary=()
+failed=0
+wine_started=0
+
+stop_wine() {
+    if [ "$wine_started" = 1 ]; then
+        # Only our prefix's server: wineserver -k acts on $WINEPREFIX alone.
+        if [ -x /usr/lib/wine/wineserver64 ]; then
+            /usr/lib/wine/wineserver64 -k 2>/dev/null || true
+        elif command -v wineserver >/dev/null 2>&1; then
+            wineserver -k 2>/dev/null || true
+        fi
+    fi
+}
+
+print_summary() {
+    echo
+    echo "== cross-check summary =="
+    local line
+    for line in "${summary[@]}"; do
+        echo "  $line"
+    done
+    if [ "$failed" = 0 ]; then
+        echo "  => all cross-platform checks passed"
+    else
+        echo "  => FAILED"
+    fi
+}
+
+finish() {
+    stop_wine
+    print_summary
+}
+trap finish EXIT
+
+# Runs one named step, timing it and recording PASS/FAIL for the summary.
+step() {
+    local name=$1
+    shift
+    echo
+    echo "== $name =="
+    local start=$SECONDS
+    if "$@"; then
+        summary+=("PASS  $name ($((SECONDS - start)) s)")
+        return 0
+    else
+        summary+=("FAIL  $name ($((SECONDS - start)) s)")
+        failed=1
+        return 1
+    fi
+}
+
+install_packages() {
+    local missing=() p
+    for p in "${packages[@]}"; do
+        if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
+            missing+=("$p")
+        fi
+    done
+    if [ "${#missing[@]}" = 0 ]; then
+        echo "already installed: ${packages[*]}"
+        return 0
+    fi
+    echo "installing: ${missing[*]}"
+    local sudo=()
+    [ "$(id -u)" = 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+            "${missing[@]}"
+}
+
+# Debian's toolchain, not rustup's (which is first on PATH and has no cross std).
+cross_cargo() {
+    RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 \
+        /usr/bin/cargo "$@" -Zbuild-std=std,panic_abort
+}
+
+prepare_wine() {
+    local shim_dir=$CARGO_TARGET_DIR/shim
+    mkdir -p "$shim_dir" &&
+        x86_64-w64-mingw32-gcc -shared -O2 -Wall -o "$shim_dir/bcryptprimitives.dll" \
+            ci/bcryptprimitives.c ci/bcryptprimitives.def -ladvapi32 || return 1
+    wine_started=1
+    if [ ! -f "$WINEPREFIX/system.reg" ]; then
+        mkdir -p "$WINEPREFIX" &&
+            /usr/lib/wine/wine64 wineboot --init >/dev/null 2>&1 || return 1
+    fi
+    local sys32=$WINEPREFIX/drive_c/windows/system32
+    [ -d "$sys32" ] || { echo "no $sys32 after wineboot"; return 1; }
+    cp "$shim_dir/bcryptprimitives.dll" "$sys32/bcryptprimitives.dll"
+}
+
+windows_tests() (
+    export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
+    export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=/usr/lib/wine/wine64
+    cross_cargo test --lib --target x86_64-pc-windows-gnu
+)
+
+macos_check() (
+    # blake3's build script compiles C and assembly with the target's C compiler, and
+    # there is no macOS C compiler here. Its "pure" mode (portable Rust only) needs none;
+    # the build script reads the feature from this variable. Type-checking is unaffected:
+    # blake3's Rust code does not depend on the feature.
+    export CARGO_FEATURE_PURE=1
+    cross_cargo check --lib --bins --target "$1"
+)
+
+started=$SECONDS
+step "install toolchain and Wine (${packages[*]})" install_packages || exit 1
+step "Wine prefix with bcryptprimitives.dll shim" prepare_wine &&
+    step "x86_64-pc-windows-gnu: cargo test --lib under Wine" windows_tests
+step "x86_64-apple-darwin: cargo check --lib --bins" macos_check x86_64-apple-darwin
+step "aarch64-apple-darwin: cargo check --lib --bins" macos_check aarch64-apple-darwin
+summary+=("total $((SECONDS - started)) s")
+exit "$failed"
