@@ -43,6 +43,7 @@
 pub mod device;
 pub mod error;
 pub mod filter;
+pub mod jobs;
 pub mod locate;
 pub mod plan;
 pub mod read;

@@ -134,8 +134,8 @@ impl Reader {
     }
 
     /// Runs `work` on every file with `workers` threads while the sweeps keep the disks
-    /// busy; returns when every file has been handed out and processed. Errors for files
-    /// that could not be opened are passed to `work` as `Err`.
+    /// busy; returns when every file has been handed out and processed. `work` gets the
+    /// planned file and either a reader for it or the error that kept it from being opened.
     ///
     /// ```
     /// use std::io::Read;
@@ -149,7 +149,7 @@ impl Reader {
     /// }
     /// let plan = Arc::new(Plan::build(&[dir.path().to_path_buf()], &PlanOptions::default(), &Quiet));
     /// let bytes = AtomicU64::new(0);
-    /// Reader::new(plan, ReadOptions::default()).par_for_each(4, |file| {
+    /// Reader::new(plan, ReadOptions::default()).par_for_each(4, |_planned, file| {
     ///     let mut file = file.expect("readable");
     ///     let mut buf = Vec::new();
     ///     file.read_to_end(&mut buf).unwrap();
@@ -160,38 +160,41 @@ impl Reader {
     /// ```
     pub fn par_for_each<F>(self, workers: usize, work: F)
     where
-        F: Fn(Result<FileReader, Error>) + Sync,
+        F: Fn(&PlannedFile, Result<FileReader, Error>) + Sync,
     {
         let me = &self;
         let work = &work;
         std::thread::scope(|s| {
             for _ in 0..workers.max(1) {
                 s.spawn(move || {
-                    while let Some(item) = me.next_file() {
-                        work(item);
+                    while let Some((index, item)) = me.next_file() {
+                        work(&me.plan.files()[index as usize], item);
                     }
                 });
             }
         });
     }
 
-    fn next_file(&self) -> Option<Result<FileReader, Error>> {
+    fn next_file(&self) -> Option<(u32, Result<FileReader, Error>)> {
         let h = self.rx.recv().ok()?;
         let index = h.index;
-        Some(match h.result {
-            Ok((file, slot)) => Ok(FileReader {
-                plan: self.plan.clone(),
-                index,
-                seq: h.seq,
-                file,
-                slot,
-                window: self.windows[self.sweep_of(index)].clone(),
-                pos: 0,
-                dropped: 0,
-                drop_behind: self.opts.drop_behind,
-            }),
-            Err(e) => Err(e),
-        })
+        Some((
+            index,
+            match h.result {
+                Ok((file, slot)) => Ok(FileReader {
+                    plan: self.plan.clone(),
+                    index,
+                    seq: h.seq,
+                    file,
+                    slot,
+                    window: self.windows[self.sweep_of(index)].clone(),
+                    pos: 0,
+                    dropped: 0,
+                    drop_behind: self.opts.drop_behind,
+                }),
+                Err(e) => Err(e),
+            },
+        ))
     }
 
     fn sweep_of(&self, index: u32) -> usize {
@@ -208,7 +211,7 @@ impl Iterator for Reader {
     type Item = Result<FileReader, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.next_file()
+        self.next_file().map(|(_, item)| item)
     }
 }
 
@@ -244,6 +247,11 @@ impl FileReader {
         &self.plan.files()[self.index as usize]
     }
 
+    /// Index of the file in the plan's [`files`](Plan::files).
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
     /// Position in read order, counting from 0 (errors count too).
     pub fn seq(&self) -> u64 {
         self.seq
@@ -259,7 +267,10 @@ impl FileReader {
     /// Returns the bytes read.
     pub fn finish(self) -> Result<u64, Error> {
         let entry = &self.planned().entry;
-        let meta = self.file.metadata().map_err(|e| Error::io(&*entry.path, e))?;
+        let meta = self
+            .file
+            .metadata()
+            .map_err(|e| Error::io(&*entry.path, e))?;
         let changed = |what: String| Err(Error::new(&*entry.path, ErrorKind::Changed(what)));
         if meta.len() != entry.size {
             return changed(format!("size {} → {}", entry.size, meta.len()));

@@ -186,13 +186,7 @@ impl SweepRun<'_> {
     }
 
     /// Issues every remaining step of file `f` now, out of disk order, and hands it over.
-    fn force(
-        &self,
-        f: u32,
-        rest: &[Step],
-        open: &mut HashMap<u32, Partial>,
-        state: &mut [State],
-    ) {
+    fn force(&self, f: u32, rest: &[Step], open: &mut HashMap<u32, Partial>, state: &mut [State]) {
         let Some(mut p) = open.remove(&f) else {
             return;
         };
@@ -232,8 +226,8 @@ impl SweepRun<'_> {
         let entry = &self.plan.files()[i as usize].entry;
         let file = os::open_to_read(&entry.path).map_err(|e| Error::io(&*entry.path, e))?;
         let meta = file.metadata().map_err(|e| Error::io(&*entry.path, e))?;
-        let id = os::file_id(&entry.path, Some(&file), &meta)
-            .map_err(|e| Error::io(&*entry.path, e))?;
+        let id =
+            os::file_id(&entry.path, Some(&file), &meta).map_err(|e| Error::io(&*entry.path, e))?;
         if id != entry.id || !meta.is_file() {
             return Err(Error::new(
                 &*entry.path,

@@ -1,6 +1,7 @@
 //! The `seekless` command: a thin layer of parsing and printing over the library.
 
 mod exit;
+mod hash;
 mod inputs;
 mod order;
 mod output;
@@ -23,12 +24,15 @@ struct Cli {
 enum Job {
     /// Print files in physical order (or another order), for other tools to consume.
     Order(order::Args),
+    /// Checksum files (coreutils manifest format), or verify a manifest with --check.
+    Hash(hash::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.job {
         Job::Order(args) => order::run(args),
+        Job::Hash(args) => hash::run(args),
     };
     match result {
         Ok(code) => code.into(),

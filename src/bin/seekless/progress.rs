@@ -46,20 +46,6 @@ impl Console {
         self.errors.load(Ordering::Relaxed)
     }
 
-    /// Counts an error that was found outside the library (e.g. writing output).
-    pub fn report(&self, err: &Error) {
-        self.error(err);
-    }
-
-    /// Prints a line to stderr without tearing the progress line.
-    pub fn say(&self, line: &str) {
-        self.bar.suspend(|| eprintln!("{line}"));
-    }
-
-    pub fn bar(&self) -> &ProgressBar {
-        &self.bar
-    }
-
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }

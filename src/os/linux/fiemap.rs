@@ -182,7 +182,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<Fiemap<0>>(), 32);
         // _IOWR('f', 11, 32 bytes)
         let ioc = (3u64 << 30) | (32u64 << 16) | ((b'f' as u64) << 8) | 11;
-        assert_eq!(u64::from(FS_IOC_FIEMAP), ioc);
+        assert_eq!(FS_IOC_FIEMAP, ioc as libc::c_ulong);
     }
 
     #[test]

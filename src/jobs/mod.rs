@@ -1,0 +1,5 @@
+//! Jobs: thin consumers of the reader. Each is a library function first; the command line
+//! only parses and prints.
+
+pub mod hash;
+pub mod manifest;

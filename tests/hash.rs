@@ -1,0 +1,271 @@
+//! `seekless hash` against `sha256sum`, on real filesystems.
+
+mod common;
+
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use common::*;
+
+fn hash(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    seekless().arg("hash").args(args).output().unwrap()
+}
+
+fn sha256sum(path: &Path) -> String {
+    let out = run(Command::new("sha256sum").arg("--").arg(path));
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim_start_matches('\\')
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+fn hashes_match_sha256sum_on(fs: &str) {
+    let test = format!("hashes_match_sha256sum_on_{fs}");
+    if !require_root(&test) || !require_tool(&test, &format!("mkfs.{fs}")) {
+        return;
+    }
+    let lfs = LoopFs::new(fs, 1024);
+    let names = write_corpus(&lfs.mnt, 40, 21);
+    let odd = lfs
+        .mnt
+        .join(std::ffi::OsStr::from_bytes(b"caf\xe9 \\ new\nline"));
+    std::fs::write(&odd, b"odd name").unwrap();
+    let big_sparse = lfs.mnt.join("sparse-1g");
+    let f = std::fs::File::create(&big_sparse).unwrap();
+    f.set_len(1 << 30).unwrap();
+    drop(f);
+    lfs.remount();
+
+    let o = hash(&[lfs.mnt.as_os_str()]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let manifest = o.stdout;
+    assert_eq!(
+        manifest
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count(),
+        names.len() + 2
+    );
+
+    // Every line agrees with sha256sum, including the escaped odd name.
+    for rel in names
+        .iter()
+        .map(|n| lfs.mnt.join(n))
+        .chain([odd.clone(), big_sparse.clone()])
+    {
+        let want = sha256sum(&rel);
+        let line = seekless::jobs::manifest::format_line(&want, rel.as_os_str().as_bytes());
+        assert!(
+            manifest
+                .split(|b| *b == b'\n')
+                .any(|l| l == line.as_slice()),
+            "no line for {}",
+            rel.display()
+        );
+    }
+    // sha256sum -c accepts the manifest as a whole.
+    let mfile = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(mfile.path(), &manifest).unwrap();
+    let c = Command::new("sha256sum")
+        .arg("-c")
+        .arg("--quiet")
+        .arg(mfile.path())
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stdout));
+
+    // --check agrees, then catches a modified file.
+    let ok = hash(&[std::ffi::OsStr::new("--check"), mfile.path().as_os_str()]);
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let victim = lfs.mnt.join(&names[3]);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&victim)
+        .unwrap();
+    f.write_all(b"tampered").unwrap();
+    drop(f);
+    let bad = hash(&[std::ffi::OsStr::new("--check"), mfile.path().as_os_str()]);
+    assert_eq!(bad.status.code(), Some(1));
+    let out = String::from_utf8_lossy(&bad.stdout);
+    assert!(
+        out.contains(&format!("{}: FAILED", victim.display())),
+        "{out}"
+    );
+    assert_eq!(out.matches(": FAILED").count(), 1, "{out}");
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("1 computed checksums did NOT match"));
+}
+
+#[test]
+fn hashes_match_sha256sum_on_ext4() {
+    hashes_match_sha256sum_on("ext4");
+}
+
+#[test]
+fn hashes_match_sha256sum_on_xfs() {
+    hashes_match_sha256sum_on("xfs");
+}
+
+#[test]
+fn hashes_match_sha256sum_on_btrfs() {
+    hashes_match_sha256sum_on("btrfs");
+}
+
+#[test]
+fn every_algorithm_matches_its_coreutils_tool() {
+    let t = tempfile::tempdir().unwrap();
+    let mut rng = Rng::new(5);
+    for i in 0..20 {
+        std::fs::write(t.path().join(format!("f{i}")), rng.bytes(i * 7919)).unwrap();
+    }
+    let mut tools = vec![
+        ("sha256", "sha256sum"),
+        ("sha1", "sha1sum"),
+        ("md5", "md5sum"),
+    ];
+    if Command::new("b3sum").arg("--version").output().is_ok() {
+        tools.push(("blake3", "b3sum"));
+    }
+    for (algo, tool) in tools {
+        let o = hash(&[
+            std::ffi::OsStr::new("--algo"),
+            std::ffi::OsStr::new(algo),
+            t.path().as_os_str(),
+        ]);
+        assert!(o.status.success());
+        let m = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(m.path(), &o.stdout).unwrap();
+        let c = Command::new(tool).arg("-c").arg(m.path()).output().unwrap();
+        assert!(c.status.success(), "{tool} -c rejected our {algo} manifest");
+        assert_eq!(
+            String::from_utf8_lossy(&c.stdout).matches(": OK").count(),
+            20
+        );
+    }
+}
+
+#[test]
+fn a_file_changed_after_planning_is_reported_and_not_hashed() {
+    use std::io::Read;
+    let t = tempfile::tempdir().unwrap();
+    let grow = t.path().join("grows");
+    let keep = t.path().join("keeps");
+    std::fs::write(&grow, vec![1u8; 100_000]).unwrap();
+    std::fs::write(&keep, vec![2u8; 100_000]).unwrap();
+    let plan = Arc::new(seekless::Plan::build(
+        &[t.path().to_path_buf()],
+        &seekless::PlanOptions::default(),
+        &seekless::Quiet,
+    ));
+    // Appended to between planning and reading.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&grow)
+        .unwrap()
+        .write_all(b"more")
+        .unwrap();
+    let mut changed = Vec::new();
+    let mut fine = Vec::new();
+    for item in seekless::read::Reader::new(plan, seekless::read::ReadOptions::default()) {
+        let mut f = item.unwrap();
+        let path = f.planned().entry.path.to_path_buf();
+        let mut buf = Vec::new();
+        f.read_to_end(&mut buf).unwrap();
+        match f.finish() {
+            Ok(_) => fine.push(path),
+            Err(e) => {
+                assert!(e.to_string().contains("changed while being read"), "{e}");
+                changed.push(path);
+            }
+        }
+    }
+    assert_eq!(changed, vec![grow]);
+    assert_eq!(fine, vec![keep]);
+}
+
+#[test]
+fn unreadable_files_are_reported_and_the_rest_hashed() {
+    if !is_root() {
+        eprintln!(
+            "SKIP unreadable_files_are_reported_and_the_rest_hashed: runs as nobody via setpriv, needs root"
+        );
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(t.path().join("ok"), b"fine").unwrap();
+    let secret = t.path().join("secret");
+    std::fs::write(&secret, b"no").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_seekless"))
+        .arg("hash")
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains(&format!("{}: Permission denied", secret.display()))
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 1);
+}
+
+#[test]
+fn hashing_a_2_gib_file_keeps_memory_bounded() {
+    // tmpfs holds the file in RAM (2 GiB of 24); the reader's memory must not grow with it.
+    let t = tempfile::tempdir_in("/dev/shm").unwrap();
+    let big = t.path().join("big");
+    let mut f = std::fs::File::create(&big).unwrap();
+    let chunk = Rng::new(9).bytes(1 << 20);
+    for _ in 0..2048 {
+        f.write_all(&chunk).unwrap();
+    }
+    drop(f);
+    let mut child = seekless()
+        .args(["hash", "--algo", "blake3"])
+        .arg(&big)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak_kb = 0u64;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(&status_path) {
+            for line in text.lines() {
+                if let Some(v) = line.strip_prefix("VmHWM:") {
+                    let kb: u64 = v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0);
+                    peak_kb = peak_kb.max(kb);
+                }
+            }
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+    assert!(peak_kb > 0, "could not read VmHWM");
+    assert!(
+        peak_kb < 200 * 1024,
+        "peak RSS {peak_kb} kB for a 2 GiB file"
+    );
+}
