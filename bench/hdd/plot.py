@@ -107,7 +107,16 @@ def table(a):
             v = get["sl-physical-noprefetch"]["total_s"] / sl["total_s"]
             t("physical prefetch vs physical no-prefetch", v, ">= 1.3x (aged)", v >= 1.3)
     corpus = open(a["corpus"]).read().strip() if a.get("corpus") else ""
-    doc = {"tag": a["tag"], "reps": int(a.get("reps", 0)), "busy_loops": a.get("busy") == "1",
+    lookup_stats = None
+    try:
+        if lk:
+            m = sorted(lk, key=lambda r: r["wall_s"])[len(lk) // 2]["stats"]
+            lookup_stats = {k: m.get(k) for k in ("reads", "bytes_read", "seeks", "seek_ms", "rotation_ms",
+                                                  "transfer_ms", "max_outstanding", "positioning_ms_per_request")}
+            lookup_stats["walk_locate_s"] = med([r.get("walk_locate_s") for r in lk])
+    except Exception:
+        pass
+    doc = {"lookup_stats": lookup_stats, "tag": a["tag"], "reps": a.get("reps"), "busy_loops": a.get("busy") == "1",
            "corpus": corpus, "extents": ext, "stream": stream, "lookup_s": lookup_s,
            "sort_s": sort_s, "rows": rows, "targets": targets}
     json.dump(doc, open(a["json"], "w"), indent=1)
@@ -128,6 +137,11 @@ def table(a):
                  f"{f(r['lookup_s'], '{:.3f}')} | {f(r['sort_s'], '{:.3f}')} | {f(r['read_s'])} | {f(r['total_s'])} | "
                  f"{f(r['mb_s'], '{:.1f}')} | {f(r['gain_s'])} | {f(r['gain_pct'], '{:.1f}')} | {f(r['ratio'])} | "
                  f"{f(r['max_outstanding'], '{}')} | {f(r['seeks'], '{}')} | {f(r['positioning_ms_per_request'])} |")
+    if lookup_stats:
+        L += ["", f"Lookup I/O (cold `seekless order`, median rep): {lookup_stats['reads']} reads, "
+              f"{(lookup_stats['bytes_read'] or 0) / 1e6:.1f} MB, {lookup_stats['seeks']} seeks, "
+              f"max outstanding {lookup_stats['max_outstanding']}, "
+              f"walk+locate {f(lookup_stats['walk_locate_s'], '{:.3f}')} s of {f(lookup_s, '{:.3f}')} s wall."]
     L += ["", "| target | value | goal | met |", "| --- | ---: | --- | --- |"]
     for t in targets:
         L.append(f"| {t['target']} | {t['value']:.2f} | {t['goal']} | {'yes' if t['met'] else '**no**'} |")
