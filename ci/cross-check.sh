@@ -18,6 +18,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target/cross}
+# The standard library is built three times from source: skip debug info and incremental
+# state, which these one-off builds never use, to keep a fresh run short.
+export CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_TEST_DEBUG=0 CARGO_INCREMENTAL=0
 export WINEPREFIX=${WINEPREFIX:-$CARGO_TARGET_DIR/wineprefix}
 export WINEDEBUG=-all
 export WINEARCH=win64
