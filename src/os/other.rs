@@ -83,3 +83,7 @@ pub(crate) fn prefetch(_file: &File, _offset: u64, _len: u64) -> io::Result<()> 
 pub(crate) fn drop_cache(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
     Ok(())
 }
+
+pub(crate) fn raise_open_file_limit() -> usize {
+    1024
+}

@@ -58,6 +58,13 @@ pub struct ReadOptions {
     pub window_files: usize,
     /// Largest single prefetch request; large files are prefetched in pieces this size.
     pub piece_bytes: u64,
+    /// Bytes that fragmented files may hold, per disk, while the sweep travels from their
+    /// first extents to their last (kept outside `window_bytes`). When exceeded, the
+    /// oldest waiting file is finished out of order.
+    pub held_bytes: u64,
+    /// Fragmented files that may wait for their later extents at once, per disk (each
+    /// holds a descriptor; capped by the process's open-file limit).
+    pub held_files: usize,
     /// Drop consumed pages from the page cache (`POSIX_FADV_DONTNEED`).
     pub drop_behind: bool,
     /// Prefetch at all (off = read one file at a time in plan order, for comparison).
@@ -70,6 +77,8 @@ impl Default for ReadOptions {
             window_bytes: 64 << 20,
             window_files: 512,
             piece_bytes: 4 << 20,
+            held_bytes: 1 << 30,
+            held_files: 4096,
             drop_behind: true,
             prefetch: true,
         }
@@ -95,13 +104,19 @@ impl Reader {
         let seq = Arc::new(AtomicU64::new(0));
         let mut windows = Vec::new();
         let mut threads = Vec::new();
-        let (bytes, files) = if opts.prefetch {
-            (opts.window_bytes, opts.window_files)
+        let disks = plan.sweeps().len().max(1);
+        let (bytes, files, held_bytes, held_files) = if opts.prefetch {
+            // Every held file keeps a descriptor: stay well inside the open-file limit.
+            let fds = os::raise_open_file_limit();
+            let spare = fds.saturating_sub(256) / disks;
+            let files = opts.window_files.min(spare / 2).max(1);
+            let held = opts.held_files.min(spare.saturating_sub(files));
+            (opts.window_bytes, files, opts.held_bytes, held)
         } else {
-            (1, 1)
+            (1, 1, 0, 0)
         };
         for s in 0..plan.sweeps().len() {
-            let window = Arc::new(Window::new(bytes, files));
+            let window = Arc::new(Window::new(bytes, files, held_bytes, held_files));
             windows.push(window.clone());
             let (plan, tx, seq) = (plan.clone(), tx.clone(), seq.clone());
             let piece = opts.piece_bytes;

@@ -67,6 +67,9 @@ pub(crate) struct Handover {
 struct Partial {
     file: File,
     slot: Arc<Slot>,
+    /// Bytes prefetched while waiting for later extents (held outside the window).
+    held: u64,
+    holding: bool,
     remaining: u32,
     first_step: usize,
     handed: bool,
@@ -136,6 +139,8 @@ impl SweepRun<'_> {
                             Partial {
                                 file,
                                 slot: Arc::new(Slot::default()),
+                                held: 0,
+                                holding: false,
                                 remaining: steps_per_file[i as usize],
                                 first_step: k,
                                 handed: false,
@@ -157,6 +162,12 @@ impl SweepRun<'_> {
             self.issue(p, step);
             p.remaining = p.remaining.saturating_sub(1);
             let size = self.plan.files()[i as usize].entry.size;
+            if p.remaining > 0 && !p.handed && size <= large {
+                // A fragmented file's earlier piece: held until the sweep reaches the rest.
+                self.window.hold(step.length, !p.holding);
+                p.held += step.length;
+                p.holding = true;
+            }
             if !p.handed && (p.remaining == 0 || size > large) {
                 // Large files stream: handed over at their first piece, the rest follows.
                 self.hand_over(i, p);
@@ -199,6 +210,11 @@ impl SweepRun<'_> {
     }
 
     fn hand_over(&self, i: u32, p: &mut Partial) {
+        if p.holding {
+            self.window.unhold(p.held);
+            p.held = 0;
+            p.holding = false;
+        }
         let file = match p.file.try_clone() {
             Ok(f) => f,
             Err(e) => {

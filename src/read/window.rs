@@ -14,6 +14,10 @@ pub(crate) struct Usage {
     pub files: usize,
     /// Files handed to the consumer and not yet closed.
     pub handed: usize,
+    /// Of `bytes`, those prefetched for files still waiting for later extents.
+    pub held_bytes: u64,
+    /// Of `files`, those still waiting for later extents.
+    pub held_files: usize,
     /// Set when the reader is dropped: the sweep stops.
     pub cancelled: bool,
 }
@@ -22,6 +26,11 @@ pub(crate) struct Usage {
 pub(crate) struct Window {
     pub max_bytes: u64,
     pub max_files: usize,
+    /// Bytes and files that fragmented files may hold while the sweep travels to their
+    /// later extents. Held outside the window proper, so a disk region full of first
+    /// pieces does not force reads out of sweep order.
+    max_held_bytes: u64,
+    max_held_files: usize,
     usage: Mutex<Usage>,
     changed: Condvar,
 }
@@ -38,10 +47,17 @@ pub(crate) enum Admit {
 }
 
 impl Window {
-    pub(crate) fn new(max_bytes: u64, max_files: usize) -> Self {
+    pub(crate) fn new(
+        max_bytes: u64,
+        max_files: usize,
+        max_held_bytes: u64,
+        max_held_files: usize,
+    ) -> Self {
         Self {
             max_bytes: max_bytes.max(1),
             max_files: max_files.max(1),
+            max_held_bytes,
+            max_held_files,
             usage: Mutex::new(Usage::default()),
             changed: Condvar::new(),
         }
@@ -59,8 +75,15 @@ impl Window {
             if u.cancelled {
                 return Admit::Cancelled;
             }
-            let bytes_fit = u.bytes == 0 || u.bytes + bytes <= self.max_bytes;
-            let files_fit = !open || u.files < self.max_files;
+            if have_partials
+                && (u.held_bytes > self.max_held_bytes || u.held_files > self.max_held_files)
+            {
+                return Admit::Force;
+            }
+            let active_bytes = u.bytes - u.held_bytes.min(u.bytes);
+            let active_files = u.files - u.held_files.min(u.files);
+            let bytes_fit = active_bytes == 0 || active_bytes + bytes <= self.max_bytes;
+            let files_fit = !open || active_files < self.max_files;
             if bytes_fit && files_fit {
                 u.bytes += bytes;
                 if open {
@@ -73,6 +96,23 @@ impl Window {
             }
             u = self.changed.wait(u).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    /// Bytes just prefetched for a file that still waits for later extents; `new` when it
+    /// is the file's first piece.
+    pub(crate) fn hold(&self, bytes: u64, new: bool) {
+        let mut u = self.lock();
+        u.held_bytes += bytes;
+        if new {
+            u.held_files += 1;
+        }
+    }
+
+    /// A file that held bytes is complete: they count in the window again.
+    pub(crate) fn unhold(&self, bytes: u64) {
+        let mut u = self.lock();
+        u.held_bytes = u.held_bytes.saturating_sub(bytes);
+        u.held_files = u.held_files.saturating_sub(1);
     }
 
     /// Takes bytes without waiting (finishing a forced file).
@@ -132,7 +172,7 @@ mod tests {
 
     #[test]
     fn admits_until_full_then_forces_when_nothing_is_being_consumed() {
-        let w = Window::new(100, 10);
+        let w = Window::new(100, 10, 0, 0);
         assert!(matches!(w.admit(60, true, false), Admit::Go));
         assert!(matches!(w.admit(30, false, false), Admit::Go));
         // Full, nothing handed over, a partial file holds the window: force.
@@ -143,8 +183,25 @@ mod tests {
     }
 
     #[test]
+    fn held_bytes_of_partial_files_do_not_fill_the_window_until_their_own_limit() {
+        let w = Window::new(100, 10, 1000, 5);
+        assert!(matches!(w.admit(80, true, false), Admit::Go));
+        w.hold(80, true);
+        // The 80 held bytes do not count: another 80 fit.
+        assert!(matches!(w.admit(80, true, true), Admit::Go));
+        assert!(matches!(w.admit(80, false, true), Admit::Force));
+        w.unhold(80);
+        assert_eq!(w.usage(), (160, 2, 0));
+        // Past the held limit the oldest partial must be finished.
+        let w = Window::new(100, 10, 50, 5);
+        assert!(matches!(w.admit(80, true, false), Admit::Go));
+        w.hold(80, true);
+        assert!(matches!(w.admit(10, true, true), Admit::Force));
+    }
+
+    #[test]
     fn an_oversized_step_fits_an_empty_window() {
-        let w = Window::new(10, 1);
+        let w = Window::new(10, 1, 0, 0);
         assert!(matches!(w.admit(1000, true, false), Admit::Go));
         w.closed(1000);
         assert_eq!(w.usage(), (0, 0, 0));
@@ -152,7 +209,7 @@ mod tests {
 
     #[test]
     fn cancel_wakes_a_waiting_sweep() {
-        let w = std::sync::Arc::new(Window::new(10, 10));
+        let w = std::sync::Arc::new(Window::new(10, 10, 0, 0));
         assert!(matches!(w.admit(10, false, false), Admit::Go));
         w.handed();
         let w2 = w.clone();

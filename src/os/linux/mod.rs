@@ -101,3 +101,27 @@ pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// Raises the soft open-file limit to the hard limit and returns the resulting soft limit.
+/// The reader keeps a descriptor per file it is prefetching.
+pub(crate) fn raise_open_file_limit() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `struct rlimit` into `lim`, which we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 1024;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let want = libc::rlimit {
+            rlim_cur: lim.rlim_max.min(1 << 20),
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit reads one `struct rlimit` we own; failure leaves the old limit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+            lim.rlim_cur = want.rlim_cur;
+        }
+    }
+    usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
+}

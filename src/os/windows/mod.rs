@@ -190,3 +190,9 @@ pub(crate) fn drop_cache(_file: &File, _offset: u64, _len: u64) -> io::Result<()
 
 #[cfg(test)]
 mod tests;
+
+/// Windows has no small per-process handle limit to raise (a process may hold millions of
+/// handles); report a generous figure.
+pub(crate) fn raise_open_file_limit() -> usize {
+    1 << 16
+}
