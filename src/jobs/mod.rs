@@ -1,5 +1,6 @@
 //! Jobs: thin consumers of the reader. Each is a library function first; the command line
 //! only parses and prints.
 
+pub mod bench;
 pub mod hash;
 pub mod manifest;

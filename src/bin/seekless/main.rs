@@ -1,5 +1,6 @@
 //! The `seekless` command: a thin layer of parsing and printing over the library.
 
+mod bench;
 mod exit;
 mod hash;
 mod inputs;
@@ -26,6 +27,8 @@ enum Job {
     Order(order::Args),
     /// Checksum files (coreutils manifest format), or verify a manifest with --check.
     Hash(hash::Args),
+    /// Benchmark on your own data: given, inode and physical order, each from a cold cache.
+    Bench(bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +36,7 @@ fn main() -> ExitCode {
     let result = match cli.job {
         Job::Order(args) => order::run(args),
         Job::Hash(args) => hash::run(args),
+        Job::Bench(args) => bench::run(args),
     };
     match result {
         Ok(code) => code.into(),
