@@ -80,9 +80,9 @@ impl Default for WalkOptions {
             follow: false,
             one_file_system: false,
             filter: Filter::default(),
-            threads: std::thread::available_parallelism()
-                .map(|n| n.get().clamp(2, 8))
-                .unwrap_or(2),
+            // Threads mostly wait for metadata on a cold disk; more of them means more
+            // reads in flight for the disk to reorder. On a warm cache they cost little.
+            threads: 16,
         }
     }
 }
@@ -149,8 +149,20 @@ impl Ancestor {
     }
 }
 
+/// Work for a walk thread: a directory to read, or a batch of its files to open and
+/// visit. Files are batched so that one large directory is located by many threads at
+/// once: on a cold rotational disk that keeps many metadata reads in flight for the disk
+/// to reorder, instead of one at a time.
+enum Job {
+    Dir(DirJob),
+    Files(Vec<(PathBuf, Position, bool)>),
+}
+
+/// Files per batch.
+const BATCH: usize = 32;
+
 struct Queue {
-    jobs: Vec<DirJob>,
+    jobs: Vec<Job>,
     busy: usize,
 }
 
@@ -317,6 +329,10 @@ where
     }
 
     fn push(&self, job: DirJob) {
+        self.push_job(Job::Dir(job));
+    }
+
+    fn push_job(&self, job: Job) {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         q.jobs.push(job);
         drop(q);
@@ -344,7 +360,10 @@ where
                 self.wake.notify_all();
                 return out;
             };
-            self.dir(job, &mut out);
+            match job {
+                Job::Dir(job) => self.dir(job, &mut out),
+                Job::Files(batch) => self.files(batch, &mut out),
+            }
             let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
             q.busy -= 1;
             let idle = q.busy == 0 && q.jobs.is_empty();
@@ -377,6 +396,7 @@ where
             }
         }
         entries.sort_unstable_by_key(|e| e.0);
+        let mut files: Vec<(PathBuf, Position, bool)> = Vec::new();
         for (_, name, ft, pos) in entries {
             let path = job.path.join(&name);
             let at = Position { dir: job.node, pos };
@@ -395,9 +415,7 @@ where
                     self.filtered.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
-                if let Some(item) = self.file(path, false) {
-                    out.push((at, item));
-                }
+                files.push((path, at, false));
             } else if ft.is_dir() {
                 self.subdir(&job, path, at, false);
             } else if ft.is_symlink() {
@@ -413,15 +431,37 @@ where
                             self.filtered.fetch_add(1, Ordering::Relaxed);
                             continue;
                         }
-                        if let Some(item) = self.file(path, true) {
-                            out.push((at, item));
-                        }
+                        files.push((path, at, true));
                     }
                     Ok(m) => self.skip_special(&path, &m.file_type()),
                     Err(e) => self.fail(Error::io(&path, e)),
                 }
             } else {
                 self.skip_special(&path, &ft);
+            }
+        }
+        // Hand all but the first batch to other threads (pushed last first, so they are
+        // taken in inode order), and do the first here.
+        let mut batches: Vec<Vec<(PathBuf, Position, bool)>> = Vec::new();
+        while files.len() > BATCH {
+            let rest = files.split_off(BATCH);
+            batches.push(std::mem::replace(&mut files, rest));
+        }
+        batches.push(files);
+        let mut batches = batches.into_iter();
+        let first = batches.next();
+        for batch in batches.rev() {
+            self.push_job(Job::Files(batch));
+        }
+        if let Some(first) = first {
+            self.files(first, out);
+        }
+    }
+
+    fn files(&self, batch: Vec<(PathBuf, Position, bool)>, out: &mut Vec<(Position, T)>) {
+        for (path, at, follow) in batch {
+            if let Some(item) = self.file(path, follow) {
+                out.push((at, item));
             }
         }
     }
@@ -646,6 +686,23 @@ mod tests {
             given_order(&nodes, found),
             vec!["d1/first", "d1/sub/x", "d1/after", "input1"]
         );
+    }
+
+    #[test]
+    fn large_directories_split_into_batches_keep_readdir_order() {
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..(BATCH * 5 + 7) {
+            fs::write(t.path().join(format!("f{i}")), b"x").unwrap();
+        }
+        let readdir: Vec<String> = fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        let opts = WalkOptions {
+            threads: 4,
+            ..WalkOptions::default()
+        };
+        assert_eq!(names(t.path(), &opts), readdir);
     }
 
     #[test]
