@@ -96,7 +96,7 @@ pub fn make_cold(policy: Cold, paths: &[&Path]) -> ColdMethod {
 /// `sync`, then drop page cache, dentries and inodes (Linux, root).
 fn drop_caches() -> io::Result<()> {
     // Dirty pages cannot be dropped: write them first.
-    let _ = std::process::Command::new("sync").status();
+    crate::os::sync_filesystems();
     std::fs::write("/proc/sys/vm/drop_caches", b"3")
 }
 

@@ -321,3 +321,9 @@ pub(crate) fn raise_open_file_limit() -> usize {
     }
     usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
 }
+
+/// Writes all dirty data to disk (`sync(2)`), so a following cache drop can drop it all.
+pub(crate) fn sync_filesystems() {
+    // SAFETY: sync takes no arguments and cannot fail.
+    unsafe { libc::sync() }
+}
