@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 dir=${1:-/var/tmp/seekless-bench-hash}
 files=${2:-10000}
 reps=${REPS:-3}
-cargo build --release -q -p seekless
-bin=$PWD/target/release/seekless
+. bench/lib.sh
+bin=$(seekless_bin)
 if [ ! -f "$dir/.complete-$files" ]; then
     rm -rf "$dir"; mkdir -p "$dir"
     python3 - "$dir" "$files" <<'PY'
@@ -29,8 +29,7 @@ PY
     sync; touch "$dir/.complete-$files"
 fi
 cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-timeit() { local s e; cold; s=$(date +%s.%N); bash -c "$1" > /dev/null; e=$(date +%s.%N); echo "$e - $s" | bc -l; }
+timeit() { cold; elapsed "$1"; }
 base=$(for _ in $(seq "$reps"); do timeit "find '$dir' -type f -print0 | xargs -0 sha256sum"; done | median)
 ours=$(for _ in $(seq "$reps"); do timeit "'$bin' hash --algo sha256 '$dir'"; done | median)
 one=$(for _ in $(seq "$reps"); do timeit "'$bin' hash --algo sha256 -j 1 --no-prefetch '$dir'"; done | median)

@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 dir=${1:-/var/tmp/seekless-bench-order}
 files=${2:-100000}
 reps=${REPS:-5}
-cargo build --release -q -p seekless
-bin=$PWD/target/release/seekless
+. bench/lib.sh
+bin=$(seekless_bin)
 
 if [ ! -f "$dir/.complete-$files" ]; then
     echo "building $files files under $dir ..."
@@ -32,11 +32,9 @@ fi
 # Warm the cache for both.
 find "$dir" -type f > /dev/null; "$bin" order "$dir" > /dev/null
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-timeit() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); echo "$e - $s" | bc -l; }
 
-find_t=$(for _ in $(seq "$reps"); do timeit find "$dir" -type f; done | median)
-seek_t=$(for _ in $(seq "$reps"); do timeit "$bin" order "$dir"; done | median)
+find_t=$(for _ in $(seq "$reps"); do elapsed "find '$dir' -type f"; done | median)
+seek_t=$(for _ in $(seq "$reps"); do elapsed "'$bin' order '$dir'"; done | median)
 rss_kb=$(/usr/bin/time -f %M "$bin" order "$dir" 2>&1 >/dev/null | tail -1)
 n=$(find "$dir" -type f -name '*.JPG' | wc -l)
 budget_kb=$(( (64 * 1024 * 1024 + 300 * n) / 1024 ))

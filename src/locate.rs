@@ -11,6 +11,7 @@ use std::fmt;
 use std::fs::File;
 use std::io;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::Serialize;
 
@@ -363,7 +364,7 @@ pub struct Filesystem {
 #[derive(Debug)]
 pub(crate) struct Ladder {
     rungs: Vec<Strategy>,
-    current: Mutex<usize>,
+    current: AtomicUsize,
     /// Why the ladder was demoted, for the report.
     demotions: Mutex<Vec<String>>,
 }
@@ -373,14 +374,13 @@ impl Ladder {
         debug_assert!(!rungs.is_empty());
         Self {
             rungs,
-            current: Mutex::new(0),
+            current: AtomicUsize::new(0),
             demotions: Mutex::new(Vec::new()),
         }
     }
 
     pub(crate) fn current(&self) -> Strategy {
-        let at = *self.current.lock().unwrap_or_else(|e| e.into_inner());
-        self.rungs[at.min(self.rungs.len() - 1)]
+        self.rungs[self.current.load(Ordering::Acquire)]
     }
 
     pub(crate) fn demotions(&self) -> Vec<String> {
@@ -391,9 +391,12 @@ impl Ladder {
     }
 
     /// Locates `file` with the current strategy, stepping down the ladder on "unsupported".
+    /// The rung is read without a lock: it is consulted for every file and changes at most
+    /// a few times per filesystem.
     pub(crate) fn locate(&self, file: &File, size: u64, sync: bool) -> io::Result<Placement> {
         loop {
-            let strategy = self.current();
+            let at = self.current.load(Ordering::Acquire);
+            let strategy = self.rungs[at];
             if !strategy.is_physical() {
                 return Ok(Placement::unmapped(strategy));
             }
@@ -401,9 +404,15 @@ impl Ladder {
                 Ok(placement) => return Ok(placement),
                 Err(LocateError::Io(e)) => return Err(e),
                 Err(LocateError::Unsupported(e)) => {
-                    let mut at = self.current.lock().unwrap_or_else(|e| e.into_inner());
-                    if self.rungs[*at] == strategy && *at + 1 < self.rungs.len() {
-                        *at += 1;
+                    if at + 1 == self.rungs.len() {
+                        return Err(e);
+                    }
+                    // Whichever thread demotes first records why; the others just retry.
+                    let demoted = self
+                        .current
+                        .compare_exchange(at, at + 1, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok();
+                    if demoted {
                         self.demotions
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -411,10 +420,8 @@ impl Ladder {
                                 "{} unsupported ({}), using {}",
                                 strategy,
                                 crate::error::describe_io(&e),
-                                self.rungs[*at]
+                                self.rungs[at + 1]
                             ));
-                    } else if self.rungs[*at] == strategy {
-                        return Err(e);
                     }
                 }
             }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -145,7 +145,6 @@ struct FsState {
     ladder: Ladder,
     disk: DiskIndex,
     base: u64,
-    files: AtomicU64,
 }
 
 impl Plan {
@@ -170,13 +169,21 @@ impl Plan {
     pub fn build(inputs: &[PathBuf], opts: &PlanOptions, reporter: &dyn Reporter) -> Plan {
         let started = Instant::now();
         let disks = DiskMap::default();
-        let filesystems: Mutex<HashMap<u64, Arc<FsState>>> = Mutex::new(HashMap::new());
+        // Read for every file, written once per filesystem.
+        let filesystems: RwLock<HashMap<u64, Arc<FsState>>> = RwLock::new(HashMap::new());
         let locate_nanos = AtomicU64::new(0);
         let planned = AtomicU64::new(0);
         let planned_bytes = AtomicU64::new(0);
 
         let fs_state = |file: &File, dev: u64| -> Arc<FsState> {
-            let mut map = filesystems.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(fs) = filesystems
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&dev)
+            {
+                return fs.clone();
+            }
+            let mut map = filesystems.write().unwrap_or_else(|e| e.into_inner());
             let next = map.len() as u16;
             map.entry(dev)
                 .or_insert_with(|| {
@@ -195,7 +202,6 @@ impl Plan {
                         filesystem,
                         disk,
                         base,
-                        files: AtomicU64::new(0),
                     })
                 })
                 .clone()
@@ -233,10 +239,9 @@ impl Plan {
             .into_values()
             .collect();
         fs_list.sort_by_key(|f| f.index);
+        let mut files_per_fs = vec![0u64; fs_list.len()];
         for f in &files {
-            fs_list[f.filesystem as usize]
-                .files
-                .fetch_add(1, Ordering::Relaxed);
+            files_per_fs[f.filesystem as usize] += 1;
         }
         let disks = disks.into_disks();
         let sweeps = sweeps(&files, disks.len());
@@ -258,11 +263,12 @@ impl Plan {
         };
         let filesystems = fs_list
             .into_iter()
-            .map(|f| FilesystemReport {
+            .zip(files_per_fs)
+            .map(|(f, files)| FilesystemReport {
                 strategy: f.ladder.current(),
                 demotions: f.ladder.demotions(),
                 disk: f.disk,
-                files: f.files.load(Ordering::Relaxed),
+                files,
                 filesystem: f.filesystem.clone(),
             })
             .collect();

@@ -118,7 +118,7 @@ pub fn hash_reader(
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Error::io(&*file.planned().entry.path, strip(e))),
+            Err(e) => return Err(read_error(e, &file.planned().entry.path)),
         };
         h.update(&buf[..n]);
     }
@@ -126,22 +126,16 @@ pub fn hash_reader(
     Ok(h.finish_hex())
 }
 
-/// The reader wraps OS errors in an error naming the path; unwrap it again so the path is
-/// not printed twice.
-fn strip(e: std::io::Error) -> std::io::Error {
+/// The error of a failed read: the reader already wraps OS errors in an [`Error`] naming
+/// the path; take that one out rather than naming the path twice.
+fn read_error(e: std::io::Error, path: &std::path::Path) -> Error {
     if e.get_ref().is_some_and(|inner| inner.is::<Error>()) {
-        let kind = e.kind();
-        if let Some(inner) = e.into_inner() {
-            if let Ok(err) = inner.downcast::<Error>() {
-                if let Some(io) = err.io_error() {
-                    return std::io::Error::new(io.kind(), crate::error::describe_io(io));
-                }
-                return std::io::Error::new(kind, err.kind().to_string());
-            }
+        if let Some(Ok(err)) = e.into_inner().map(|inner| inner.downcast::<Error>()) {
+            return *err;
         }
-        return std::io::Error::new(kind, "read failed");
+        unreachable!("checked to hold an Error just above");
     }
-    e
+    Error::io(path, e)
 }
 
 /// Hashes every file of `plan` with `workers` threads, in read order, calling `done` (on

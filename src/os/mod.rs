@@ -10,6 +10,9 @@
 //! - devices: [`disk_of`];
 //! - reading hints: [`prefetch`], [`drop_cache`].
 
+#[cfg(any(target_os = "linux", target_os = "macos"))]
+mod unix;
+
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]

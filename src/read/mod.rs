@@ -125,6 +125,7 @@ impl Reader {
                 SweepRun {
                     plan: &plan,
                     sweep: &plan.sweeps()[s],
+                    sweep_index: s,
                     window: &window,
                     tx,
                     seq: &seq,
@@ -202,7 +203,7 @@ impl Reader {
                     seq: h.seq,
                     file,
                     slot,
-                    window: self.windows[self.sweep_of(index)].clone(),
+                    window: self.windows[h.sweep].clone(),
                     pos: 0,
                     dropped: 0,
                     drop_behind: self.opts.drop_behind,
@@ -210,15 +211,6 @@ impl Reader {
                 Err(e) => Err(e),
             },
         ))
-    }
-
-    fn sweep_of(&self, index: u32) -> usize {
-        let disk = self.plan.files()[index as usize].disk;
-        self.plan
-            .sweeps()
-            .iter()
-            .position(|s| s.disk == disk)
-            .unwrap_or(0)
     }
 }
 

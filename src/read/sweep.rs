@@ -61,6 +61,8 @@ impl Slot {
 pub(crate) struct Handover {
     pub index: u32,
     pub seq: u64,
+    /// Which sweep (and so which window) the file came from.
+    pub sweep: usize,
     pub result: Result<(File, Arc<Slot>), Error>,
 }
 
@@ -85,6 +87,8 @@ enum State {
 pub(crate) struct SweepRun<'a> {
     pub plan: &'a Plan,
     pub sweep: &'a Sweep,
+    /// The sweep's index in the plan.
+    pub sweep_index: usize,
     pub window: &'a Window,
     pub tx: Sender<Handover>,
     pub seq: &'a AtomicU64,
@@ -232,7 +236,16 @@ impl SweepRun<'_> {
 
     fn send(&self, index: u32, result: Result<(File, Arc<Slot>), Error>) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
-        if self.tx.send(Handover { index, seq, result }).is_err() {
+        if self
+            .tx
+            .send(Handover {
+                index,
+                seq,
+                sweep: self.sweep_index,
+                result,
+            })
+            .is_err()
+        {
             self.window.cancel();
         }
     }

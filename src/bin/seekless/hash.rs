@@ -4,14 +4,13 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use seekless::jobs::hash::{Algorithm, hash_plan};
 use seekless::jobs::manifest::{format_line, parse_line};
 use seekless::read::ReadOptions;
-use seekless::{Plan, Reporter};
+use seekless::{Plan, PlannedFile, Reporter};
 
 use crate::exit::Code;
 use crate::inputs::{InputArgs, UsageError};
@@ -115,34 +114,24 @@ pub fn run(args: Args) -> Result<Code> {
     let console = Console::new(false);
     let plan = Arc::new(Plan::build(&paths, &opts, &console));
     let bar = read_bar(&console, &plan);
-    let algo: Algorithm = args.algo.into();
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     let mut sorted: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     let mut write_error: Option<io::Error> = None;
-    hash_plan(
-        plan.clone(),
-        algo,
-        &args.read.options(),
-        args.read.workers(),
-        |file, result| {
-            bar.inc(file.entry.size);
-            match result {
-                Ok(hex) => {
-                    let mut line = format_line(&hex, &path_bytes(&file.entry.path));
-                    line.push(b'\n');
-                    if args.sort_output {
-                        sorted.push((file.entry.path.to_path_buf(), line));
-                    } else if write_error.is_none() {
-                        if let Err(e) = out.write_all(&line) {
-                            write_error = Some(e);
-                        }
-                    }
+    hash_with_progress(&args, &plan, &bar, |file, result| match result {
+        Ok(hex) => {
+            let mut line = format_line(&hex, &path_bytes(&file.entry.path));
+            line.push(b'\n');
+            if args.sort_output {
+                sorted.push((file.entry.path.to_path_buf(), line));
+            } else if write_error.is_none() {
+                if let Err(e) = out.write_all(&line) {
+                    write_error = Some(e);
                 }
-                Err(e) => console.error(&e),
             }
-        },
-    );
+        }
+        Err(e) => console.error(&e),
+    });
     bar.finish_and_clear();
     if let Some(e) = write_error {
         return Err(e.into());
@@ -153,6 +142,23 @@ pub fn run(args: Args) -> Result<Code> {
     }
     out.flush()?;
     Ok(Code::from_errors(console.errors()))
+}
+
+/// Hashes the plan with the command line's algorithm and read options, advancing `bar`.
+fn hash_with_progress<F>(args: &Args, plan: &Arc<Plan>, bar: &ProgressBar, mut done: F)
+where
+    F: FnMut(&PlannedFile, Result<String, seekless::Error>) + Send,
+{
+    hash_plan(
+        plan.clone(),
+        args.algo.into(),
+        &args.read.options(),
+        args.read.workers(),
+        |file, result| {
+            bar.inc(file.entry.size);
+            done(file, result);
+        },
+    );
 }
 
 fn read_bar(console: &Console, plan: &Plan) -> ProgressBar {
@@ -219,40 +225,31 @@ fn check(args: Args) -> Result<Code> {
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     let mut failed = 0u64;
     let mut read_failed = 0u64;
-    let started = Instant::now();
-    hash_plan(
-        plan.clone(),
-        algo,
-        &args.read.options(),
-        args.read.workers(),
-        |file, result| {
-            bar.inc(file.entry.size);
-            let path = &file.entry.path;
-            let verdict: &[u8] = match result {
-                Ok(hex) if expected.get(&path.to_path_buf()) == Some(&hex) => b"OK",
-                Ok(_) => {
-                    failed += 1;
-                    b"FAILED"
-                }
-                Err(e) => {
-                    console.error(&e);
-                    read_failed += 1;
-                    b"FAILED open or read"
-                }
-            };
-            if args.quiet && verdict == b"OK" {
-                return;
+    hash_with_progress(&args, &plan, &bar, |file, result| {
+        let path = &file.entry.path;
+        let verdict: &[u8] = match result {
+            Ok(hex) if expected.get(&path.to_path_buf()) == Some(&hex) => b"OK",
+            Ok(_) => {
+                failed += 1;
+                b"FAILED"
             }
-            let _ = out
-                .write_all(&path_bytes(path))
-                .and_then(|_| out.write_all(b": "))
-                .and_then(|_| out.write_all(verdict))
-                .and_then(|_| out.write_all(b"\n"));
-        },
-    );
+            Err(e) => {
+                console.error(&e);
+                read_failed += 1;
+                b"FAILED open or read"
+            }
+        };
+        if args.quiet && verdict == b"OK" {
+            return;
+        }
+        let _ = out
+            .write_all(&path_bytes(path))
+            .and_then(|_| out.write_all(b": "))
+            .and_then(|_| out.write_all(verdict))
+            .and_then(|_| out.write_all(b"\n"));
+    });
     bar.finish_and_clear();
     out.flush()?;
-    let _ = started;
     let read_failed = read_failed + unreadable;
     if malformed > 0 {
         eprintln!("seekless: WARNING: {malformed} lines are improperly formatted");

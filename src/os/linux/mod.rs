@@ -7,30 +7,16 @@ mod hints;
 mod statfs;
 mod sysfs;
 
-use std::fs::{DirEntry, File, Metadata, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{DirEntryExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::device::Disk;
 use crate::locate::{Filesystem, LocateError, Placement, Strategy};
-use crate::walk::FileId;
 
+pub(crate) use super::unix::{dir_entry_ino, file_id, raise_open_file_limit, sync_filesystems};
 pub(crate) use hints::{drop_cache, prefetch};
-
-/// The identity of a file: device and inode number, both in its metadata (`path` and the
-/// open file are only needed on Windows).
-pub(crate) fn file_id(_path: &Path, _open: Option<&File>, meta: &Metadata) -> io::Result<FileId> {
-    Ok(FileId {
-        dev: meta.dev(),
-        ino: meta.ino(),
-    })
-}
-
-/// The inode number readdir reported, without a `stat`.
-pub(crate) fn dir_entry_ino(entry: &DirEntry) -> u64 {
-    entry.ino()
-}
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory
 /// was read cannot hang us), never updates atime, and does not follow a final symlink
@@ -100,34 +86,4 @@ pub(crate) fn disk_of(dev: u64) -> (Disk, u64) {
 pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
-}
-
-/// Raises the soft open-file limit to the hard limit and returns the resulting soft limit.
-/// The reader keeps a descriptor per file it is prefetching.
-pub(crate) fn raise_open_file_limit() -> usize {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one `struct rlimit` into `lim`, which we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return 1024;
-    }
-    if lim.rlim_cur < lim.rlim_max {
-        let want = libc::rlimit {
-            rlim_cur: lim.rlim_max.min(1 << 20),
-            rlim_max: lim.rlim_max,
-        };
-        // SAFETY: setrlimit reads one `struct rlimit` we own; failure leaves the old limit.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
-            lim.rlim_cur = want.rlim_cur;
-        }
-    }
-    usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
-}
-
-/// Writes all dirty data to disk (`sync(2)`), so a following cache drop can drop it all.
-pub(crate) fn sync_filesystems() {
-    // SAFETY: sync takes no arguments and cannot fail.
-    unsafe { libc::sync() }
 }

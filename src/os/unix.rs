@@ -1,0 +1,52 @@
+//! What Linux and macOS share: identity from `stat`, the open-file limit, `sync`.
+
+use std::fs::{DirEntry, File, Metadata};
+use std::io;
+use std::os::unix::fs::{DirEntryExt, MetadataExt};
+use std::path::Path;
+
+use crate::walk::FileId;
+
+/// The identity of a file: device and inode number, both in its metadata (`path` and the
+/// open file are only needed on Windows).
+pub(crate) fn file_id(_path: &Path, _open: Option<&File>, meta: &Metadata) -> io::Result<FileId> {
+    Ok(FileId {
+        dev: meta.dev(),
+        ino: meta.ino(),
+    })
+}
+
+/// The inode number readdir reported, without a `stat`.
+pub(crate) fn dir_entry_ino(entry: &DirEntry) -> u64 {
+    entry.ino()
+}
+
+/// Raises the soft open-file limit to the hard limit and returns the resulting soft limit.
+/// The reader keeps a descriptor per file it is prefetching.
+pub(crate) fn raise_open_file_limit() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `struct rlimit` into `lim`, which we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 1024;
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let want = libc::rlimit {
+            rlim_cur: lim.rlim_max.min(1 << 20),
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit reads one `struct rlimit` we own; failure leaves the old limit.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+            lim.rlim_cur = want.rlim_cur;
+        }
+    }
+    usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
+}
+
+/// Writes all dirty data to disk (`sync(2)`), so a following cache drop can drop it all.
+pub(crate) fn sync_filesystems() {
+    // SAFETY: sync takes no arguments and cannot fail.
+    unsafe { libc::sync() }
+}
