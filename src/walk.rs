@@ -81,8 +81,11 @@ impl Default for WalkOptions {
             one_file_system: false,
             filter: Filter::default(),
             // Threads mostly wait for metadata on a cold disk; more of them means more
-            // reads in flight for the disk to reorder. On a warm cache they cost little.
-            threads: 16,
+            // reads in flight for the disk to reorder (a drive queues 32). On the emulated
+            // disk's aged layout, where FIEMAP must read an extent block per fragmented
+            // file, 64 threads took the cold lookup from 0.67-0.76 s to 0.53-0.55 s (128:
+            // no better); on a warm cache, 16 and 64 plan /usr equally fast.
+            threads: 64,
         }
     }
 }

@@ -269,3 +269,50 @@ fn hashing_a_2_gib_file_keeps_memory_bounded() {
         "peak RSS {peak_kb} kB for a 2 GiB file"
     );
 }
+
+#[test]
+fn summary_reports_the_plan_and_the_read_phase_on_stderr_only() {
+    let t = tempfile::tempdir().unwrap();
+    let mut rng = Rng::new(11);
+    for i in 0..7 {
+        std::fs::write(t.path().join(format!("f{i}")), rng.bytes(1000 + i * 4096)).unwrap();
+    }
+    let unreadable = t.path().join("gone");
+    std::os::unix::fs::symlink(t.path().join("missing"), &unreadable).unwrap();
+    let o = hash(&[
+        std::ffi::OsStr::new("--summary"),
+        t.path().as_os_str(),
+        unreadable.as_os_str(),
+    ]);
+    // The missing input is an error (exit 1); the seven files are hashed.
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 7);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("seekless: 7 files,"), "{err}");
+    let walk = err
+        .lines()
+        .find(|l| l.starts_with("seekless: walk+locate "))
+        .unwrap_or_else(|| panic!("no walk+locate line in {err}"));
+    let secs: f64 = walk["seekless: walk+locate ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(secs >= 0.0);
+    let bytes: usize = (0..7).map(|i| 1000 + i * 4096).sum();
+    let read = err
+        .lines()
+        .find(|l| l.starts_with("seekless: read "))
+        .unwrap_or_else(|| panic!("no read line in {err}"));
+    assert!(read.starts_with("seekless: read 7 files, "), "{read}");
+    assert!(
+        read.contains(&indicatif_like_bytes(bytes)),
+        "{read} should name {bytes} bytes"
+    );
+}
+
+/// The byte count as the summary prints it (binary units, two decimals).
+fn indicatif_like_bytes(n: usize) -> String {
+    format!("{:.2} KiB", n as f64 / 1024.0)
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Emulated-HDD stack: hddsim (FUSE, disk model) -> loop device -> filesystem.
 #
-#   stack.sh up [--fs ext4|xfs|btrfs] [--size 4G] [--keep-model-off] [hddsim args...]
+#   stack.sh up [--fs ext4|xfs|btrfs] [--size 4G] [--fs-seed S] [--keep-model-off] [hddsim args...]
 #   stack.sh cold          # umount, sync, drop caches, mount again
 #   stack.sh down          # undo everything `up` did; safe to repeat
 #   stack.sh stats         # JSON stats from hddsim's control file
@@ -19,6 +19,17 @@
 #   bench/hdd/stack.sh up --fs ext4 --size 4G
 #
 # The model is off while mkfs runs and on when `up` returns (unless --keep-model-off).
+#
+# Reproducible layout: mkfs gets a UUID (and on ext4 a directory hash seed) derived from
+# --fs-seed (default 1), so the same corpus lands on the same blocks every time. ext4 picks
+# the block group of a top-level directory by hashing its name with that seed, and its
+# hash order is directory order, so with a random seed directory order's time varied by
+# a third between runs of one corpus. `--fs-seed random` lets mkfs choose.
+#
+# ext4 is mounted with no_prefetch_block_bitmaps: the benchmark remounts before every
+# run, and the block-bitmap prefetch a mount starts in the background would otherwise
+# land in the middle of the timed run (a few seeks of 10-20 ms), which a filesystem that
+# stays mounted does not do.
 set -euo pipefail
 
 STACK_DIR=${STACK_DIR:-/dev/shm/seekless-hdd}
@@ -56,15 +67,24 @@ mount_fs() {
     local loop fs
     loop=$(state loop); fs=$(state fs)
     mkdir -p "$MNT"
-    mount -t "$fs" -o noatime "$loop" "$MNT"
+    local opts=noatime
+    [[ $fs == ext4 ]] && opts+=,no_prefetch_block_bitmaps
+    mount -t "$fs" -o "$opts" "$loop" "$MNT"
     tune_loop "$loop"
+}
+
+# A UUID that depends only on the seed and the purpose (uuid or hash).
+fs_uuid() {
+    local h
+    h=$(printf 'seekless-hdd %s %s' "$1" "$2" | sha256sum | cut -c1-32)
+    echo "${h:0:8}-${h:8:4}-4${h:13:3}-8${h:17:3}-${h:20:12}"
 }
 
 is_mounted() { mountpoint -q "$1" 2>/dev/null; }
 
 cmd_up() {
     need_root
-    local fs=ext4 size=4G keep_off=0
+    local fs=ext4 size=4G keep_off=0 fs_seed=1
     local -a sim_args=()
     while [[ $# -gt 0 ]]; do
         case $1 in
@@ -72,6 +92,8 @@ cmd_up() {
             --fs=*) fs=${1#*=}; shift ;;
             --size) size=$2; shift 2 ;;
             --size=*) size=${1#*=}; shift ;;
+            --fs-seed) fs_seed=$2; shift 2 ;;
+            --fs-seed=*) fs_seed=${1#*=}; shift ;;
             --keep-model-off) keep_off=1; shift ;;
             *) sim_args+=("$1"); shift ;;
         esac
@@ -109,10 +131,15 @@ cmd_up() {
     cat "/sys/block/${loop#/dev/}/diskseq" > "$STACK_DIR/diskseq"
     tune_loop "$loop"
 
+    local uuid="" ext4_seed=""
+    if [[ $fs_seed != random ]]; then
+        uuid=$(fs_uuid "$fs_seed" uuid)
+        ext4_seed=,hash_seed=$(fs_uuid "$fs_seed" hash)
+    fi
     case $fs in
-        ext4) mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$loop" ;;
-        xfs) mkfs.xfs -q -f "$loop" ;;
-        btrfs) mkfs.btrfs -q -f "$loop" ;;
+        ext4) mkfs.ext4 -q -F ${uuid:+-U "$uuid"} -E "lazy_itable_init=0,lazy_journal_init=0$ext4_seed" "$loop" ;;
+        xfs) mkfs.xfs -q -f ${uuid:+-m uuid="$uuid"} "$loop" ;;
+        btrfs) mkfs.btrfs -q -f ${uuid:+-U "$uuid"} "$loop" ;;
     esac >&2
     mount_fs
     echo "$MNT" > "$STACK_DIR/mounted"

@@ -4,6 +4,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -14,7 +15,7 @@ use seekless::{Plan, PlannedFile, Reporter};
 
 use crate::exit::Code;
 use crate::inputs::{InputArgs, UsageError};
-use crate::output::path_bytes;
+use crate::output::{path_bytes, print_read_summary, print_summary};
 use crate::progress::Console;
 
 #[derive(clap::Args, Debug)]
@@ -38,6 +39,10 @@ pub struct Args {
     /// Print lines sorted by path instead of in read order (buffers the lines).
     #[arg(long)]
     pub sort_output: bool,
+
+    /// Print the plan's summary and the read phase's time and rate on stderr.
+    #[arg(long)]
+    pub summary: bool,
 
     #[command(flatten)]
     pub read: ReadArgs,
@@ -145,10 +150,18 @@ pub fn run(args: Args) -> Result<Code> {
 }
 
 /// Hashes the plan with the command line's algorithm and read options, advancing `bar`.
+///
+/// With `--summary`, the plan's summary goes to stderr before reading and the read phase's
+/// line after it.
 fn hash_with_progress<F>(args: &Args, plan: &Arc<Plan>, bar: &ProgressBar, mut done: F)
 where
     F: FnMut(&PlannedFile, Result<String, seekless::Error>) + Send,
 {
+    if args.summary {
+        print_summary(plan);
+    }
+    let started = Instant::now();
+    let (mut read, mut read_bytes) = (0u64, 0u64);
     hash_plan(
         plan.clone(),
         args.algo.into(),
@@ -156,9 +169,16 @@ where
         args.read.workers(),
         |file, result| {
             bar.inc(file.entry.size);
+            if result.is_ok() {
+                read += 1;
+                read_bytes += file.entry.size;
+            }
             done(file, result);
         },
     );
+    if args.summary {
+        print_read_summary(read, read_bytes, started.elapsed());
+    }
 }
 
 fn read_bar(console: &Console, plan: &Plan) -> ProgressBar {

@@ -50,7 +50,8 @@ pub struct InputArgs {
     #[arg(long)]
     pub sync: bool,
 
-    /// Threads walking directories and locating files.
+    /// Threads walking directories and locating files (default: 64; they mostly wait
+    /// for the disk, and more of them keep more metadata reads in its queue).
     #[arg(long, value_name = "N")]
     pub walk_threads: Option<usize>,
 }

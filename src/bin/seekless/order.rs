@@ -7,7 +7,7 @@ use seekless::{Order, Plan};
 
 use crate::exit::Code;
 use crate::inputs::InputArgs;
-use crate::output::{json_path, write_path};
+use crate::output::{json_path, print_summary, write_path};
 use crate::progress::Console;
 
 #[derive(clap::Args, Debug)]
@@ -110,50 +110,4 @@ pub fn run(args: Args) -> Result<Code> {
         print_summary(&plan);
     }
     Ok(Code::from_errors(console.errors()))
-}
-
-/// The plan's summary on stderr: what was found, where, how it was located, and how long
-/// that took.
-pub fn print_summary(plan: &Plan) {
-    let s = plan.summary();
-    let mut text = format!(
-        "seekless: {} files, {} ({} fragmented, {} without position, {} duplicates)\n",
-        s.files,
-        indicatif::HumanBytes(s.bytes),
-        s.fragmented,
-        s.unlocated,
-        s.duplicates
-    );
-    let w = &s.walk;
-    if w.special + w.symlinks + w.other_fs + w.filtered > 0 {
-        text += &format!(
-            "seekless: skipped {} special files, {} symlinks, {} other-filesystem dirs, {} filtered\n",
-            w.special, w.symlinks, w.other_fs, w.filtered
-        );
-    }
-    if w.errors > 0 {
-        text += &format!("seekless: {} paths failed (see above)\n", w.errors);
-    }
-    for fs in plan.filesystems() {
-        let disk = &plan.disks()[fs.disk as usize];
-        let kind = match disk.rotational {
-            Some(true) => "rotational",
-            Some(false) => "non-rotational",
-            None => "unknown kind",
-        };
-        text += &format!(
-            "seekless: {} on {} ({}): {} files located by {}\n",
-            fs.filesystem.kind, disk.name, kind, fs.files, fs.strategy
-        );
-        for d in &fs.demotions {
-            text += &format!("seekless:   {d}\n");
-        }
-    }
-    text += &format!(
-        "seekless: walk+locate {:.3} s (locate calls {:.3} s over all threads), sort {:.3} s\n",
-        s.walk_time.as_secs_f64(),
-        s.locate_time.as_secs_f64(),
-        s.sort_time.as_secs_f64()
-    );
-    eprint!("{text}");
 }

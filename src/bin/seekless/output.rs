@@ -1,7 +1,10 @@
-//! Writing paths: byte-exact where the format allows it.
+//! What the CLI writes: paths, byte-exact where the format allows it, and summaries.
 
 use std::io::{self, Write};
 use std::path::Path;
+use std::time::Duration;
+
+use seekless::Plan;
 
 /// Writes the path's bytes as they are (non-UTF-8 names survive), then `end`.
 pub fn write_path(out: &mut impl Write, path: &Path, end: u8) -> io::Result<()> {
@@ -33,4 +36,62 @@ pub fn json_path(path: &Path) -> (String, Option<Vec<u8>>) {
             Some(path_bytes(path).into_owned()),
         ),
     }
+}
+
+/// The plan's summary on stderr: what was found, where, how it was located, and how long
+/// that took.
+pub fn print_summary(plan: &Plan) {
+    let s = plan.summary();
+    let mut text = format!(
+        "seekless: {} files, {} ({} fragmented, {} without position, {} duplicates)\n",
+        s.files,
+        indicatif::HumanBytes(s.bytes),
+        s.fragmented,
+        s.unlocated,
+        s.duplicates
+    );
+    let w = &s.walk;
+    if w.special + w.symlinks + w.other_fs + w.filtered > 0 {
+        text += &format!(
+            "seekless: skipped {} special files, {} symlinks, {} other-filesystem dirs, {} filtered\n",
+            w.special, w.symlinks, w.other_fs, w.filtered
+        );
+    }
+    if w.errors > 0 {
+        text += &format!("seekless: {} paths failed (see above)\n", w.errors);
+    }
+    for fs in plan.filesystems() {
+        let disk = &plan.disks()[fs.disk as usize];
+        let kind = match disk.rotational {
+            Some(true) => "rotational",
+            Some(false) => "non-rotational",
+            None => "unknown kind",
+        };
+        text += &format!(
+            "seekless: {} on {} ({}): {} files located by {}\n",
+            fs.filesystem.kind, disk.name, kind, fs.files, fs.strategy
+        );
+        for d in &fs.demotions {
+            text += &format!("seekless:   {d}\n");
+        }
+    }
+    text += &format!(
+        "seekless: walk+locate {:.3} s (locate calls {:.3} s over all threads), sort {:.3} s\n",
+        s.walk_time.as_secs_f64(),
+        s.locate_time.as_secs_f64(),
+        s.sort_time.as_secs_f64()
+    );
+    eprint!("{text}");
+}
+
+/// The read phase's line of the summary: how much was read, how long it took, how fast.
+pub fn print_read_summary(files: u64, bytes: u64, took: Duration) {
+    let secs = took.as_secs_f64();
+    eprintln!(
+        "seekless: read {} files, {} in {:.3} s ({}/s)",
+        files,
+        indicatif::HumanBytes(bytes),
+        secs,
+        indicatif::HumanBytes((bytes as f64 / secs.max(1e-9)) as u64)
+    );
 }
