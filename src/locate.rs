@@ -358,6 +358,11 @@ pub struct Filesystem {
     pub kind: FsKind,
     /// The strategies to try, best first, as chosen from its kind.
     pub ladder: Vec<Strategy>,
+    /// The most one prefetch request brings in on this filesystem, in bytes, when the
+    /// operating system caps it (Linux: `readahead(2)` reads at most the larger of the
+    /// device's `max_sectors_kb` and `read_ahead_kb` per call and silently drops the
+    /// rest). The reader cuts prefetches to this size. `None`: no known cap.
+    pub max_prefetch: Option<u64>,
 }
 
 /// A per-filesystem strategy that is demoted when the filesystem says "unsupported".

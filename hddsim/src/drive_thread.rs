@@ -201,12 +201,15 @@ impl DriveThread {
         if model_on && let (Some(t), Some(plan)) = (self.trace.as_mut(), d.plan.as_ref()) {
             let _ = writeln!(
                 t,
-                "{},{},{},{},{}",
+                "{},{},{},{},{},{:.0},{:.0},{:.0}",
                 d.start / 1000,
                 d.cmd.offset,
                 d.cmd.len,
                 if d.cmd.write { "write" } else { "read" },
-                plan.seek_distance
+                plan.seek_distance,
+                plan.seek_s * 1e6,
+                plan.rotation_s * 1e6,
+                plan.transfer_s * 1e6
             );
         }
         if let Ok(mut c) = self.shared.counters.lock() {

@@ -84,7 +84,8 @@ struct Args {
     /// Start with the model off (no delays) until `on` is written to `control`.
     #[arg(long)]
     model_off: bool,
-    /// Append `virtual_start_us,offset,len,read|write,seek_distance_bytes` per command.
+    /// Append `virtual_start_us,offset,len,read|write,seek_distance_bytes,seek_us,rotation_us,transfer_us`
+    /// per command (the last three are the modeled service time).
     #[arg(long)]
     trace: Option<PathBuf>,
     /// Background (async) requests the kernel may have outstanding on this mount.

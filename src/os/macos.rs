@@ -100,6 +100,7 @@ pub(crate) fn filesystem(file: &File, dev: u64) -> Filesystem {
         dev,
         kind,
         ladder: ladder(kind),
+        max_prefetch: None,
     }
 }
 

@@ -53,6 +53,7 @@ pub(crate) fn filesystem(_file: &File, dev: u64) -> Filesystem {
         dev,
         kind: FsKind::Other,
         ladder: vec![Strategy::Inode],
+        max_prefetch: None,
     }
 }
 

@@ -4,7 +4,9 @@
 //! fragmented file's pieces are fetched as the head passes them rather than by seeking
 //! back and forth. Files without a position (and empty or inline files) are one step each
 //! after the located ones, in the sweep's order. Steps longer than the piece size are cut
-//! so window accounting stays fine-grained and large files can stream.
+//! so window accounting stays fine-grained and large files can stream, and never longer
+//! than one prefetch call can bring in on the file's filesystem (Linux drops the rest of
+//! a longer `readahead(2)`, and that rest would then be read late, out of sweep order).
 
 use crate::plan::{Plan, Sweep};
 
@@ -28,11 +30,19 @@ pub(crate) struct Schedule {
 
 pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
     let files = plan.files();
-    let piece = piece.max(4096);
+    let filesystems = plan.filesystems();
+    let piece_of = |f: &crate::PlannedFile| -> u64 {
+        let cap = filesystems
+            .get(f.filesystem as usize)
+            .and_then(|r| r.filesystem.max_prefetch)
+            .unwrap_or(u64::MAX);
+        piece.min(cap).max(4096)
+    };
     // (class, key, step); class 0 = located by device offset, 1 = the rest in sweep order.
     let mut keyed: Vec<(u8, u64, Step)> = Vec::new();
     for (rank, &i) in sweep.files.iter().enumerate() {
         let f = &files[i as usize];
+        let piece = piece_of(f);
         let extents = f.placement.extents();
         if extents.is_empty() {
             let (class, key) = match f.disk_offset() {

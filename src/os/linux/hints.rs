@@ -7,8 +7,9 @@ use std::os::fd::AsRawFd;
 /// Asks the kernel to start reading `len` bytes at `offset` into the page cache and
 /// returns at once; the disk works while we do other things.
 ///
-/// `readahead(2)` queues the reads without waiting (unlike `read`); it is bounded by the
-/// device's `max_sectors` per request but not by `read_ahead_kb`.
+/// `readahead(2)` queues the reads without waiting (unlike `read`). One call reads at most
+/// the larger of the device's `max_sectors_kb` and `read_ahead_kb` and drops the rest
+/// silently, so callers cut requests to the filesystem's `max_prefetch`.
 pub(crate) fn prefetch(file: &File, offset: u64, len: u64) -> io::Result<()> {
     let off = libc::off64_t::try_from(offset).map_err(io::Error::other)?;
     let len = usize::try_from(len).unwrap_or(usize::MAX);

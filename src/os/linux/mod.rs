@@ -56,6 +56,7 @@ pub(crate) fn filesystem(file: &File, dev: u64) -> Filesystem {
         dev,
         kind,
         ladder: statfs::ladder(kind, is_root()),
+        max_prefetch: sysfs::prefetch_limit(dev),
     }
 }
 

@@ -62,6 +62,30 @@ pub(super) fn disk_of(dev: u64) -> (Disk, u64) {
     (disk, base)
 }
 
+/// The most one `readahead(2)` call reads on the filesystem of device `dev`: the kernel
+/// caps each call at the larger of the block device's largest request (`max_sectors_kb`)
+/// and its read-ahead window (`read_ahead_kb`), and drops the rest without a word.
+/// Read from the device the filesystem is mounted from (a partition's limits are its
+/// disk's). `None` when there is no block device to ask.
+pub(super) fn prefetch_limit(dev: u64) -> Option<u64> {
+    let block = if libc::major(dev) == 0 {
+        mount_source_device(libc::major(dev), libc::minor(dev))?
+    } else {
+        dev
+    };
+    let queue = whole_disk(&sys_block_dir(block)?).join("queue");
+    let kib = |name: &str| -> Option<u64> {
+        fs::read_to_string(queue.join(name))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let limit = kib("max_sectors_kb")?.max(kib("read_ahead_kb").unwrap_or(0));
+    // Whole pages; a device reporting less than one page would still read one.
+    Some((limit * 1024).max(4096) / 4096 * 4096)
+}
+
 /// A partition's first byte on its disk (`start` is in 512-byte sectors).
 fn partition_start(sys: &Path) -> u64 {
     fs::read_to_string(sys.join("start"))

@@ -97,6 +97,7 @@ pub(crate) fn filesystem(file: &File, dev: u64) -> Filesystem {
         dev,
         kind,
         ladder: volume::ladder(kind),
+        max_prefetch: None,
     }
 }
 
