@@ -30,19 +30,21 @@ pub(crate) struct Schedule {
 
 pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
     let files = plan.files();
-    let filesystems = plan.filesystems();
-    let piece_of = |f: &crate::PlannedFile| -> u64 {
-        let cap = filesystems
-            .get(f.filesystem as usize)
-            .and_then(|r| r.filesystem.max_prefetch)
-            .unwrap_or(u64::MAX);
-        piece.min(cap).max(4096)
-    };
+    // The piece size per filesystem: never more than one prefetch call brings in there.
+    let pieces: Vec<u64> = plan
+        .filesystems()
+        .iter()
+        .map(|r| {
+            piece
+                .min(r.filesystem.max_prefetch.unwrap_or(u64::MAX))
+                .max(4096)
+        })
+        .collect();
     // (class, key, step); class 0 = located by device offset, 1 = the rest in sweep order.
     let mut keyed: Vec<(u8, u64, Step)> = Vec::new();
     for (rank, &i) in sweep.files.iter().enumerate() {
         let f = &files[i as usize];
-        let piece = piece_of(f);
+        let piece = pieces[f.filesystem as usize];
         let extents = f.placement.extents();
         if extents.is_empty() {
             let (class, key) = match f.disk_offset() {

@@ -18,16 +18,11 @@ use crate::device::Disk;
 const MAX_DEPTH: usize = 8;
 
 pub(super) fn disk_of(dev: u64) -> (Disk, u64) {
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let block = if major == 0 {
-        match mount_source_device(major, minor) {
-            Some(rdev) => rdev,
-            None => {
-                return (Disk::unknown(format!("dev {major}:{minor}")), 0);
-            }
-        }
-    } else {
-        dev
+    let Some(block) = block_device_of(dev) else {
+        return (
+            Disk::unknown(format!("dev {}:{}", libc::major(dev), libc::minor(dev))),
+            0,
+        );
     };
     let mut chain = Vec::new();
     let mut rotational = None;
@@ -68,30 +63,32 @@ pub(super) fn disk_of(dev: u64) -> (Disk, u64) {
 /// Read from the device the filesystem is mounted from (a partition's limits are its
 /// disk's). `None` when there is no block device to ask.
 pub(super) fn prefetch_limit(dev: u64) -> Option<u64> {
-    let block = if libc::major(dev) == 0 {
-        mount_source_device(libc::major(dev), libc::minor(dev))?
-    } else {
-        dev
-    };
-    let queue = whole_disk(&sys_block_dir(block)?).join("queue");
-    let kib = |name: &str| -> Option<u64> {
-        fs::read_to_string(queue.join(name))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    };
-    let limit = kib("max_sectors_kb")?.max(kib("read_ahead_kb").unwrap_or(0));
+    let queue = whole_disk(&sys_block_dir(block_device_of(dev)?)?).join("queue");
+    let limit = read_number(&queue.join("max_sectors_kb"))?
+        .max(read_number(&queue.join("read_ahead_kb")).unwrap_or(0));
     // Whole pages; a device reporting less than one page would still read one.
     Some((limit * 1024).max(4096) / 4096 * 4096)
 }
 
 /// A partition's first byte on its disk (`start` is in 512-byte sectors).
 fn partition_start(sys: &Path) -> u64 {
-    fs::read_to_string(sys.join("start"))
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .map_or(0, |sectors| sectors * 512)
+    read_number(&sys.join("start")).map_or(0, |sectors| sectors * 512)
+}
+
+/// The block device a filesystem on `dev` was mounted from: `dev` itself, or for an
+/// anonymous device (major 0: btrfs, overlay, NFS) the source in mountinfo.
+fn block_device_of(dev: u64) -> Option<u64> {
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    if major == 0 {
+        mount_source_device(major, minor)
+    } else {
+        Some(dev)
+    }
+}
+
+/// A sysfs file holding one unsigned number.
+fn read_number(path: &Path) -> Option<u64> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 fn sys_block_dir(dev: u64) -> Option<PathBuf> {
