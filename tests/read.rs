@@ -67,3 +67,93 @@ fn files_larger_than_one_readahead_call_are_prefetched_whole() {
         "prefetch brought only {cached} of {size} bytes of a file larger than one call"
     );
 }
+
+/// Bytes of `path` on its device as (first byte, length) from `filefrag -v`, for a file of
+/// one extent.
+fn placement(path: &Path) -> (u64, u64) {
+    let (first, extents) = filefrag(path);
+    assert_eq!(extents, 1, "{} should be one extent", path.display());
+    let len = std::fs::metadata(path).unwrap().len().div_ceil(4096) * 4096;
+    (first.expect("located"), len)
+}
+
+/// Reads `paths` with `opts` and checks every byte; returns the reader's statistics.
+fn read_all(paths: &[PathBuf], want: &[Vec<u8>], opts: ReadOptions) -> seekless::read::ReadStats {
+    use std::io::Read;
+    let plan = Arc::new(Plan::build(paths, &PlanOptions::default(), &Quiet));
+    assert_eq!(plan.summary().files, paths.len() as u64);
+    let mut reader = Reader::new(plan, opts);
+    let mut seen = 0;
+    for file in reader.by_ref() {
+        let mut file = file.unwrap();
+        let i = paths
+            .iter()
+            .position(|p| *p == *file.planned().entry.path)
+            .unwrap();
+        let mut got = Vec::new();
+        file.read_to_end(&mut got).unwrap();
+        file.finish().unwrap();
+        assert!(got == want[i], "{} read back wrong", paths[i].display());
+        seen += 1;
+    }
+    assert_eq!(seen, paths.len());
+    reader.stats()
+}
+
+/// On a rotational disk the sweep lets the first request past a wide gap be served
+/// before prefetching further (so a reordering drive cannot land mid-region and leave the
+/// region's start for later); it waits at the first file and at every gap of at least
+/// `gap_barrier`, as `filefrag` places the files, and never on a non-rotational disk or
+/// with the barrier off.
+#[test]
+fn the_sweep_waits_at_the_first_file_and_at_each_wide_gap_on_rotational_disks() {
+    let test = "the_sweep_waits_at_the_first_file_and_at_each_wide_gap_on_rotational_disks";
+    if !require_root(test) || !require_tool(test, "mkfs.ext4") || !require_tool(test, "filefrag") {
+        return;
+    }
+    let fs = LoopFs::new("ext4", 64);
+    let mut rng = Rng::new(5);
+    // 40 files of 64 KiB written one after the other lie one after the other; reading
+    // only some of them leaves gaps of the unread ones between (about 1 MiB, 512 KiB and
+    // 448 KiB here, all wider than the 128 KiB barrier).
+    let read = [0, 1, 2, 20, 21, 30, 38];
+    let (mut paths, mut want) = (Vec::new(), Vec::new());
+    for i in 0..40 {
+        let bytes = rng.bytes(64 << 10);
+        let path = fs.path(format!("f{i:02}"));
+        std::fs::write(&path, &bytes).unwrap();
+        std::fs::File::open(&path).unwrap().sync_all().unwrap();
+        if read.contains(&i) {
+            paths.push(path);
+            want.push(bytes);
+        }
+    }
+    let barrier = ReadOptions::default().gap_barrier;
+    let mut placed: Vec<(u64, u64)> = paths.iter().map(|p| placement(p)).collect();
+    placed.sort();
+    let wide_gaps = placed
+        .windows(2)
+        .filter(|w| w[1].0.saturating_sub(w[0].0 + w[0].1) >= barrier)
+        .count() as u64;
+    assert!(
+        wide_gaps >= 2,
+        "unread files should leave wide gaps: {placed:?}"
+    );
+
+    fs.remount();
+    set_queue(&fs.device, "rotational", "1");
+    let stats = read_all(&paths, &want, ReadOptions::default());
+    assert_eq!(stats.gap_waits, 1 + wide_gaps, "{placed:?}");
+
+    fs.remount();
+    let off = ReadOptions {
+        gap_barrier: 0,
+        ..ReadOptions::default()
+    };
+    assert_eq!(read_all(&paths, &want, off).gap_waits, 0, "barrier off");
+
+    fs.remount();
+    set_queue(&fs.device, "rotational", "0");
+    let stats = read_all(&paths, &want, ReadOptions::default());
+    assert_eq!(stats.gap_waits, 0, "no waits on a non-rotational disk");
+}

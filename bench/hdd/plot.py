@@ -2,7 +2,7 @@
 """Tables and seek maps for bench/hdd/run (standard library only).
 
   plot.py table --tag T --runs runs.jsonl --extents e.json --stream s.json --corpus c.txt
-                --md OUT.md --json OUT.json [--busy 0|1] [--reps N]
+                --md OUT.md --json OUT.json [--busy 0|1] [--damon on|paused|none] [--reps N]
   plot.py seekmap --trace trace.csv --a "dir 1" --b "sl-physical 1" --svg OUT.svg [--title T]
 """
 import json
@@ -19,6 +19,7 @@ LABELS = {
     "sl-inode": "seekless inode",
     "sl-physical-noprefetch": "seekless physical, no prefetch",
     "sl-physical": "seekless physical",
+    "sl-physical-nobarrier": "seekless physical --gap-barrier-kb 0",
     "sl-physical-w128": "seekless physical --window-mb 128",
     "sl-physical-w256": "seekless physical --window-mb 256",
     "stream": "streaming limit (bytes / zone rate)",
@@ -119,7 +120,7 @@ def table(a):
             lookup_stats["wall_s"] = med([r["wall_s"] for r in lk])
     except Exception:
         pass
-    doc = {"lookup_stats": lookup_stats, "tag": a["tag"], "reps": a.get("reps"), "busy_loops": a.get("busy") == "1",
+    doc = {"lookup_stats": lookup_stats, "tag": a["tag"], "reps": a.get("reps"), "busy_loops": a.get("busy") == "1", "damon": a.get("damon"),
            "corpus": corpus, "extents": ext, "stream": stream, "rows": rows, "targets": targets}
     json.dump(doc, open(a["json"], "w"), indent=1)
 
@@ -129,6 +130,7 @@ def table(a):
          "",
          f"Corpus: `{corpus}`; files with ≥ 3 extents: {ext['extents_ge3']} ({ext['fraction_ge3'] * 100:.1f} %). "
          f"SCHED_IDLE busy loop per CPU: {'yes' if a.get('busy') == '1' else 'no'}. "
+         f"DAMON proactive reclaim: {a.get('damon') or 'not recorded'}. "
          f"Every run starts cold (remount, drop caches, tool binaries reloaded). Lookup and sort are each "
          f"seekless run's own walk + locate and sort (`hash --summary`); read = total − lookup − sort "
          f"(it includes process start and exit). Gain % = time saved vs directory order.",

@@ -24,7 +24,7 @@ use sha2::Digest;
 
 use crate::error::Error;
 use crate::plan::{Plan, PlannedFile};
-use crate::read::{ReadOptions, Reader};
+use crate::read::{ReadOptions, ReadStats, Reader};
 
 /// A checksum algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -140,8 +140,14 @@ fn read_error(e: std::io::Error, path: &std::path::Path) -> Error {
 
 /// Hashes every file of `plan` with `workers` threads, in read order, calling `done` (on
 /// one thread at a time) with each file and its hex digest or error. Files that failed to
-/// open are reported with their error too.
-pub fn hash_plan<F>(plan: Arc<Plan>, algo: Algorithm, opts: &ReadOptions, workers: usize, done: F)
+/// open are reported with their error too. Returns the reader's statistics.
+pub fn hash_plan<F>(
+    plan: Arc<Plan>,
+    algo: Algorithm,
+    opts: &ReadOptions,
+    workers: usize,
+    done: F,
+) -> ReadStats
 where
     F: FnMut(&PlannedFile, Result<String, Error>) + Send,
 {
@@ -155,5 +161,5 @@ where
             item.and_then(|file| BUF.with(|b| hash_reader(file, algo, &mut b.borrow_mut())));
         let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
         done(planned, result);
-    });
+    })
 }

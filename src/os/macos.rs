@@ -18,7 +18,9 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-pub(crate) use super::unix::{dir_entry_ino, file_id, raise_open_file_limit, sync_filesystems};
+pub(crate) use super::unix::{
+    await_prefetch, dir_entry_ino, file_id, raise_open_file_limit, sync_filesystems,
+};
 use crate::device::Disk;
 use crate::locate::{Extent, ExtentFlags, Filesystem, FsKind, LocateError, Placement, Strategy};
 

@@ -8,7 +8,7 @@
 //! - opening: [`open_to_locate`], [`open_to_read`];
 //! - locating: [`filesystem`], [`map_extents`];
 //! - devices: [`disk_of`];
-//! - reading hints: [`prefetch`], [`drop_cache`].
+//! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`].
 
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod unix;

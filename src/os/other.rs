@@ -81,6 +81,11 @@ pub(crate) fn prefetch(_file: &File, _offset: u64, _len: u64) -> io::Result<()> 
     Ok(())
 }
 
+/// Does nothing: [`prefetch`] starts no reads here, so there is nothing to wait for.
+pub(crate) fn await_prefetch(_file: &File, _offset: u64) -> io::Result<()> {
+    Ok(())
+}
+
 pub(crate) fn drop_cache(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use std::fs::{DirEntry, File, Metadata};
 use std::io;
-use std::os::unix::fs::{DirEntryExt, MetadataExt};
+use std::os::unix::fs::{DirEntryExt, FileExt, MetadataExt};
 use std::path::Path;
 
 use crate::walk::FileId;
@@ -49,4 +49,17 @@ pub(crate) fn raise_open_file_limit() -> usize {
 pub(crate) fn sync_filesystems() {
     // SAFETY: sync takes no arguments and cannot fail.
     unsafe { libc::sync() }
+}
+
+/// Waits until the page at `offset` is in the cache: blocks while a prefetch of it is in
+/// flight (and reads it, if the prefetch was dropped). Reads one byte through the cache
+/// without moving the file position; end of file is not an error.
+pub(crate) fn await_prefetch(file: &File, offset: u64) -> io::Result<()> {
+    let mut byte = [0u8; 1];
+    loop {
+        match file.read_at(&mut byte, offset) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other.map(drop),
+        }
+    }
 }

@@ -37,7 +37,7 @@ mod window;
 use std::fs::File;
 use std::io::{self, Read};
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::Receiver;
@@ -69,6 +69,14 @@ pub struct ReadOptions {
     pub drop_behind: bool,
     /// Prefetch at all (off = read one file at a time in plan order, for comparison).
     pub prefetch: bool,
+    /// On disks swept in order (rotational or unknown): before prefetching past a gap of
+    /// at least this many bytes between one step's end and the next's start on the disk,
+    /// and before the first step, wait until that step's first page has been read. After
+    /// a seek, a drive that reorders its queue (NCQ) serves whichever queued request it
+    /// reaches first, often one in the middle of the new region; the region's start is
+    /// then read when the queue drains or the request ages, with a seek back each time.
+    /// The wait costs one round trip per gap. 0 turns it off.
+    pub gap_barrier: u64,
 }
 
 impl Default for ReadOptions {
@@ -81,8 +89,18 @@ impl Default for ReadOptions {
             held_files: 4096,
             drop_behind: true,
             prefetch: true,
+            gap_barrier: 128 << 10,
         }
     }
+}
+
+/// What the sweeps did, beyond reading the files.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadStats {
+    /// Times a sweep waited for the first request past a gap to be served before going on
+    /// (see [`ReadOptions::gap_barrier`]), the first request of each sweep included.
+    pub gap_waits: u64,
 }
 
 /// Reads a plan's files, yielding each as soon as it is ready, disks in parallel.
@@ -91,6 +109,7 @@ impl Default for ReadOptions {
 /// replaced) come as `Err` items and the run goes on. Dropping the reader stops the sweeps.
 pub struct Reader {
     plan: Arc<Plan>,
+    gap_waits: Arc<AtomicU64>,
     rx: Receiver<Handover>,
     windows: Vec<Arc<Window>>,
     threads: Vec<JoinHandle<()>>,
@@ -102,6 +121,7 @@ impl Reader {
     pub fn new(plan: Arc<Plan>, opts: ReadOptions) -> Reader {
         let (tx, rx) = crossbeam_channel::unbounded();
         let seq = Arc::new(AtomicU64::new(0));
+        let gap_waits = Arc::new(AtomicU64::new(0));
         let mut windows = Vec::new();
         let mut threads = Vec::new();
         let disks = plan.sweeps().len().max(1);
@@ -119,8 +139,14 @@ impl Reader {
             let window = Arc::new(Window::new(bytes, files, held_bytes, held_files));
             windows.push(window.clone());
             let (plan, tx, seq) = (plan.clone(), tx.clone(), seq.clone());
+            let waits = gap_waits.clone();
             let piece = opts.piece_bytes;
             let prefetch = opts.prefetch;
+            let sweep_disk = plan.sweeps()[s].disk;
+            let gap_barrier = match plan.disks().get(sweep_disk as usize) {
+                Some(d) if prefetch && d.wants_sweep() => opts.gap_barrier,
+                _ => 0,
+            };
             threads.push(std::thread::spawn(move || {
                 SweepRun {
                     plan: &plan,
@@ -131,12 +157,15 @@ impl Reader {
                     seq: &seq,
                     piece: if prefetch { piece } else { u64::MAX },
                     prefetch,
+                    gap_barrier,
+                    gap_waits: &waits,
                 }
                 .run();
             }));
         }
         Reader {
             plan,
+            gap_waits,
             rx,
             windows,
             threads,
@@ -147,6 +176,13 @@ impl Reader {
     /// The plan being read.
     pub fn plan(&self) -> &Arc<Plan> {
         &self.plan
+    }
+
+    /// What the sweeps have done so far (final once every file has been handed out).
+    pub fn stats(&self) -> ReadStats {
+        ReadStats {
+            gap_waits: self.gap_waits.load(Ordering::Relaxed),
+        }
     }
 
     /// Runs `work` on every file with `workers` threads while the sweeps keep the disks
@@ -174,7 +210,9 @@ impl Reader {
     /// assert_eq!(bytes.into_inner(), 10_000);
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn par_for_each<F>(self, workers: usize, work: F)
+    ///
+    /// Returns the sweeps' [`ReadStats`].
+    pub fn par_for_each<F>(self, workers: usize, work: F) -> ReadStats
     where
         F: Fn(&PlannedFile, Result<FileReader, Error>) + Sync,
     {
@@ -189,6 +227,7 @@ impl Reader {
                 });
             }
         });
+        self.stats()
     }
 
     fn next_file(&self) -> Option<(u32, Result<FileReader, Error>)> {

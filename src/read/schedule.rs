@@ -19,6 +19,8 @@ pub(crate) struct Step {
     pub offset: u64,
     /// Bytes to prefetch (0 for empty, inline or all-hole files).
     pub length: u64,
+    /// Where the bytes lie on the disk, if known.
+    pub position: Option<u64>,
 }
 
 /// The steps of a sweep in disk order, and how many steps each file has.
@@ -97,6 +99,7 @@ fn push_pieces(
                 file,
                 offset,
                 length: 0,
+                position: (class == 0).then_some(key),
             },
         ));
         return;
@@ -104,13 +107,15 @@ fn push_pieces(
     let mut done = 0;
     while done < length {
         let n = piece.min(length - done);
+        let position = (class == 0).then(|| key.saturating_add(done));
         out.push((
             class,
-            key + if class == 0 { done } else { 0 },
+            position.unwrap_or(key),
             Step {
                 file,
                 offset: offset + done,
                 length: n,
+                position,
             },
         ));
         done += n;

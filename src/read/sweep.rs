@@ -57,6 +57,17 @@ impl Slot {
     }
 }
 
+/// Whether a step at disk position `next` must wait, having `end` as the end of the last
+/// step prefetched in disk order: the first located step does, and so does one that lies
+/// `barrier` bytes or more past `end`. Steps without a position and a zero barrier never do.
+fn crosses_gap(end: Option<u64>, next: Option<u64>, barrier: u64) -> bool {
+    match (barrier, next, end) {
+        (0, _, _) | (_, None, _) => false,
+        (_, Some(_), None) => true,
+        (_, Some(next), Some(end)) => next.saturating_sub(end) >= barrier,
+    }
+}
+
 /// A file handed to the consumer, or the error that kept it from being opened.
 pub(crate) struct Handover {
     pub index: u32,
@@ -95,6 +106,11 @@ pub(crate) struct SweepRun<'a> {
     pub piece: u64,
     /// Whether to prefetch at all (off: plain reads in plan order, for comparison).
     pub prefetch: bool,
+    /// Wait at gaps of at least this many bytes on the disk (0: never); see
+    /// [`ReadOptions::gap_barrier`](crate::read::ReadOptions::gap_barrier).
+    pub gap_barrier: u64,
+    /// Counts the waits at gaps.
+    pub gap_waits: &'a AtomicU64,
 }
 
 impl SweepRun<'_> {
@@ -106,6 +122,8 @@ impl SweepRun<'_> {
         let large = self.window.max_bytes / 2;
         let mut state = vec![State::New; self.plan.files().len()];
         let mut open: HashMap<u32, Partial> = HashMap::new();
+        // End on the disk of the last step prefetched in disk order (None before the first).
+        let mut disk_end: Option<u64> = None;
 
         for (k, step) in steps.iter().enumerate() {
             let i = step.file;
@@ -163,7 +181,19 @@ impl SweepRun<'_> {
             let Some(p) = open.get_mut(&i) else {
                 continue;
             };
-            self.issue(p, step);
+            let barrier = crosses_gap(disk_end, step.position, self.gap_barrier);
+            if self.issue(p, step) && barrier {
+                // Past a gap the drive seeks, and a drive that reorders its queue lands on
+                // whichever queued request comes round first, not necessarily the gap's
+                // first: what lies before it would then be read when the queue drains,
+                // with a seek back. So let the first request past a gap be served alone.
+                // An error here is the consumer's to report.
+                let _ = os::await_prefetch(&p.file, step.offset);
+                self.gap_waits.fetch_add(1, Ordering::Relaxed);
+            }
+            if let Some(pos) = step.position {
+                disk_end = Some(pos.saturating_add(step.length));
+            }
             p.remaining = p.remaining.saturating_sub(1);
             let size = self.plan.files()[i as usize].entry.size;
             if p.remaining > 0 && !p.handed && size <= large {
@@ -189,15 +219,14 @@ impl SweepRun<'_> {
         }
     }
 
-    fn issue(&self, p: &Partial, step: &Step) {
+    /// Prefetches one step; true if a prefetch was started.
+    fn issue(&self, p: &Partial, step: &Step) -> bool {
         if !p.slot.issued(step.length) {
             self.window.release(step.length);
-            return;
+            return false;
         }
-        if step.length > 0 && self.prefetch {
-            // A failed hint is not an error: the consumer's read will say what is wrong.
-            let _ = os::prefetch(&p.file, step.offset, step.length);
-        }
+        // A failed hint is not an error: the consumer's read will say what is wrong.
+        step.length > 0 && self.prefetch && os::prefetch(&p.file, step.offset, step.length).is_ok()
     }
 
     /// Issues every remaining step of file `f` now, out of disk order, and hands it over.
@@ -264,5 +293,34 @@ impl SweepRun<'_> {
             ));
         }
         Ok(file)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::crosses_gap;
+
+    #[test]
+    fn only_the_first_step_and_steps_past_a_wide_gap_wait() {
+        let b = 128 << 10;
+        assert!(
+            crosses_gap(None, Some(0), b),
+            "the first step follows a seek"
+        );
+        assert!(!crosses_gap(Some(4096), Some(4096), b), "contiguous");
+        assert!(
+            !crosses_gap(Some(4096), Some(4096 + b - 1), b),
+            "narrower than the barrier"
+        );
+        assert!(crosses_gap(Some(4096), Some(4096 + b), b));
+        assert!(
+            !crosses_gap(Some(1 << 20), Some(0), b),
+            "overlapping or behind: no seek ahead"
+        );
+        assert!(
+            !crosses_gap(Some(0), None, b),
+            "unlocated files follow in sweep order"
+        );
+        assert!(!crosses_gap(None, Some(1 << 40), 0), "turned off");
     }
 }

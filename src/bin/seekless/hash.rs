@@ -62,6 +62,11 @@ pub struct ReadArgs {
     #[arg(long, value_name = "N", default_value_t = 512)]
     pub window_files: usize,
 
+    /// On rotational disks, let the first request past a gap of at least KIB KiB on the
+    /// disk be served before prefetching further (0: never).
+    #[arg(long, value_name = "KIB", default_value_t = 128)]
+    pub gap_barrier_kb: u64,
+
     /// Keep read data in the page cache (default: drop it after use).
     #[arg(long)]
     pub keep_cache: bool,
@@ -78,6 +83,7 @@ impl ReadArgs {
             window_files: self.window_files.max(1),
             drop_behind: !self.keep_cache,
             prefetch: !self.no_prefetch,
+            gap_barrier: self.gap_barrier_kb << 10,
             ..ReadOptions::default()
         }
     }
@@ -162,7 +168,7 @@ where
     }
     let started = Instant::now();
     let (mut read, mut read_bytes) = (0u64, 0u64);
-    hash_plan(
+    let stats = hash_plan(
         plan.clone(),
         args.algo.into(),
         &args.read.options(),
@@ -177,7 +183,7 @@ where
         },
     );
     if args.summary {
-        print_read_summary(read, read_bytes, started.elapsed());
+        print_read_summary(read, read_bytes, started.elapsed(), &stats);
     }
 }
 

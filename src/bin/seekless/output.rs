@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use seekless::Plan;
+use seekless::read::ReadStats;
 
 /// Writes the path's bytes as they are (non-UTF-8 names survive), then `end`.
 pub fn write_path(out: &mut impl Write, path: &Path, end: u8) -> io::Result<()> {
@@ -84,14 +85,16 @@ pub fn print_summary(plan: &Plan) {
     eprint!("{text}");
 }
 
-/// The read phase's line of the summary: how much was read, how long it took, how fast.
-pub fn print_read_summary(files: u64, bytes: u64, took: Duration) {
+/// The read phase's line of the summary: how much was read, how long it took, how fast,
+/// and how often the sweep waited at a gap.
+pub fn print_read_summary(files: u64, bytes: u64, took: Duration, stats: &ReadStats) {
     let secs = took.as_secs_f64();
     eprintln!(
-        "seekless: read {} files, {} in {:.3} s ({}/s)",
+        "seekless: read {} files, {} in {:.3} s ({}/s); waited at {} gaps",
         files,
         indicatif::HumanBytes(bytes),
         secs,
-        indicatif::HumanBytes((bytes as f64 / secs.max(1e-9)) as u64)
+        indicatif::HumanBytes((bytes as f64 / secs.max(1e-9)) as u64),
+        stats.gap_waits
     );
 }

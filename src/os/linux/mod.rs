@@ -15,7 +15,9 @@ use std::path::Path;
 use crate::device::Disk;
 use crate::locate::{Filesystem, LocateError, Placement, Strategy};
 
-pub(crate) use super::unix::{dir_entry_ino, file_id, raise_open_file_limit, sync_filesystems};
+pub(crate) use super::unix::{
+    await_prefetch, dir_entry_ino, file_id, raise_open_file_limit, sync_filesystems,
+};
 pub(crate) use hints::{drop_cache, prefetch};
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory

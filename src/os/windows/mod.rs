@@ -182,6 +182,11 @@ pub(crate) fn prefetch(_file: &File, _offset: u64, _len: u64) -> io::Result<()> 
     Ok(())
 }
 
+/// Does nothing: [`prefetch`] starts no reads here, so there is nothing to wait for.
+pub(crate) fn await_prefetch(_file: &File, _offset: u64) -> io::Result<()> {
+    Ok(())
+}
+
 /// Does nothing, on purpose: Windows cannot drop a range of a file from the cache. The
 /// closest effect comes from `FILE_FLAG_SEQUENTIAL_SCAN` (set by [`open_to_read`]), with
 /// which the cache manager reuses the pages of a sequentially read file early.
