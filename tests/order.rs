@@ -206,3 +206,35 @@ fn other_orders_list_the_same_files() {
         assert_eq!(lines.join("\n") + "\n", path, "--by {by}");
     }
 }
+
+/// A reader that stops early (`seekless order … | head`) ends the listing quietly, as
+/// coreutils tools do, in every output format.
+#[test]
+fn a_closed_pipe_ends_the_listing_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let t = tempfile::tempdir().unwrap();
+    for i in 0..2000 {
+        std::fs::write(t.path().join(format!("file-{i:05}")), b"x").unwrap();
+    }
+    for format in [&[][..], &["--long"][..], &["--json"][..]] {
+        let mut child = seekless()
+            .arg("order")
+            .args(format)
+            .arg(t.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(first.contains("file-"), "{format:?}: {first}");
+        // The reading end is closed here, with most of the listing still to come.
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.is_empty(), "{format:?}: {stderr}");
+        assert!(out.status.success(), "{format:?}: {:?}", out.status);
+    }
+}

@@ -279,6 +279,21 @@ impl Drive {
                     stream_restart: restart,
                 };
             }
+            if x < cmd.offset && cmd.offset <= s.limit.min(p.size) && cmd.len > 0 {
+                // Just ahead of the streaming head: the stream reaches it without a seek,
+                // and what the buffer holds stays (a new media read would drop it).
+                let at = |y: u64| s.start_t + (p.revs(y) - p.revs(s.start_x)) * p.revolution_s();
+                let reached = at(cmd.offset).max(t);
+                return Plan {
+                    source: Source::CachePartial,
+                    seek_s: 0.0,
+                    rotation_s: reached - t,
+                    transfer_s: (at(cmd.end()) - reached).max(0.0),
+                    seek_distance: 0,
+                    head_from: x,
+                    stream_restart: None,
+                };
+            }
         }
         let from = self.head_at(t);
         let seek_s = p.seek_s(from, cmd.offset);
@@ -507,6 +522,45 @@ mod tests {
         let p = bare.plan(&next, done + 2.0 * MS);
         assert_eq!(p.source, Source::Media);
         assert!(p.rotation_s > 5.0 * MS);
+    }
+
+    #[test]
+    fn a_read_just_ahead_of_the_stream_keeps_the_buffer() {
+        let mut params = disk();
+        params.cache_bytes = 512 * 1024;
+        let mut drive = Drive::new(params);
+        let first = Command {
+            offset: 1_000_000,
+            len: 4096,
+            write: false,
+        };
+        let p1 = drive.plan(&first, 0.0);
+        drive.commit(&first, 0.0, &p1);
+        let done = p1.service_s();
+        // 0.1 ms after, the head has streamed ~20 KB; a read 100 KB on is reached by the
+        // stream in about half a millisecond, without a seek.
+        let ahead = Command {
+            offset: first.end() + 100_000,
+            len: 4096,
+            write: false,
+        };
+        let t = done + 0.1 * MS;
+        let pa = drive.plan(&ahead, t);
+        assert_eq!(pa.source, Source::CachePartial);
+        assert_eq!(pa.seek_s, 0.0);
+        assert!(
+            pa.rotation_s > 0.2 * MS && pa.rotation_s < 1.0 * MS,
+            "{pa:?}"
+        );
+        drive.commit(&ahead, t, &pa);
+        // What the stream read on its way there is still in the buffer.
+        let between = Command {
+            offset: first.end() + 40_000,
+            len: 4096,
+            write: false,
+        };
+        let pb = drive.plan(&between, t + pa.service_s() + 0.1 * MS);
+        assert_eq!(pb.source, Source::CacheHit, "{pb:?}");
     }
 
     #[test]
