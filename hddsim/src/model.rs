@@ -229,6 +229,12 @@ impl Drive {
         }
     }
 
+    /// Virtual time (s) at which stream `s` reaches offset `y` (at or after `start_x`).
+    fn stream_reaches(&self, s: &Stream, y: u64) -> f64 {
+        let p = &self.params;
+        s.start_t + (p.revs(y) - p.revs(s.start_x)) * p.revolution_s()
+    }
+
     fn stream_pos(&self, s: &Stream, t: f64) -> u64 {
         if t <= s.start_t {
             return s.start_x;
@@ -265,8 +271,7 @@ impl Drive {
                     (w, p.transfer_s(x, cmd.end() - x), Some((x, t + w)))
                 } else {
                     // The head is still streaming towards the end of this command.
-                    let done =
-                        s.start_t + (p.revs(cmd.end()) - p.revs(s.start_x)) * p.revolution_s();
+                    let done = self.stream_reaches(&s, cmd.end());
                     (0.0, (done - t).max(0.0), None)
                 };
                 return Plan {
@@ -282,13 +287,12 @@ impl Drive {
             if x < cmd.offset && cmd.offset <= s.limit.min(p.size) && cmd.len > 0 {
                 // Just ahead of the streaming head: the stream reaches it without a seek,
                 // and what the buffer holds stays (a new media read would drop it).
-                let at = |y: u64| s.start_t + (p.revs(y) - p.revs(s.start_x)) * p.revolution_s();
-                let reached = at(cmd.offset).max(t);
+                let reached = self.stream_reaches(&s, cmd.offset).max(t);
                 return Plan {
                     source: Source::CachePartial,
                     seek_s: 0.0,
                     rotation_s: reached - t,
-                    transfer_s: (at(cmd.end()) - reached).max(0.0),
+                    transfer_s: (self.stream_reaches(&s, cmd.end()) - reached).max(0.0),
                     seek_distance: 0,
                     head_from: x,
                     stream_restart: None,
@@ -354,6 +358,14 @@ mod tests {
 
     const GB: u64 = 1_000_000_000;
     const MS: f64 = 1e-3;
+
+    fn read(offset: u64, len: u64) -> Command {
+        Command {
+            offset,
+            len,
+            write: false,
+        }
+    }
 
     fn disk() -> DiskParams {
         DiskParams::hdd_7200(4 * GB)
@@ -485,19 +497,11 @@ mod tests {
         let mut params = disk();
         params.cache_bytes = 512 * 1024;
         let mut drive = Drive::new(params);
-        let first = Command {
-            offset: 1_000_000,
-            len: 65_536,
-            write: false,
-        };
+        let first = read(1_000_000, 65_536);
         let p1 = drive.plan(&first, 0.0);
         drive.commit(&first, 0.0, &p1);
         let done = p1.service_s();
-        let next = Command {
-            offset: first.end(),
-            len: 65_536,
-            write: false,
-        };
+        let next = read(first.end(), 65_536);
         // 2 ms later the head has read ~390 KB more: the next 64 KiB is in the buffer.
         let hit = drive.plan(&next, done + 2.0 * MS);
         assert_eq!(hit.source, Source::CacheHit);
@@ -508,11 +512,7 @@ mod tests {
         assert_eq!(partial.rotation_s, 0.0);
         assert!(partial.transfer_s < drive.params.transfer_s(next.offset, next.len));
         // Far away is a miss with a seek.
-        let far = Command {
-            offset: 3 * GB,
-            len: 4096,
-            write: false,
-        };
+        let far = read(3 * GB, 4096);
         let miss = drive.plan(&far, done + 2.0 * MS);
         assert_eq!(miss.source, Source::Media);
         assert!(miss.seek_s > 0.0);
@@ -529,21 +529,13 @@ mod tests {
         let mut params = disk();
         params.cache_bytes = 512 * 1024;
         let mut drive = Drive::new(params);
-        let first = Command {
-            offset: 1_000_000,
-            len: 4096,
-            write: false,
-        };
+        let first = read(1_000_000, 4096);
         let p1 = drive.plan(&first, 0.0);
         drive.commit(&first, 0.0, &p1);
         let done = p1.service_s();
         // 0.1 ms after, the head has streamed ~20 KB; a read 100 KB on is reached by the
         // stream in about half a millisecond, without a seek.
-        let ahead = Command {
-            offset: first.end() + 100_000,
-            len: 4096,
-            write: false,
-        };
+        let ahead = read(first.end() + 100_000, 4096);
         let t = done + 0.1 * MS;
         let pa = drive.plan(&ahead, t);
         assert_eq!(pa.source, Source::CachePartial);
@@ -554,11 +546,7 @@ mod tests {
         );
         drive.commit(&ahead, t, &pa);
         // What the stream read on its way there is still in the buffer.
-        let between = Command {
-            offset: first.end() + 40_000,
-            len: 4096,
-            write: false,
-        };
+        let between = read(first.end() + 40_000, 4096);
         let pb = drive.plan(&between, t + pa.service_s() + 0.1 * MS);
         assert_eq!(pb.source, Source::CacheHit, "{pb:?}");
     }

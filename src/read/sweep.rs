@@ -58,7 +58,7 @@ impl Slot {
 }
 
 /// Whether a step at disk position `next` must wait, having `end` as the end of the last
-/// step prefetched in disk order: the first located step does, and so does one that lies
+/// located step the sweep reached: the first located step does, and so does one that lies
 /// `barrier` bytes or more past `end`. Steps without a position and a zero barrier never do.
 fn crosses_gap(end: Option<u64>, next: Option<u64>, barrier: u64) -> bool {
     match (barrier, next, end) {
@@ -122,7 +122,7 @@ impl SweepRun<'_> {
         let large = self.window.max_bytes / 2;
         let mut state = vec![State::New; self.plan.files().len()];
         let mut open: HashMap<u32, Partial> = HashMap::new();
-        // End on the disk of the last step prefetched in disk order (None before the first).
+        // End on the disk of the last located step the sweep reached (None before the first).
         let mut disk_end: Option<u64> = None;
 
         for (k, step) in steps.iter().enumerate() {

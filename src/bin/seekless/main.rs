@@ -41,11 +41,16 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code.into(),
         Err(err) => {
-            // Broken pipe on stdout (`seekless order | head`) is not an error.
-            if err
+            // Broken pipe on stdout (`seekless order | head`) is not an error, whether it
+            // came from a plain write or through serde_json (`--json`).
+            let kind = err
                 .downcast_ref::<std::io::Error>()
-                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
-            {
+                .map(std::io::Error::kind)
+                .or_else(|| {
+                    err.downcast_ref::<serde_json::Error>()
+                        .and_then(serde_json::Error::io_error_kind)
+                });
+            if kind == Some(std::io::ErrorKind::BrokenPipe) {
                 return exit::Code::Ok.into();
             }
             if let Some(usage) = err.downcast_ref::<inputs::UsageError>() {

@@ -83,8 +83,7 @@ pub fn run(args: Args) -> Result<Code> {
             if let Some(bytes) = bytes {
                 obj["path_bytes"] = serde_json::json!(bytes);
             }
-            // As an io::Error, so a closed pipe (`order --json | head`) ends quietly.
-            serde_json::to_writer(&mut out, &obj).map_err(io::Error::from)?;
+            serde_json::to_writer(&mut out, &obj)?;
             out.write_all(b"\n")?;
         } else if args.long {
             let offset = f
