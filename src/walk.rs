@@ -72,6 +72,11 @@ pub struct WalkOptions {
     pub filter: Filter,
     /// Threads reading directories and opening files.
     pub threads: usize,
+    /// Before reading a directory, read its blocks ahead in one request through the
+    /// block device, where that works (Linux, ext2/3/4, rotational disk, the device
+    /// readable: root or the `disk` group). ext4 otherwise reads an indexed directory
+    /// one block at a time, each waiting for the last.
+    pub dir_readahead: bool,
 }
 
 impl Default for WalkOptions {
@@ -86,6 +91,7 @@ impl Default for WalkOptions {
             // file, 64 threads took the cold lookup from 0.67-0.76 s to 0.53-0.55 s (128:
             // no better); on a warm cache, 16 and 64 plan /usr equally fast.
             threads: 64,
+            dir_readahead: true,
         }
     }
 }
@@ -107,6 +113,8 @@ pub struct WalkStats {
     pub filtered: u64,
     /// Paths that failed.
     pub errors: u64,
+    /// Directories whose blocks were read ahead through the block device.
+    pub dirs_read_ahead: u64,
 }
 
 /// Where an item sits in given order: its directory node and position in it.
@@ -128,6 +136,8 @@ struct DirNode {
 struct DirJob {
     path: PathBuf,
     node: u32,
+    /// The directory's own device.
+    dev: u64,
     root_dev: u64,
     ancestors: Option<Arc<Ancestor>>,
 }
@@ -184,6 +194,8 @@ struct Shared<'a, V> {
     other_fs: AtomicU64,
     filtered: AtomicU64,
     errors: AtomicU64,
+    readahead: os::DirReadahead,
+    dirs_read_ahead: AtomicU64,
 }
 
 /// Walks `inputs`, calling `visit` (from worker threads) with each regular file and its
@@ -221,6 +233,8 @@ where
         other_fs: AtomicU64::new(0),
         filtered: AtomicU64::new(0),
         errors: AtomicU64::new(0),
+        readahead: os::DirReadahead::default(),
+        dirs_read_ahead: AtomicU64::new(0),
     };
 
     // Inputs are handled on this thread: files are visited directly, directories queued.
@@ -255,6 +269,7 @@ where
         other_fs: shared.other_fs.into_inner(),
         filtered: shared.filtered.into_inner(),
         errors: shared.errors.into_inner(),
+        dirs_read_ahead: shared.dirs_read_ahead.into_inner(),
     };
     (items, stats)
 }
@@ -295,6 +310,7 @@ where
             self.push(DirJob {
                 path: path.to_path_buf(),
                 node,
+                dev: id.dev,
                 root_dev: id.dev,
                 ancestors,
             });
@@ -379,6 +395,9 @@ where
 
     fn dir(&self, job: DirJob, out: &mut Vec<(Position, T)>) {
         self.dirs.fetch_add(1, Ordering::Relaxed);
+        if self.opts.dir_readahead && self.readahead.start(&job.path, job.dev) {
+            self.dirs_read_ahead.fetch_add(1, Ordering::Relaxed);
+        }
         let reader = match fs::read_dir(&job.path) {
             Ok(r) => r,
             Err(e) => return self.fail(Error::io(&job.path, e)),
@@ -512,6 +531,7 @@ where
         self.push(DirJob {
             path,
             node,
+            dev: id.dev,
             root_dev: parent.root_dev,
             ancestors,
         });

@@ -8,7 +8,8 @@
 //! - opening: [`open_to_locate`], [`open_to_read`];
 //! - locating: [`filesystem`], [`map_extents`];
 //! - devices: [`disk_of`];
-//! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`].
+//! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`];
+//! - walking: [`DirReadahead`] (Linux; elsewhere a no-op).
 
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod unix;
@@ -32,3 +33,16 @@ pub(crate) use windows::*;
 mod other;
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 pub(crate) use other::*;
+
+/// Directory read-ahead applies to Linux only (see `linux/dirahead.rs`); elsewhere it
+/// never starts anything.
+#[cfg(not(target_os = "linux"))]
+#[derive(Default)]
+pub(crate) struct DirReadahead;
+
+#[cfg(not(target_os = "linux"))]
+impl DirReadahead {
+    pub(crate) fn start(&self, _dir: &std::path::Path, _dev: u64) -> bool {
+        false
+    }
+}

@@ -54,6 +54,12 @@ pub struct InputArgs {
     /// for the disk, and more of them keep more metadata reads in its queue).
     #[arg(long, value_name = "N")]
     pub walk_threads: Option<usize>,
+
+    /// Do not read directories' blocks ahead through the block device. By default, on
+    /// ext2/3/4 on a rotational disk and when the device is readable (root), each
+    /// directory's blocks are asked for in one request before it is listed.
+    #[arg(long)]
+    pub no_dir_readahead: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +102,7 @@ impl InputArgs {
             follow: self.follow,
             one_file_system: self.one_file_system,
             filter,
+            dir_readahead: !self.no_dir_readahead,
             ..WalkOptions::default()
         };
         if let Some(n) = self.walk_threads {

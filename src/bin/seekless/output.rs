@@ -77,11 +77,18 @@ pub fn print_summary(plan: &Plan) {
         }
     }
     text += &format!(
-        "seekless: walk+locate {:.3} s (locate calls {:.3} s over all threads), sort {:.3} s\n",
+        "seekless: walk+locate {:.3} s (locate calls {:.3} s over all threads), sort {:.3} s",
         s.walk_time.as_secs_f64(),
         s.locate_time.as_secs_f64(),
         s.sort_time.as_secs_f64()
     );
+    if w.dirs_read_ahead > 0 {
+        text += &format!(
+            "; {} of {} directories read ahead",
+            w.dirs_read_ahead, w.dirs
+        );
+    }
+    text.push('\n');
     eprint!("{text}");
 }
 

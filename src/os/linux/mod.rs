@@ -1,6 +1,7 @@
 //! Linux: FIEMAP and FIBMAP for extents, statfs for the filesystem type, sysfs for disks,
 //! `readahead(2)`/`posix_fadvise` for reading.
 
+mod dirahead;
 mod fibmap;
 mod fiemap;
 mod hints;
@@ -18,6 +19,7 @@ use crate::locate::{Filesystem, LocateError, Placement, Strategy};
 pub(crate) use super::unix::{
     await_prefetch, dir_entry_ino, file_id, raise_open_file_limit, sync_filesystems,
 };
+pub(crate) use dirahead::DirReadahead;
 pub(crate) use hints::{drop_cache, prefetch};
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory

@@ -1,0 +1,122 @@
+//! The walk on real filesystems: directory read-ahead through the block device.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::*;
+
+fn set_queue(device: &str, name: &str, value: &str) {
+    let dev = Path::new(device).file_name().unwrap().to_str().unwrap();
+    let knob = format!("/sys/block/{dev}/queue/{name}");
+    std::fs::write(&knob, value).unwrap_or_else(|e| panic!("{knob}: {e}"));
+}
+
+/// Read requests the device has completed (the first field of its sysfs `stat`).
+fn reads(device: &str) -> u64 {
+    let dev = Path::new(device).file_name().unwrap().to_str().unwrap();
+    let stat = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
+    stat.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// A cold `seekless order --summary` of `dir` (remounted first), with the device's read
+/// requests it caused.
+fn cold_order(fs: &LoopFs, dir: &Path, extra: &[&str]) -> (Output, u64) {
+    fs.remount();
+    let before = reads(&fs.device);
+    let out = run(seekless().args(["order", "--summary"]).args(extra).arg(dir));
+    (out, reads(&fs.device) - before)
+}
+
+fn summary_line(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    err.lines()
+        .find(|l| l.starts_with("seekless: walk+locate "))
+        .unwrap_or_else(|| panic!("no walk+locate line in {err}"))
+        .to_string()
+}
+
+/// ext4 reads an indexed directory one block at a time, each read waiting for the one
+/// before. On a rotational disk, with the device readable, seekless asks for a large
+/// directory's blocks in one request first: the same files are listed in the same order
+/// with far fewer read requests. Not for one-block directories, not with
+/// `--no-dir-readahead`, and not on a non-rotational disk.
+#[test]
+fn large_directories_on_ext4_are_read_ahead_in_one_request_on_rotational_disks() {
+    let test = "large_directories_on_ext4_are_read_ahead_in_one_request_on_rotational_disks";
+    if !require_root(test) || !require_tool(test, "mkfs.ext4") {
+        return;
+    }
+    let fs = LoopFs::new("ext4", 64);
+    let data = fs.path("data");
+    let big = data.join("big");
+    std::fs::create_dir_all(&big).unwrap();
+    std::fs::create_dir_all(data.join("small")).unwrap();
+    // Long names: about 40 entries per 4 KiB block.
+    for i in 0..1500 {
+        std::fs::write(big.join(format!("{i:04}-{}", "n".repeat(80))), b"x").unwrap();
+    }
+    for i in 0..3 {
+        std::fs::write(data.join("small").join(format!("s{i}")), b"y").unwrap();
+    }
+    let blocks = std::fs::metadata(&big).unwrap().len() / 4096;
+    assert!(
+        blocks >= 20,
+        "the big directory should span many blocks: {blocks}"
+    );
+    sh("sync");
+
+    set_queue(&fs.device, "rotational", "1");
+    let (ahead, ahead_reads) = cold_order(&fs, &data, &[]);
+    let line = summary_line(&ahead);
+    assert!(
+        line.ends_with("; 1 of 3 directories read ahead"),
+        "only the big directory is read ahead: {line}"
+    );
+    let (plain, plain_reads) = cold_order(&fs, &data, &["--no-dir-readahead"]);
+    assert!(
+        !summary_line(&plain).contains("read ahead"),
+        "{}",
+        summary_line(&plain)
+    );
+    assert_eq!(ahead.stdout, plain.stdout, "same files in the same order");
+    assert_eq!(String::from_utf8_lossy(&ahead.stdout).lines().count(), 1503);
+    assert!(
+        ahead_reads + blocks / 2 <= plain_reads,
+        "{blocks} directory blocks: {ahead_reads} read requests with read-ahead, \
+         {plain_reads} without"
+    );
+
+    set_queue(&fs.device, "rotational", "0");
+    let (ssd, _) = cold_order(&fs, &data, &[]);
+    assert!(
+        !summary_line(&ssd).contains("read ahead"),
+        "not on a non-rotational disk: {}",
+        summary_line(&ssd)
+    );
+    assert_eq!(ssd.stdout, plain.stdout);
+}
+
+/// XFS keeps directory blocks in its own buffer cache, not the block device's: reading
+/// them through the device would be a second, wasted read, so it is not done.
+#[test]
+fn directories_on_xfs_are_not_read_ahead_through_the_device() {
+    let test = "directories_on_xfs_are_not_read_ahead_through_the_device";
+    if !require_root(test) || !require_tool(test, "mkfs.xfs") {
+        return;
+    }
+    let fs = LoopFs::new("xfs", 300);
+    let big = fs.path("big");
+    std::fs::create_dir(&big).unwrap();
+    for i in 0..1500 {
+        std::fs::write(big.join(format!("{i:04}-{}", "n".repeat(80))), b"x").unwrap();
+    }
+    assert!(std::fs::metadata(&big).unwrap().len() > 4096);
+    sh("sync");
+    set_queue(&fs.device, "rotational", "1");
+    let (out, _) = cold_order(&fs, &big, &[]);
+    let line = summary_line(&out);
+    assert!(!line.contains("read ahead"), "{line}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1500);
+}
