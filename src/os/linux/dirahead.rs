@@ -16,30 +16,48 @@ use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::locate::FsKind;
 
 use super::{fiemap, hints, statfs, sysfs};
 
-/// The most read ahead for one directory: larger directories are rare and their first
-/// blocks still arrive in one request.
+/// The most asked for one directory (larger ones are rare; readdir reads the rest).
 const MAX_DIR_BYTES: u64 = 64 << 20;
+
+/// The block device of a filesystem where directory read-ahead applies, and the most one
+/// `readahead(2)` call reads on it.
+struct Device {
+    file: File,
+    max_call: u64,
+}
 
 /// Reads directories' blocks ahead, per device; decides once per device whether it can.
 #[derive(Default)]
 pub(crate) struct DirReadahead {
-    devices: Mutex<HashMap<u64, Option<Arc<File>>>>,
+    devices: Mutex<HashMap<u64, Option<Arc<Device>>>>,
 }
 
 impl DirReadahead {
     /// Starts reading the blocks of the directory at `path`, on device `dev`, into the page
     /// cache and returns at once. Returns whether it did (false where it does not apply).
     pub(crate) fn start(&self, path: &Path, dev: u64) -> bool {
+        let known = self.lock().get(&dev).cloned();
+        if let Some(None) = known {
+            return false; // decided before: not on this device
+        }
         let Ok(dir) = File::open(path) else {
             return false;
         };
-        let Some(device) = self.device(&dir, dev) else {
+        let device = match known {
+            Some(device) => device,
+            None => self
+                .lock()
+                .entry(dev)
+                .or_insert_with(|| open_device(&dir, dev).map(Arc::new))
+                .clone(),
+        };
+        let Some(device) = device else {
             return false;
         };
         let size = match dir.metadata() {
@@ -58,24 +76,24 @@ impl DirReadahead {
             if e.logical >= size {
                 break;
             }
-            let len = e.length.min(size - e.logical);
-            started |= hints::prefetch(&device, e.physical, len).is_ok();
+            // In pieces the kernel reads whole (it drops the rest of a longer call).
+            let end = e.physical + e.length.min(size - e.logical);
+            let mut at = e.physical;
+            while at < end {
+                let len = (end - at).min(device.max_call);
+                started |= hints::prefetch(&device.file, at, len).is_ok();
+                at += len;
+            }
         }
         started
     }
 
-    /// The block device to read through, opened once per device; `None` where directory
-    /// read-ahead does not apply.
-    fn device(&self, dir: &File, dev: u64) -> Option<Arc<File>> {
-        let mut devices = self.devices.lock().unwrap_or_else(|e| e.into_inner());
-        devices
-            .entry(dev)
-            .or_insert_with(|| open_device(dir, dev).map(Arc::new))
-            .clone()
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Option<Arc<Device>>>> {
+        self.devices.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-fn open_device(dir: &File, dev: u64) -> Option<File> {
+fn open_device(dir: &File, dev: u64) -> Option<Device> {
     if statfs::kind(dir) != FsKind::Ext4 || libc::major(dev) == 0 {
         return None;
     }
@@ -90,15 +108,21 @@ fn open_device(dir: &File, dev: u64) -> Option<File> {
             nodes.push(Path::new("/dev").join(name));
         }
     }
-    nodes.iter().find_map(|node| {
-        let device = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
-            .open(node)
-            .ok()?;
-        // The node must be the filesystem's own device: its page cache is the one ext4
-        // uses.
-        let meta = device.metadata().ok()?;
-        (meta.file_type().is_block_device() && meta.rdev() == dev).then_some(device)
-    })
+    nodes
+        .iter()
+        .find_map(|node| {
+            let device = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK)
+                .open(node)
+                .ok()?;
+            // The node must be the filesystem's own device: its page cache is the one ext4
+            // uses.
+            let meta = device.metadata().ok()?;
+            (meta.file_type().is_block_device() && meta.rdev() == dev).then_some(device)
+        })
+        .map(|file| Device {
+            file,
+            max_call: sysfs::prefetch_limit(dev).unwrap_or(128 << 10),
+        })
 }
