@@ -19,12 +19,6 @@ fn cached_bytes(path: &Path) -> u64 {
     String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
 }
 
-fn set_queue(device: &str, name: &str, value: &str) {
-    let dev = Path::new(device).file_name().unwrap().to_str().unwrap();
-    let knob = PathBuf::from(format!("/sys/block/{dev}/queue/{name}"));
-    std::fs::write(&knob, value).unwrap_or_else(|e| panic!("{}: {e}", knob.display()));
-}
-
 /// Linux caps one readahead(2) call at max(max_sectors_kb, read_ahead_kb) and drops the
 /// rest without an error; a file larger than that must still be prefetched whole, or its
 /// tail is read late, when the consumer reaches it, and the head seeks back for it.
@@ -41,8 +35,8 @@ fn files_larger_than_one_readahead_call_are_prefetched_whole() {
     let size = 2 << 20;
     std::fs::write(&big, rng.bytes(size)).unwrap();
     fs.remount();
-    set_queue(&fs.device, "max_sectors_kb", "128");
-    set_queue(&fs.device, "read_ahead_kb", "128");
+    fs.set_queue("max_sectors_kb", "128");
+    fs.set_queue("read_ahead_kb", "128");
 
     let plan = Arc::new(Plan::build(&[fs.path("")], &PlanOptions::default(), &Quiet));
     assert_eq!(plan.summary().files, 2);
@@ -141,7 +135,7 @@ fn the_sweep_waits_at_the_first_file_and_at_each_wide_gap_on_rotational_disks() 
     );
 
     fs.remount();
-    set_queue(&fs.device, "rotational", "1");
+    fs.set_queue("rotational", "1");
     let stats = read_all(&paths, &want, ReadOptions::default());
     assert_eq!(stats.gap_waits, 1 + wide_gaps, "{placed:?}");
 
@@ -153,7 +147,7 @@ fn the_sweep_waits_at_the_first_file_and_at_each_wide_gap_on_rotational_disks() 
     assert_eq!(read_all(&paths, &want, off).gap_waits, 0, "barrier off");
 
     fs.remount();
-    set_queue(&fs.device, "rotational", "0");
+    fs.set_queue("rotational", "0");
     let stats = read_all(&paths, &want, ReadOptions::default());
     assert_eq!(stats.gap_waits, 0, "no waits on a non-rotational disk");
 }

@@ -7,12 +7,6 @@ use std::process::Output;
 
 use common::*;
 
-fn set_queue(device: &str, name: &str, value: &str) {
-    let dev = Path::new(device).file_name().unwrap().to_str().unwrap();
-    let knob = format!("/sys/block/{dev}/queue/{name}");
-    std::fs::write(&knob, value).unwrap_or_else(|e| panic!("{knob}: {e}"));
-}
-
 /// Read requests the device has completed (the first field of its sysfs `stat`).
 fn reads(device: &str) -> u64 {
     let dev = Path::new(device).file_name().unwrap().to_str().unwrap();
@@ -68,11 +62,11 @@ fn large_directories_on_ext4_are_read_ahead_in_one_request_on_rotational_disks()
     );
     sh("sync");
 
-    set_queue(&fs.device, "rotational", "1");
+    fs.set_queue("rotational", "1");
     // One readahead(2) call then reads at most 128 KiB, less than the directory: the
     // read-ahead must ask in pieces.
-    set_queue(&fs.device, "max_sectors_kb", "128");
-    set_queue(&fs.device, "read_ahead_kb", "128");
+    fs.set_queue("max_sectors_kb", "128");
+    fs.set_queue("read_ahead_kb", "128");
     let (ahead, ahead_reads) = cold_order(&fs, &data, &[]);
     let line = summary_line(&ahead);
     assert!(
@@ -96,7 +90,7 @@ fn large_directories_on_ext4_are_read_ahead_in_one_request_on_rotational_disks()
          {plain_reads} without"
     );
 
-    set_queue(&fs.device, "rotational", "0");
+    fs.set_queue("rotational", "0");
     let (ssd, _) = cold_order(&fs, &data, &[]);
     assert!(
         !summary_line(&ssd).contains("read ahead"),
@@ -122,7 +116,7 @@ fn directories_on_xfs_are_not_read_ahead_through_the_device() {
     }
     assert!(std::fs::metadata(&big).unwrap().len() > 4096);
     sh("sync");
-    set_queue(&fs.device, "rotational", "1");
+    fs.set_queue("rotational", "1");
     let (out, _) = cold_order(&fs, &big, &[]);
     let line = summary_line(&out);
     assert!(!line.contains("read ahead"), "{line}");

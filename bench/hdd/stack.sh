@@ -55,11 +55,14 @@ control() {
     printf '%s\n' "$*" > "$FUSE_MNT/control"
 }
 
-# The loop device's queue settings: the kernel resets read_ahead_kb when rotational is
-# written and at mkfs, so set rotational first, then read_ahead_kb, after every mount.
+# The loop device's queue settings: the kernel resets read_ahead_kb when rotational or
+# max_sectors_kb is written and at mkfs, so set those first, then read_ahead_kb, after
+# every mount. max_sectors_kb outlives a detach: a limit someone set on this loop device
+# before would otherwise cap our requests (and what one readahead(2) call reads).
 tune_loop() {
     local loop=$1 q=/sys/block/${1#/dev/}/queue
     echo 1 > "$q/rotational"
+    cat "$q/max_hw_sectors_kb" > "$q/max_sectors_kb"
     echo "$READ_AHEAD_KB" > "$q/read_ahead_kb"
 }
 

@@ -69,6 +69,9 @@ pub struct LoopFs {
     pub mnt: PathBuf,
     _dir: tempfile::TempDir,
     mounted: bool,
+    /// Queue settings changed by the test, with their values before: a loop device keeps
+    /// them after it is detached, for whoever attaches it next.
+    saved_queue: std::cell::RefCell<Vec<(String, String)>>,
 }
 
 impl LoopFs {
@@ -92,6 +95,7 @@ impl LoopFs {
             mnt,
             _dir: dir,
             mounted: false,
+            saved_queue: Default::default(),
         };
         let mkfs: Vec<&str> = match fs {
             "ext4" => vec![
@@ -115,6 +119,41 @@ impl LoopFs {
         self.mnt.join(rel)
     }
 
+    /// Sets one of the device's `queue/` settings (restored when dropped).
+    pub fn set_queue(&self, name: &str, value: &str) {
+        let mut saved = self.saved_queue.borrow_mut();
+        // read_ahead_kb too: the kernel recomputes it when some others are written.
+        for n in [name, "read_ahead_kb"] {
+            if !saved.iter().any(|(s, _)| s == n) {
+                let knob = self.queue_knob(n);
+                let old = std::fs::read_to_string(&knob)
+                    .unwrap_or_else(|e| panic!("{}: {e}", knob.display()));
+                saved.push((n.to_string(), old.trim().to_string()));
+            }
+        }
+        let knob = self.queue_knob(name);
+        std::fs::write(&knob, value).unwrap_or_else(|e| panic!("{}: {e}", knob.display()));
+    }
+
+    fn queue_knob(&self, name: &str) -> PathBuf {
+        let dev = Path::new(&self.device)
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap();
+        PathBuf::from(format!("/sys/block/{dev}/queue/{name}"))
+    }
+
+    /// Puts back what `set_queue` changed. Writing `rotational` or `max_sectors_kb` makes
+    /// the kernel recompute `read_ahead_kb`, so that one goes last.
+    fn restore_queue(&self) {
+        let mut saved = self.saved_queue.take();
+        saved.sort_by_key(|(name, _)| name == "read_ahead_kb");
+        for (name, old) in saved {
+            let _ = std::fs::write(self.queue_knob(&name), old);
+        }
+    }
+
     /// Unmounts and mounts again, so everything is read from the device afresh.
     pub fn remount(&self) {
         run(Command::new("umount").arg(&self.mnt));
@@ -133,6 +172,7 @@ impl Drop for LoopFs {
                 let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
             }
         }
+        self.restore_queue();
         let _ = Command::new("losetup").arg("-d").arg(&self.device).status();
     }
 }
