@@ -3,6 +3,8 @@
 //! - Directories are read by a small pool of threads; within a directory, entries are
 //!   sorted by inode number before anything is stat-ed or opened, because inode tables are
 //!   laid out by number (on a cold disk this turns metadata reads into a sweep too).
+//! - Before a directory is listed, its blocks may be read ahead in one request through the
+//!   block device ([`WalkOptions::dir_readahead`]; ext2/3/4 on rotational disks, as root).
 //! - FIFOs, sockets and device nodes are skipped and counted, never opened.
 //! - Symlinks inside directories are skipped unless `follow` is set; with it, a link back
 //!   to a directory being walked is reported as a loop. Symlinks named as inputs are
