@@ -2,7 +2,7 @@
 //!
 //! The operating system is asked for the file's extents (Linux `FS_IOC_FIEMAP`, Windows
 //! `FSCTL_GET_RETRIEVAL_POINTERS`, macOS `F_LOG2PHYS_EXT`; the calls live in
-//! [`crate::os`]). Not every filesystem answers, so each filesystem gets a *ladder* of
+//! `src/os/`). Not every filesystem answers, so each filesystem gets a *ladder* of
 //! strategies — extents → block map (`FIBMAP`, root only) → inode number → given order —
 //! chosen from its type and demoted on the first "unsupported" answer. The strategy each
 //! filesystem ended up with is reported in the plan's summary.
