@@ -138,8 +138,9 @@ struct DirNode {
 struct DirJob {
     path: PathBuf,
     node: u32,
-    /// The directory's own device.
+    /// The directory's own device and its size when found (for directory read-ahead).
     dev: u64,
+    size: u64,
     root_dev: u64,
     ancestors: Option<Arc<Ancestor>>,
 }
@@ -313,6 +314,7 @@ where
                 path: path.to_path_buf(),
                 node,
                 dev: id.dev,
+                size: meta.len(),
                 root_dev: id.dev,
                 ancestors,
             });
@@ -397,7 +399,7 @@ where
 
     fn dir(&self, job: DirJob, out: &mut Vec<(Position, T)>) {
         self.dirs.fetch_add(1, Ordering::Relaxed);
-        if self.opts.dir_readahead && self.readahead.start(&job.path, job.dev) {
+        if self.opts.dir_readahead && self.readahead.start(&job.path, job.dev, job.size) {
             self.dirs_read_ahead.fetch_add(1, Ordering::Relaxed);
         }
         let reader = match fs::read_dir(&job.path) {
@@ -534,6 +536,7 @@ where
             path,
             node,
             dev: id.dev,
+            size: meta.len(),
             root_dev: parent.root_dev,
             ancestors,
         });

@@ -7,20 +7,22 @@ use std::process::Output;
 
 use common::*;
 
-/// Read requests the device has completed (the first field of its sysfs `stat`).
-fn reads(device: &str) -> u64 {
-    let dev = Path::new(device).file_name().unwrap().to_str().unwrap();
-    let stat = std::fs::read_to_string(format!("/sys/block/{dev}/stat")).unwrap();
-    stat.split_whitespace().next().unwrap().parse().unwrap()
+/// Fills `dir` with `n` one-byte files with long names (about 10 entries per 1 KiB
+/// block), so it spans many blocks.
+fn fill_dir(dir: &Path, n: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    for i in 0..n {
+        std::fs::write(dir.join(format!("{i:04}-{}", "n".repeat(80))), b"x").unwrap();
+    }
 }
 
 /// A cold `seekless order --summary` of `dir` (remounted first), with the device's read
 /// requests it caused.
 fn cold_order(fs: &LoopFs, dir: &Path, extra: &[&str]) -> (Output, u64) {
     fs.remount();
-    let before = reads(&fs.device);
+    let before = fs.read_requests();
     let out = run(seekless().args(["order", "--summary"]).args(extra).arg(dir));
-    (out, reads(&fs.device) - before)
+    (out, fs.read_requests() - before)
 }
 
 fn summary_line(out: &Output) -> String {
@@ -46,12 +48,8 @@ fn large_directories_on_ext4_are_read_ahead_in_one_request_on_rotational_disks()
     let fs = LoopFs::new("ext4", 64);
     let data = fs.path("data");
     let big = data.join("big");
-    std::fs::create_dir_all(&big).unwrap();
+    fill_dir(&big, 1500); // mkfs picks 1 KiB blocks this small
     std::fs::create_dir_all(data.join("small")).unwrap();
-    // Long names: about 10 entries per 1 KiB block (mkfs picks 1 KiB blocks this small).
-    for i in 0..1500 {
-        std::fs::write(big.join(format!("{i:04}-{}", "n".repeat(80))), b"x").unwrap();
-    }
     for i in 0..3 {
         std::fs::write(data.join("small").join(format!("s{i}")), b"y").unwrap();
     }
@@ -110,10 +108,7 @@ fn directories_on_xfs_are_not_read_ahead_through_the_device() {
     }
     let fs = LoopFs::new("xfs", 300);
     let big = fs.path("big");
-    std::fs::create_dir(&big).unwrap();
-    for i in 0..1500 {
-        std::fs::write(big.join(format!("{i:04}-{}", "n".repeat(80))), b"x").unwrap();
-    }
+    fill_dir(&big, 1500);
     assert!(std::fs::metadata(&big).unwrap().len() > 4096);
     sh("sync");
     fs.set_queue("rotational", "1");

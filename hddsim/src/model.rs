@@ -371,6 +371,17 @@ mod tests {
         DiskParams::hdd_7200(4 * GB)
     }
 
+    /// A drive with a 512 KiB read-ahead buffer that has just served `first` from an
+    /// idle start, and the time it finished.
+    fn streaming_after(first: &Command) -> (Drive, f64) {
+        let mut params = disk();
+        params.cache_bytes = 512 * 1024;
+        let mut drive = Drive::new(params);
+        let p1 = drive.plan(first, 0.0);
+        drive.commit(first, 0.0, &p1);
+        (drive, p1.service_s())
+    }
+
     /// Deterministic xorshift, so the statistics below are reproducible.
     fn rng(seed: u64) -> impl FnMut() -> u64 {
         let mut x = seed;
@@ -494,13 +505,8 @@ mod tests {
 
     #[test]
     fn drive_read_ahead_serves_the_following_sectors() {
-        let mut params = disk();
-        params.cache_bytes = 512 * 1024;
-        let mut drive = Drive::new(params);
         let first = read(1_000_000, 65_536);
-        let p1 = drive.plan(&first, 0.0);
-        drive.commit(&first, 0.0, &p1);
-        let done = p1.service_s();
+        let (drive, done) = streaming_after(&first);
         let next = read(first.end(), 65_536);
         // 2 ms later the head has read ~390 KB more: the next 64 KiB is in the buffer.
         let hit = drive.plan(&next, done + 2.0 * MS);
@@ -526,13 +532,8 @@ mod tests {
 
     #[test]
     fn a_read_just_ahead_of_the_stream_keeps_the_buffer() {
-        let mut params = disk();
-        params.cache_bytes = 512 * 1024;
-        let mut drive = Drive::new(params);
         let first = read(1_000_000, 4096);
-        let p1 = drive.plan(&first, 0.0);
-        drive.commit(&first, 0.0, &p1);
-        let done = p1.service_s();
+        let (mut drive, done) = streaming_after(&first);
         // 0.1 ms after, the head has streamed ~20 KB; a read 100 KB on is reached by the
         // stream in about half a millisecond, without a seek.
         let ahead = read(first.end() + 100_000, 4096);

@@ -42,7 +42,7 @@ pub(crate) struct DirReadahead;
 
 #[cfg(not(target_os = "linux"))]
 impl DirReadahead {
-    pub(crate) fn start(&self, _dir: &std::path::Path, _dev: u64) -> bool {
+    pub(crate) fn start(&self, _dir: &std::path::Path, _dev: u64, _size: u64) -> bool {
         false
     }
 }

@@ -135,13 +135,19 @@ impl LoopFs {
         std::fs::write(&knob, value).unwrap_or_else(|e| panic!("{}: {e}", knob.display()));
     }
 
+    /// Read requests the device has completed (the first field of its sysfs `stat`).
+    pub fn read_requests(&self) -> u64 {
+        let stat = std::fs::read_to_string(self.sys_block().join("stat")).unwrap();
+        stat.split_whitespace().next().unwrap().parse().unwrap()
+    }
+
+    fn sys_block(&self) -> PathBuf {
+        let dev = Path::new(&self.device).file_name().unwrap();
+        Path::new("/sys/block").join(dev)
+    }
+
     fn queue_knob(&self, name: &str) -> PathBuf {
-        let dev = Path::new(&self.device)
-            .file_name()
-            .unwrap()
-            .to_str()
-            .unwrap();
-        PathBuf::from(format!("/sys/block/{dev}/queue/{name}"))
+        self.sys_block().join("queue").join(name)
     }
 
     /// Puts back what `set_queue` changed. Writing `rotational` or `max_sectors_kb` makes

@@ -13,9 +13,9 @@
 //! Opening the device read-only and reading ahead into its cache changes nothing on it.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::locate::FsKind;
@@ -39,12 +39,17 @@ pub(crate) struct DirReadahead {
 }
 
 impl DirReadahead {
-    /// Starts reading the blocks of the directory at `path`, on device `dev`, into the page
-    /// cache and returns at once. Returns whether it did (false where it does not apply).
-    pub(crate) fn start(&self, path: &Path, dev: u64) -> bool {
+    /// Starts reading the blocks of the directory at `path`, on device `dev`, `size` bytes
+    /// long when the walk found it, into the page cache and returns at once. Returns
+    /// whether it did (false where it does not apply). Costs no system call for a
+    /// directory of one page or less, nor on a device already ruled out.
+    pub(crate) fn start(&self, path: &Path, dev: u64, size: u64) -> bool {
+        if size <= 4096 {
+            return false; // one block (or inside its inode): nothing to gain
+        }
         let known = self.lock().get(&dev).cloned();
         if let Some(None) = known {
-            return false; // decided before: not on this device
+            return false;
         }
         let Ok(dir) = File::open(path) else {
             return false;
@@ -60,14 +65,7 @@ impl DirReadahead {
         let Some(device) = device else {
             return false;
         };
-        let size = match dir.metadata() {
-            Ok(m) if m.is_dir() => m.len().min(MAX_DIR_BYTES),
-            _ => return false,
-        };
-        // A one-block directory (or one inside its inode) gains nothing.
-        if size <= 4096 {
-            return false;
-        }
+        let size = size.min(MAX_DIR_BYTES);
         let Ok(placement) = fiemap::placement(&dir, size, false) else {
             return false;
         };
@@ -100,15 +98,7 @@ fn open_device(dir: &File, dev: u64) -> Option<Device> {
     if sysfs::disk_of(dev).0.rotational == Some(false) {
         return None;
     }
-    // udev links every block device under /dev/block; without udev, sysfs names the node.
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let mut nodes = vec![PathBuf::from(format!("/dev/block/{major}:{minor}"))];
-    if let Ok(uevent) = fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/uevent")) {
-        if let Some(name) = uevent.lines().find_map(|l| l.strip_prefix("DEVNAME=")) {
-            nodes.push(Path::new("/dev").join(name));
-        }
-    }
-    nodes
+    sysfs::device_nodes(dev)
         .iter()
         .find_map(|node| {
             let device = OpenOptions::new()

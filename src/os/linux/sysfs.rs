@@ -70,6 +70,22 @@ pub(super) fn prefetch_limit(dev: u64) -> Option<u64> {
     Some((limit * 1024).max(4096) / 4096 * 4096)
 }
 
+/// Paths that may be device `dev`'s node: udev's `/dev/block/MAJ:MIN` link, then `/dev/`
+/// and the kernel's name for it (`DEVNAME` in sysfs `uevent`) for systems without udev.
+/// The caller checks what it opens.
+pub(super) fn device_nodes(dev: u64) -> Vec<PathBuf> {
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let mut nodes = vec![PathBuf::from(format!("/dev/block/{major}:{minor}"))];
+    if let Some(sys) = sys_block_dir(dev) {
+        if let Ok(uevent) = fs::read_to_string(sys.join("uevent")) {
+            if let Some(name) = uevent.lines().find_map(|l| l.strip_prefix("DEVNAME=")) {
+                nodes.push(Path::new("/dev").join(name));
+            }
+        }
+    }
+    nodes
+}
+
 /// A partition's first byte on its disk (`start` is in 512-byte sectors).
 fn partition_start(sys: &Path) -> u64 {
     read_number(&sys.join("start")).map_or(0, |sectors| sectors * 512)
