@@ -97,7 +97,8 @@ pub enum FsKind {
     Fuse,
     /// overlayfs (extent requests are forwarded to the layer that holds the file).
     Overlay,
-    /// proc, sysfs and similar: not files on any disk.
+    /// proc, sysfs and similar: not files on any disk, and their sizes do not say how
+    /// much they hold ([`FsKind::sizes_are_lengths`]).
     Virtual,
     /// Anything else.
     Other,
@@ -126,6 +127,15 @@ impl FsKind {
             FsKind::Virtual => "virtual",
             FsKind::Other => "other",
         }
+    }
+}
+
+impl FsKind {
+    /// Whether a file's size says how many bytes reading it yields. Not on proc, sysfs
+    /// and their kin, where a file's size is 0 or a page whatever it holds: such files are
+    /// read to their end, and a difference from their size is no sign of change.
+    pub fn sizes_are_lengths(self) -> bool {
+        self != FsKind::Virtual
     }
 }
 

@@ -16,7 +16,7 @@
 
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::fs::{self, File, FileType, Metadata};
+use std::fs::{File, FileType, Metadata};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -180,14 +180,84 @@ const BATCH: usize = 32;
 struct Queue {
     jobs: Vec<Job>,
     busy: usize,
+    /// A worker panicked: the others stop taking work, and the walk re-raises the panic.
+    aborted: bool,
 }
 
-struct Shared<'a, V> {
+/// Locks a mutex of the walk. A poisoned lock means a worker panicked while holding it;
+/// the walk's shared state stays consistent (every update is a single push, insert or
+/// counter change), and the panic itself is re-raised when the workers are joined, so
+/// the data is used as it is.
+fn lock<X>(m: &Mutex<X>) -> std::sync::MutexGuard<'_, X> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Items per chunk of collected results.
+const CHUNK: usize = 1024;
+
+/// Collects visited items into one shared list, a chunk of [`CHUNK`] at a time (one lock
+/// per chunk, not per item). Gathering n items holds n plus a chunk per thread: the list
+/// grows in place (large reallocations remap pages rather than copy them), and each
+/// thread's chunk buffer is reused. A list per thread joined at the end held twice the
+/// items at its peak, since memory freed by the allocator is not returned to the system.
+struct Collector<'a, T> {
+    chunk: Vec<(Position, T)>,
+    all: &'a Mutex<Vec<(Position, T)>>,
+}
+
+impl<'a, T> Collector<'a, T> {
+    fn new(all: &'a Mutex<Vec<(Position, T)>>) -> Self {
+        Self {
+            chunk: Vec::new(),
+            all,
+        }
+    }
+
+    fn push(&mut self, at: Position, item: T) {
+        if self.chunk.len() == CHUNK {
+            lock(self.all).append(&mut self.chunk);
+        }
+        self.chunk.push((at, item));
+    }
+}
+
+impl<T> Drop for Collector<'_, T> {
+    fn drop(&mut self) {
+        if !self.chunk.is_empty() {
+            lock(self.all).append(&mut self.chunk);
+        }
+    }
+}
+
+/// Marks a worker busy with one job; when dropped (also when the job panics) it marks it
+/// idle again and wakes the others, so a panic can never leave them waiting forever.
+struct Busy<'a> {
+    queue: &'a Mutex<Queue>,
+    wake: &'a Condvar,
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        let mut q = lock(self.queue);
+        q.busy -= 1;
+        if std::thread::panicking() {
+            q.aborted = true;
+        }
+        let idle = q.aborted || (q.busy == 0 && q.jobs.is_empty());
+        drop(q);
+        if idle {
+            self.wake.notify_all();
+        }
+    }
+}
+
+struct Shared<'a, V, T> {
     opts: &'a WalkOptions,
     reporter: &'a dyn Reporter,
     visit: &'a V,
     queue: Mutex<Queue>,
     wake: Condvar,
+    found: Mutex<Vec<(Position, T)>>,
     nodes: Mutex<Vec<DirNode>>,
     seen_dirs: Mutex<HashSet<FileId>>,
     dirs: AtomicU64,
@@ -222,8 +292,10 @@ where
         queue: Mutex::new(Queue {
             jobs: Vec::new(),
             busy: 0,
+            aborted: false,
         }),
         wake: Condvar::new(),
+        found: Mutex::new(Vec::new()),
         nodes: Mutex::new(vec![DirNode {
             parent: INPUTS,
             pos: 0,
@@ -241,27 +313,46 @@ where
     };
 
     // Inputs are handled on this thread: files are visited directly, directories queued.
-    let mut found: Vec<(Position, T)> = Vec::new();
-    for (i, input) in inputs.iter().enumerate() {
-        let at = Position {
-            dir: INPUTS,
-            pos: i as u32,
-        };
-        shared.input(input, at, &mut found);
+    {
+        let mut out = Collector::new(&shared.found);
+        for (i, input) in inputs.iter().enumerate() {
+            let at = Position {
+                dir: INPUTS,
+                pos: i as u32,
+            };
+            shared.input(input, at, &mut out);
+        }
     }
 
     let threads = opts.threads.max(1);
-    let results: Vec<Vec<(Position, T)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads).map(|_| s.spawn(|| shared.work())).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect()
+    // A worker that panicked has marked the queue aborted, so the others stop; its panic
+    // is re-raised here, on the caller's thread, once all of them have ended.
+    let panic = std::thread::scope(|s| {
+        // Where threads are scarce (a pids or address-space limit), walk with those that
+        // could be had, down to this thread alone.
+        let mut handles = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            match std::thread::Builder::new().spawn_scoped(s, || shared.work()) {
+                Ok(h) => handles.push(h),
+                Err(_) => break,
+            }
+        }
+        if handles.is_empty() {
+            shared.work();
+        }
+        let mut panic = None;
+        for h in handles {
+            if let Err(payload) = h.join() {
+                panic.get_or_insert(payload);
+            }
+        }
+        panic
     });
-    for mut r in results {
-        found.append(&mut r);
+    if let Some(payload) = panic {
+        std::panic::resume_unwind(payload);
     }
 
+    let found = shared.found.into_inner().unwrap_or_else(|e| e.into_inner());
     let nodes = shared.nodes.into_inner().unwrap_or_else(|e| e.into_inner());
     let items = given_order(&nodes, found);
     let stats = WalkStats {
@@ -277,7 +368,7 @@ where
     (items, stats)
 }
 
-impl<T, V> Shared<'_, V>
+impl<T, V> Shared<'_, V, T>
 where
     T: Send,
     V: Fn(Entry, &File) -> Result<T, Error> + Sync,
@@ -287,9 +378,9 @@ where
         self.reporter.error(&err);
     }
 
-    fn input(&self, path: &Path, at: Position, out: &mut Vec<(Position, T)>) {
+    fn input(&self, path: &Path, at: Position, out: &mut Collector<'_, T>) {
         // Inputs that are symlinks are followed.
-        let meta = match fs::metadata(path) {
+        let meta = match os::metadata(path) {
             Ok(m) => m,
             Err(e) => return self.fail(Error::io(path, e)),
         };
@@ -320,7 +411,7 @@ where
             });
         } else if ft.is_file() {
             if let Some(item) = self.file(path.to_path_buf(), true) {
-                out.push((at, item));
+                out.push(at, item);
             }
         } else {
             // Named explicitly but not readable as a file: say so, it is an error.
@@ -336,14 +427,11 @@ where
     }
 
     fn first_visit(&self, id: FileId) -> bool {
-        self.seen_dirs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id)
+        lock(&self.seen_dirs).insert(id)
     }
 
     fn new_node(&self, at: Position) -> u32 {
-        let mut nodes = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut nodes = lock(&self.nodes);
         nodes.push(DirNode {
             parent: at.dir,
             pos: at.pos,
@@ -356,19 +444,22 @@ where
     }
 
     fn push_job(&self, job: Job) {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = lock(&self.queue);
         q.jobs.push(job);
         drop(q);
         self.wake.notify_one();
     }
 
     /// A worker: read directories until none are left and nobody can add more.
-    fn work(&self) -> Vec<(Position, T)> {
-        let mut out = Vec::new();
+    fn work(&self) {
+        let mut out = Collector::new(&self.found);
         loop {
             let job = {
-                let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+                let mut q = lock(&self.queue);
                 loop {
+                    if q.aborted {
+                        break None;
+                    }
                     if let Some(job) = q.jobs.pop() {
                         q.busy += 1;
                         break Some(job);
@@ -381,28 +472,25 @@ where
             };
             let Some(job) = job else {
                 self.wake.notify_all();
-                return out;
+                return;
+            };
+            let _busy = Busy {
+                queue: &self.queue,
+                wake: &self.wake,
             };
             match job {
                 Job::Dir(job) => self.dir(job, &mut out),
                 Job::Files(batch) => self.files(batch, &mut out),
             }
-            let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-            q.busy -= 1;
-            let idle = q.busy == 0 && q.jobs.is_empty();
-            drop(q);
-            if idle {
-                self.wake.notify_all();
-            }
         }
     }
 
-    fn dir(&self, job: DirJob, out: &mut Vec<(Position, T)>) {
+    fn dir(&self, job: DirJob, out: &mut Collector<'_, T>) {
         self.dirs.fetch_add(1, Ordering::Relaxed);
         if self.opts.dir_readahead && self.readahead.start(&job.path, job.dev, job.size) {
             self.dirs_read_ahead.fetch_add(1, Ordering::Relaxed);
         }
-        let reader = match fs::read_dir(&job.path) {
+        let reader = match os::read_dir(&job.path) {
             Ok(r) => r,
             Err(e) => return self.fail(Error::io(&job.path, e)),
         };
@@ -428,7 +516,7 @@ where
             let at = Position { dir: job.node, pos };
             let ft = match ft {
                 Some(ft) => ft,
-                None => match fs::symlink_metadata(&path) {
+                None => match os::symlink_metadata(&path) {
                     Ok(m) => m.file_type(),
                     Err(e) => {
                         self.fail(Error::io(&path, e));
@@ -450,7 +538,7 @@ where
                     self.reporter.skipped(&path, "symbolic link");
                     continue;
                 }
-                match fs::metadata(&path) {
+                match os::metadata(&path) {
                     Ok(m) if m.is_dir() => self.subdir(&job, path, at, true),
                     Ok(m) if m.is_file() => {
                         if !self.opts.filter.is_empty() && !self.opts.filter.keeps(&path, &name) {
@@ -467,27 +555,29 @@ where
             }
         }
         // Hand all but the first batch to other threads (pushed last first, so they are
-        // taken in inode order), and do the first here.
-        let mut batches: Vec<Vec<(PathBuf, Position, bool)>> = Vec::new();
-        while files.len() > BATCH {
-            let rest = files.split_off(BATCH);
-            batches.push(std::mem::replace(&mut files, rest));
+        // taken in inode order), and do the first here. Each batch is its own allocation
+        // of `BATCH` entries: splitting one list in place would leave every batch with the
+        // capacity of what remained after it, quadratic in the directory's size.
+        let mut files = files.into_iter();
+        let first: Vec<_> = files.by_ref().take(BATCH).collect();
+        let mut rest: Vec<Vec<(PathBuf, Position, bool)>> = Vec::new();
+        loop {
+            let batch: Vec<_> = files.by_ref().take(BATCH).collect();
+            if batch.is_empty() {
+                break;
+            }
+            rest.push(batch);
         }
-        batches.push(files);
-        let mut batches = batches.into_iter();
-        let first = batches.next();
-        for batch in batches.rev() {
+        for batch in rest.into_iter().rev() {
             self.push_job(Job::Files(batch));
         }
-        if let Some(first) = first {
-            self.files(first, out);
-        }
+        self.files(first, out);
     }
 
-    fn files(&self, batch: Vec<(PathBuf, Position, bool)>, out: &mut Vec<(Position, T)>) {
+    fn files(&self, batch: Vec<(PathBuf, Position, bool)>, out: &mut Collector<'_, T>) {
         for (path, at, follow) in batch {
             if let Some(item) = self.file(path, follow) {
-                out.push((at, item));
+                out.push(at, item);
             }
         }
     }
@@ -499,9 +589,9 @@ where
 
     fn subdir(&self, parent: &DirJob, path: PathBuf, at: Position, via_link: bool) {
         let meta = match if via_link {
-            fs::metadata(&path)
+            os::metadata(&path)
         } else {
-            fs::symlink_metadata(&path)
+            os::symlink_metadata(&path)
         } {
             Ok(m) => m,
             Err(e) => return self.fail(Error::io(&path, e)),
@@ -610,47 +700,70 @@ fn describe_type(ft: &FileType) -> &'static str {
 
 /// Puts items in given order: a depth-first traversal where each directory's files and
 /// subdirectories come in their readdir positions.
-fn given_order<T>(nodes: &[DirNode], found: Vec<(Position, T)>) -> Vec<T> {
-    enum Child {
-        Dir(u32),
-        Item(usize),
+///
+/// Works in place, with a few bytes per item beside the items themselves: each item gets a
+/// sort key from a traversal of the directories alone, and the items are permuted by it.
+fn given_order<T>(nodes: &[DirNode], mut found: Vec<(Position, T)>) -> Vec<T> {
+    // Each directory's subdirectories, by position: `subdirs[first[d]..first[d + 1]]`.
+    let mut subdirs: Vec<(u32, u32, u32)> = nodes
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(id, n)| (n.parent, n.pos, id as u32))
+        .collect();
+    subdirs.sort_unstable();
+    let mut first = vec![0usize; nodes.len() + 1];
+    for &(parent, _, _) in &subdirs {
+        first[parent as usize + 1] += 1;
     }
-    let mut children: Vec<(u32, u32, Child)> = Vec::with_capacity(found.len() + nodes.len());
-    for (id, n) in nodes.iter().enumerate().skip(1) {
-        children.push((n.parent, n.pos, Child::Dir(id as u32)));
+    for d in 0..nodes.len() {
+        first[d + 1] += first[d];
     }
-    let mut slots: Vec<Option<T>> = Vec::with_capacity(found.len());
-    for (i, (at, item)) in found.into_iter().enumerate() {
-        children.push((at.dir, at.pos, Child::Item(i)));
-        slots.push(Some(item));
-    }
-    children.sort_unstable_by_key(|c| (c.0, c.1));
-    // Where each directory's children start in `children`.
-    let mut start = vec![usize::MAX; nodes.len()];
-    for (i, c) in children.iter().enumerate().rev() {
-        start[c.0 as usize] = i;
-    }
-    let mut out = Vec::with_capacity(slots.len());
-    // Stack of (directory, next child index).
-    let mut stack: Vec<(u32, usize)> = vec![(INPUTS, start[INPUTS as usize])];
-    while let Some((dir, at)) = stack.last_mut() {
-        let dir = *dir;
-        if *at >= children.len() || children[*at].0 != dir {
+    // A directory with k subdirectories has k + 1 segments of items: before the first,
+    // between two, after the last. Number them in traversal order: the segment after a
+    // subdirectory comes after everything inside it. Segment j of directory d is
+    // `segment[first[d] + d + j]`.
+    let mut segment = vec![0u32; subdirs.len() + nodes.len()];
+    let mut next = 0u32;
+    // Stack of (directory, subdirectories done).
+    let mut stack: Vec<(u32, usize)> = vec![(INPUTS, 0)];
+    while let Some(&mut (d, ref mut done)) = stack.last_mut() {
+        let d = d as usize;
+        segment[first[d] + d + *done] = next;
+        next += 1;
+        let child = first[d] + *done;
+        if child < first[d + 1] {
+            *done += 1;
+            stack.push((subdirs[child].2, 0));
+        } else {
             stack.pop();
-            continue;
-        }
-        let i = *at;
-        *at += 1;
-        match children[i].2 {
-            Child::Item(k) => {
-                if let Some(item) = slots[k].take() {
-                    out.push(item);
-                }
-            }
-            Child::Dir(d) => stack.push((d, start[d as usize])),
         }
     }
-    out
+    // Each item's key: its segment, then its position.
+    let mut keyed: Vec<(u64, u32)> = found
+        .iter()
+        .enumerate()
+        .map(|(i, (at, _))| {
+            let d = at.dir as usize;
+            let before = subdirs[first[d]..first[d + 1]].partition_point(|s| s.1 < at.pos);
+            let seg = segment[first[d] + d + before];
+            ((u64::from(seg) << 32) | u64::from(at.pos), i as u32)
+        })
+        .collect();
+    keyed.sort_unstable();
+    let mut from: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
+    // Permute in place: slot k receives the item at `from[k]`, one cycle at a time.
+    for start in 0..from.len() {
+        let mut at = start;
+        while from[at] as usize != start {
+            let next = from[at] as usize;
+            found.swap(at, next);
+            from[at] = at as u32;
+            at = next;
+        }
+        from[at] = at as u32;
+    }
+    found.into_iter().map(|(_, item)| item).collect()
 }
 
 /// Reads a list of paths, one per line or NUL-terminated, as `--files-from` takes them.
@@ -680,9 +793,10 @@ fn path_from_bytes(b: &[u8]) -> PathBuf {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::report::Quiet;
+    use std::fs;
 
     fn names(dir: &Path, opts: &WalkOptions) -> Vec<String> {
         let (items, _) = walk(&[dir.to_path_buf()], opts, &Quiet, &|e: Entry, _: &File| {
@@ -776,6 +890,53 @@ mod tests {
         let errors = errors.0.into_inner().unwrap();
         assert!(errors[0].contains("symbolic link loop"), "{errors:?}");
         assert!(errors[0].contains("a/up"), "{errors:?}");
+    }
+
+    /// Runs `f` on another thread and returns its panic message; fails if `f` returns or
+    /// takes more than a minute (a hang).
+    pub(crate) fn panic_message(f: impl FnOnce() + Send + 'static) -> String {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+            let _ = tx.send(r.err().map(|p| {
+                p.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default()
+            }));
+        });
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(Some(message)) => message,
+            Ok(None) => panic!("returned instead of panicking"),
+            Err(_) => panic!("hung instead of panicking"),
+        }
+    }
+
+    #[test]
+    fn a_visitor_that_panics_fails_the_walk_with_its_message() {
+        let t = tempfile::tempdir().unwrap();
+        for d in 0..4 {
+            let dir = t.path().join(format!("d{d}"));
+            fs::create_dir(&dir).unwrap();
+            for i in 0..(BATCH * 3) {
+                fs::write(dir.join(format!("f{i}")), b"x").unwrap();
+            }
+        }
+        fs::write(t.path().join("d2/bad"), b"x").unwrap();
+        for threads in [1, 64] {
+            let root = t.path().to_path_buf();
+            let message = panic_message(move || {
+                let opts = WalkOptions {
+                    threads,
+                    ..WalkOptions::default()
+                };
+                walk(&[root], &opts, &Quiet, &|e: Entry, _: &File| {
+                    assert!(!e.path.ends_with("bad"), "visitor fault at {}", e.path.display());
+                    Ok(())
+                });
+            });
+            assert!(message.contains("visitor fault at"), "{threads}: {message}");
+        }
     }
 
     #[test]

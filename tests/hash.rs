@@ -315,3 +315,30 @@ fn summary_reports_the_plan_and_the_read_phase_on_stderr_only() {
 fn indicatif_like_bytes(n: usize) -> String {
     format!("{:.2} KiB", n as f64 / 1024.0)
 }
+
+#[test]
+fn pseudo_files_are_hashed_to_their_end_without_a_false_change() {
+    // Sizes on proc and sysfs say nothing of content: 0 for /proc/version, a page for a
+    // sysfs attribute. What sha256sum reads is what they hold.
+    let stable = [
+        "/proc/version",
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+    ];
+    let stable: Vec<&str> = stable
+        .into_iter()
+        .filter(|p| std::fs::read(p).is_ok_and(|c| !c.is_empty()))
+        .collect();
+    assert!(!stable.is_empty(), "no proc or sysfs file to test with");
+    let mut args: Vec<&std::ffi::OsStr> = stable.iter().map(|p| os(p)).collect();
+    args.push(os("/proc/self/status"));
+    let o = hash(&args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("changed"), "{stderr}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    for p in stable {
+        let want = format!("{}  {p}", sha256sum(Path::new(p)));
+        assert!(text.lines().any(|l| l == want), "{want} not in\n{text}");
+    }
+    assert!(text.lines().any(|l| l.ends_with("  /proc/self/status")));
+}

@@ -30,7 +30,6 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -84,7 +83,7 @@ pub fn make_cold(policy: Cold, paths: &[&Path]) -> ColdMethod {
         }
         Cold::Auto | Cold::Evict => {
             for path in paths {
-                if let Ok(file) = File::open(path) {
+                if let Ok(file) = os::open_to_read(path) {
                     let _ = os::drop_cache(&file, 0, 0);
                 }
             }

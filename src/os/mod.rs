@@ -9,7 +9,8 @@
 //! - locating: [`filesystem`], [`map_extents`];
 //! - devices: [`disk_of`];
 //! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`];
-//! - walking: [`DirReadahead`] (Linux; elsewhere a no-op).
+//! - walking: [`DirReadahead`] (Linux; elsewhere a no-op); [`metadata`], [`symlink_metadata`]
+//!   and [`read_dir`] for paths of any length (Linux; elsewhere the standard library's).
 
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod unix;
@@ -33,6 +34,11 @@ pub(crate) use windows::*;
 mod other;
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 pub(crate) use other::*;
+
+/// Paths of any length are Linux's concern (see `linux/longpath.rs`); elsewhere the
+/// standard library's calls are used as they are.
+#[cfg(not(target_os = "linux"))]
+pub(crate) use std::fs::{metadata, read_dir, symlink_metadata};
 
 /// Directory read-ahead applies to Linux only (see `linux/dirahead.rs`); elsewhere it
 /// never starts anything.

@@ -45,7 +45,7 @@ use crossbeam_channel::Receiver;
 use crate::error::{Error, ErrorKind};
 use crate::os;
 use crate::plan::{Plan, PlannedFile};
-use sweep::{Handover, Slot, SweepRun};
+use sweep::{Message, Slot, SweepRun};
 use window::Window;
 
 /// How to read.
@@ -110,7 +110,7 @@ pub struct ReadStats {
 pub struct Reader {
     plan: Arc<Plan>,
     gap_waits: Arc<AtomicU64>,
-    rx: Receiver<Handover>,
+    rx: Receiver<Message>,
     windows: Vec<Arc<Window>>,
     threads: Vec<JoinHandle<()>>,
     opts: ReadOptions,
@@ -148,19 +148,24 @@ impl Reader {
                 _ => 0,
             };
             threads.push(std::thread::spawn(move || {
-                SweepRun {
+                let run = SweepRun {
                     plan: &plan,
                     sweep: &plan.sweeps()[s],
                     sweep_index: s,
                     window: &window,
-                    tx,
+                    tx: tx.clone(),
                     seq: &seq,
                     piece: if prefetch { piece } else { u64::MAX },
                     prefetch,
                     gap_barrier,
                     gap_waits: &waits,
+                };
+                // The sweep's state is dropped whole, so nothing half-updated is seen
+                // after the unwind; the consumer re-raises the panic.
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run.run()));
+                if let Err(panic) = ran {
+                    let _ = tx.send(Err(panic));
                 }
-                .run();
             }));
         }
         Reader {
@@ -218,20 +223,38 @@ impl Reader {
     {
         let me = &self;
         let work = &work;
-        std::thread::scope(|s| {
-            for _ in 0..workers.max(1) {
-                s.spawn(move || {
-                    while let Some((index, item)) = me.next_file() {
-                        work(&me.plan.files()[index as usize], item);
-                    }
-                });
+        // A panic in `work` or in a sweep ends that worker; the others finish, and the
+        // first panic is re-raised here with its own payload.
+        let panic = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers.max(1))
+                .map(|_| {
+                    s.spawn(move || {
+                        while let Some((index, item)) = me.next_file() {
+                            work(&me.plan.files()[index as usize], item);
+                        }
+                    })
+                })
+                .collect();
+            let mut panic = None;
+            for h in handles {
+                if let Err(payload) = h.join() {
+                    panic.get_or_insert(payload);
+                }
             }
+            panic
         });
+        if let Some(payload) = panic {
+            std::panic::resume_unwind(payload);
+        }
         self.stats()
     }
 
+    /// The next file, `None` once every sweep has ended; re-raises a sweep's panic.
     fn next_file(&self) -> Option<(u32, Result<FileReader, Error>)> {
-        let h = self.rx.recv().ok()?;
+        let h = match self.rx.recv().ok()? {
+            Ok(h) => h,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
         let index = h.index;
         Some((
             index,
@@ -269,6 +292,8 @@ impl Drop for Reader {
         // Unblock sweeps waiting to send by draining.
         while self.rx.try_recv().is_ok() {}
         for t in self.threads.drain(..) {
+            // A sweep's panic was caught in its thread and sent to the consumer; if the
+            // reader is dropped before reading it, the run is being abandoned anyway.
             let _ = t.join();
         }
     }
@@ -311,8 +336,19 @@ impl FileReader {
     /// Checks, after reading to the end, that the file did not change while it was read:
     /// same size and modification time as when planned, and exactly that many bytes read.
     /// Returns the bytes read.
+    ///
+    /// On filesystems whose sizes do not describe content (proc, sysfs, …; see
+    /// [`FsKind::sizes_are_lengths`](crate::FsKind::sizes_are_lengths)) there is nothing to
+    /// compare: whatever was read is the content.
     pub fn finish(self) -> Result<u64, Error> {
-        let entry = &self.planned().entry;
+        let planned = self.planned();
+        let entry = &planned.entry;
+        let kind = self.plan.filesystems()[usize::from(planned.filesystem)]
+            .filesystem
+            .kind;
+        if !kind.sizes_are_lengths() {
+            return Ok(self.pos);
+        }
         let meta = self
             .file
             .metadata()
@@ -354,5 +390,59 @@ impl Drop for FileReader {
             let _ = os::drop_cache(&self.file, self.dropped, 0);
         }
         self.window.closed(self.slot.close());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::walk::tests::panic_message;
+    use crate::{PlanOptions, Quiet};
+
+    fn plan_of(files: &[&str]) -> (tempfile::TempDir, Arc<Plan>) {
+        let t = tempfile::tempdir().unwrap();
+        for (i, name) in files.iter().enumerate() {
+            std::fs::write(t.path().join(name), vec![7u8; 1000 * (i + 1)]).unwrap();
+        }
+        let plan = Plan::build(&[t.path().to_path_buf()], &PlanOptions::default(), &Quiet);
+        (t, Arc::new(plan))
+    }
+
+    #[test]
+    fn a_sweep_that_panics_fails_the_reader_instead_of_ending_it_early() {
+        let names = ["a", "b", sweep::tests::PANIC_ON_OPEN, "c", "d"];
+        let (_t, plan) = plan_of(&names);
+        let p = plan.clone();
+        let message = panic_message(move || {
+            for file in Reader::new(p, ReadOptions::default()) {
+                let _ = file.map(|f| f.finish());
+            }
+        });
+        assert!(message.contains("injected sweep fault"), "{message}");
+        for workers in [1, 4] {
+            let p = plan.clone();
+            let message = panic_message(move || {
+                Reader::new(p, ReadOptions::default()).par_for_each(workers, |_, _| {});
+            });
+            assert!(message.contains("injected sweep fault"), "{workers}: {message}");
+        }
+    }
+
+    #[test]
+    fn a_worker_that_panics_fails_par_for_each_with_its_message() {
+        let (_t, plan) = plan_of(&["a", "b", "c", "d", "e", "f"]);
+        for workers in [1, 4] {
+            let p = plan.clone();
+            let message = panic_message(move || {
+                Reader::new(p, ReadOptions::default()).par_for_each(workers, |planned, _| {
+                    assert!(
+                        !planned.entry.path.ends_with("c"),
+                        "worker fault at {}",
+                        planned.entry.path.display()
+                    );
+                });
+            });
+            assert!(message.contains("worker fault at"), "{workers}: {message}");
+        }
     }
 }

@@ -68,6 +68,13 @@ fn crosses_gap(end: Option<u64>, next: Option<u64>, barrier: u64) -> bool {
     }
 }
 
+/// The payload of a panic that ended a sweep thread.
+pub(crate) type Panic = Box<dyn std::any::Any + Send>;
+
+/// What a sweep thread sends: a file, or the panic that ended the sweep (the consumer
+/// re-raises it, so that a sweep that died never looks like one that finished).
+pub(crate) type Message = Result<Handover, Panic>;
+
 /// A file handed to the consumer, or the error that kept it from being opened.
 pub(crate) struct Handover {
     pub index: u32,
@@ -101,7 +108,7 @@ pub(crate) struct SweepRun<'a> {
     /// The sweep's index in the plan.
     pub sweep_index: usize,
     pub window: &'a Window,
-    pub tx: Sender<Handover>,
+    pub tx: Sender<Message>,
     pub seq: &'a AtomicU64,
     pub piece: u64,
     /// Whether to prefetch at all (off: plain reads in plan order, for comparison).
@@ -267,12 +274,12 @@ impl SweepRun<'_> {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         if self
             .tx
-            .send(Handover {
+            .send(Ok(Handover {
                 index,
                 seq,
                 sweep: self.sweep_index,
                 result,
-            })
+            }))
             .is_err()
         {
             self.window.cancel();
@@ -282,6 +289,8 @@ impl SweepRun<'_> {
     /// Opens the file for reading and checks it is still the file that was planned.
     fn open(&self, i: u32) -> Result<File, Error> {
         let entry = &self.plan.files()[i as usize].entry;
+        #[cfg(test)]
+        tests::fault_point(&entry.path);
         let file = os::open_to_read(&entry.path).map_err(|e| Error::io(&*entry.path, e))?;
         let meta = file.metadata().map_err(|e| Error::io(&*entry.path, e))?;
         let id =
@@ -297,8 +306,17 @@ impl SweepRun<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::crosses_gap;
+
+    /// A file of this name makes the sweep that opens it panic (tests only).
+    pub(crate) const PANIC_ON_OPEN: &str = "seekless-test-sweep-panics-here";
+
+    pub(super) fn fault_point(path: &std::path::Path) {
+        if path.file_name().is_some_and(|n| n == PANIC_ON_OPEN) {
+            panic!("injected sweep fault at {}", path.display());
+        }
+    }
 
     #[test]
     fn only_the_first_step_and_steps_past_a_wide_gap_wait() {

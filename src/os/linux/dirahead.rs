@@ -51,7 +51,7 @@ impl DirReadahead {
         if let Some(None) = known {
             return false;
         }
-        let Ok(dir) = File::open(path) else {
+        let Ok(dir) = super::sys_path(path).and_then(|p| File::open(&*p)) else {
             return false;
         };
         let device = match known {

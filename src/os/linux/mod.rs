@@ -5,6 +5,7 @@ mod dirahead;
 mod fibmap;
 mod fiemap;
 mod hints;
+mod longpath;
 mod statfs;
 mod sysfs;
 
@@ -21,6 +22,7 @@ pub(crate) use super::unix::{
 };
 pub(crate) use dirahead::DirReadahead;
 pub(crate) use hints::{drop_cache, prefetch};
+pub(crate) use longpath::{metadata, read_dir, symlink_metadata, sys_path};
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory
 /// was read cannot hang us), never updates atime, and does not follow a final symlink
@@ -39,6 +41,7 @@ pub(crate) fn open_to_read(path: &Path) -> io::Result<File> {
 }
 
 fn open_noatime(path: &Path, flags: i32) -> io::Result<File> {
+    let path = &*sys_path(path)?;
     // O_NOATIME is only allowed to the file's owner (or CAP_FOWNER): atime updates are
     // writes, and writes are seeks. Fall back silently when refused.
     match OpenOptions::new()

@@ -36,9 +36,14 @@ pub(super) fn kind_of_magic(magic: u64) -> FsKind {
         0xFF53_4D42 | 0xFE53_4D42 | 0x517B => FsKind::Cifs,
         0x6573_5546 => FsKind::Fuse,
         0x794c_7630 => FsKind::Overlay,
-        // proc, sysfs, debugfs, securityfs, cgroup, cgroup2, devpts, configfs
+        // proc, sysfs, debugfs, securityfs, cgroup, cgroup2, devpts, configfs, tracefs,
+        // pstore, bpf, efivarfs, fusectl, binfmt_misc, selinuxfs, smackfs, nsfs, mqueue,
+        // rpc_pipefs: made up by the kernel, sizes included.
         0x9fa0 | 0x6265_6572 | 0x6462_6720 | 0x7363_6673 | 0x27e0eb | 0x6367_7270 | 0x1cd1
-        | 0x6265_6570 => FsKind::Virtual,
+        | 0x6265_6570 | 0x7472_6163 | 0x6165_676C | 0xcafe_4a11 | 0xde5e_81e4 | 0x6573_5543
+        | 0x4249_4e4d | 0xf97c_ff8c | 0x4341_5d53 | 0x6e73_6673 | 0x1980_0202 | 0x6759_6969 => {
+            FsKind::Virtual
+        }
         _ => FsKind::Other,
     }
 }
@@ -73,6 +78,9 @@ mod tests {
         assert_eq!(kind_of_magic(0xFF53_4D42), FsKind::Cifs);
         assert_eq!(kind_of_magic(0x6573_5546), FsKind::Fuse);
         assert_eq!(kind_of_magic(0x794c_7630), FsKind::Overlay);
+        assert_eq!(kind_of_magic(0x9fa0), FsKind::Virtual, "proc");
+        assert_eq!(kind_of_magic(0x6265_6572), FsKind::Virtual, "sysfs");
+        assert_eq!(kind_of_magic(0x7472_6163), FsKind::Virtual, "tracefs");
         assert_eq!(kind_of_magic(0x1234), FsKind::Other);
     }
 

@@ -1,0 +1,174 @@
+//! The shapes of trees users have: one directory with hundreds of thousands of entries,
+//! and trees nested deeper than PATH_MAX.
+
+mod common;
+
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::*;
+
+/// Runs `cmd` to the end and returns its stdout, exit code and peak resident memory in
+/// bytes (from `wait4`, which reports on this child alone).
+#[expect(clippy::zombie_processes, reason = "reaped by wait4, which std cannot do")]
+fn run_measured(cmd: &mut std::process::Command) -> (Vec<u8>, Option<i32>, u64) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, writing into locals we own; the Child is not waited
+    // on afterwards.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (out, code, usage.ru_maxrss as u64 * 1024)
+}
+
+#[test]
+fn one_directory_of_200000_entries_is_listed_within_the_memory_budget() {
+    const FILES: usize = 200_000;
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path().join("huge");
+    std::fs::create_dir(&dir).unwrap();
+    for i in 0..FILES {
+        let p = dir.join(format!("file_{i:06}"));
+        std::fs::write(&p, if i % 2 == 1 { &b"x"[..] } else { b"" }).unwrap();
+    }
+    let (out, code, peak) = run_measured(seekless().args(["order", "-0"]).arg(&dir));
+    assert_eq!(code, Some(0));
+    let listed = out.split(|b| *b == 0).filter(|p| !p.is_empty()).count();
+    assert_eq!(listed, FILES);
+    let budget = (64 << 20) + 300 * FILES as u64;
+    eprintln!("peak RSS {} MiB for {FILES} files", peak >> 20);
+    assert!(
+        peak <= budget,
+        "peak RSS {peak} bytes exceeds 64 MiB + 300 bytes per file ({budget})"
+    );
+
+    // Without the memory it needs, the run fails loudly: an exit that is not 0, a message,
+    // and no listing that could pass for a complete one.
+    let mut cmd = seekless();
+    cmd.args(["order", "-0"]).arg(&dir);
+    // SAFETY: only async-signal-safe calls (setrlimit) between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            let limit = |resource, bytes| {
+                let l = libc::rlimit {
+                    rlim_cur: bytes,
+                    rlim_max: bytes,
+                };
+                if libc::setrlimit(resource, &l) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            };
+            limit(libc::RLIMIT_CORE, 0)?;
+            limit(libc::RLIMIT_AS, 48 << 20)
+        });
+    }
+    let o = cmd.output().unwrap();
+    assert!(!o.status.success(), "{:?}", o.status);
+    assert!(!o.stderr.is_empty(), "a message says why");
+    let listed = o.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()).count();
+    assert!(listed < FILES, "{listed} paths printed");
+}
+
+/// Makes a chain of `levels` directories named `d` under `root` (each made relative to
+/// the last: the whole path is too long for the kernel), with a file `f` in each holding
+/// its depth, and returns the files' paths and contents.
+fn deep_tree(root: &Path, levels: usize) -> Vec<(PathBuf, Vec<u8>)> {
+    let open = |at: i32, name: &CString, flags: i32| {
+        // SAFETY: `name` is NUL-terminated and `at` an open directory or AT_FDCWD.
+        let fd = unsafe { libc::openat(at, name.as_ptr(), flags | libc::O_CLOEXEC, 0o644) };
+        assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+        // SAFETY: a new descriptor nobody else owns.
+        unsafe { OwnedFd::from_raw_fd(fd) }
+    };
+    let (d, f) = (CString::new("d").unwrap(), CString::new("f").unwrap());
+    let root_c = CString::new(root.as_os_str().as_bytes()).unwrap();
+    let mut at = open(libc::AT_FDCWD, &root_c, libc::O_DIRECTORY);
+    let mut path = root.to_path_buf();
+    let mut files = Vec::new();
+    for level in 1..=levels {
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { libc::mkdirat(at.as_raw_fd(), d.as_ptr(), 0o755) },
+            0
+        );
+        at = open(at.as_raw_fd(), &d, libc::O_DIRECTORY);
+        path.push("d");
+        let content = format!("level {level}\n").into_bytes();
+        let file = open(at.as_raw_fd(), &f, libc::O_CREAT | libc::O_WRONLY);
+        std::io::Write::write_all(&mut std::fs::File::from(file), &content).unwrap();
+        files.push((path.join("f"), content));
+    }
+    files
+}
+
+#[test]
+fn a_tree_deeper_than_path_max_is_listed_and_hashed_whole() {
+    let t = tempfile::tempdir().unwrap();
+    let files = deep_tree(t.path(), 3000);
+    let deepest = &files.last().unwrap().0;
+    assert!(deepest.as_os_str().len() > 6000, "paths reach ~6,000 bytes");
+
+    let o = seekless()
+        .args(["order", "-0"])
+        .arg(t.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut listed: Vec<&[u8]> = o
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .collect();
+    listed.sort();
+    let mut want: Vec<&[u8]> = files
+        .iter()
+        .map(|(p, _)| p.as_os_str().as_bytes())
+        .collect();
+    want.sort();
+    assert_eq!(listed.len(), want.len());
+    assert!(listed == want, "every file listed, with its whole path");
+
+    let o = seekless().arg("hash").arg(t.path()).output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lines: std::collections::HashMap<&[u8], &[u8]> = o
+        .stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| (&l[66..], &l[..64]))
+        .collect();
+    assert_eq!(lines.len(), files.len());
+    for (path, content) in &files {
+        let mut h = seekless::jobs::hash::Algorithm::Sha256.hasher();
+        h.update(content);
+        let got = lines.get(path.as_os_str().as_bytes()).copied();
+        assert_eq!(
+            got.map(OsStr::from_bytes),
+            Some(OsStr::new(&h.finish_hex())),
+            "{}",
+            path.display()
+        );
+    }
+}
