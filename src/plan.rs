@@ -110,7 +110,9 @@ pub struct Summary {
     pub fragmented: u64,
     /// Files without a physical position (inode or given order).
     pub unlocated: u64,
-    /// Files reached more than once (hard links, overlapping inputs), listed once.
+    /// Files and directories reached more than once, each taken once: files by hard
+    /// links or overlapping inputs, directories by bind mounts, links followed or
+    /// overlapping inputs (also in [`WalkStats::revisited_dirs`]).
     pub duplicates: u64,
     /// What the walk skipped.
     pub walk: WalkStats,
@@ -232,7 +234,7 @@ impl Plan {
         let walk_time = started.elapsed();
 
         let sorting = Instant::now();
-        let duplicates = dedup(&mut files);
+        let duplicates = dedup(&mut files, reporter) + walk_stats.revisited_dirs;
         let mut fs_list: Vec<Arc<FsState>> = filesystems
             .into_inner()
             .unwrap_or_else(|e| e.into_inner())
@@ -333,16 +335,25 @@ impl Plan {
 }
 
 /// Removes second and later sightings of the same file, keeping the earliest in given
-/// order. Returns how many were removed.
-fn dedup(files: &mut Vec<PlannedFile>) -> u64 {
+/// order, and tells `reporter` of each. Returns how many were removed.
+fn dedup(files: &mut Vec<PlannedFile>, reporter: &dyn Reporter) -> u64 {
     let mut by_id: Vec<u32> = (0..files.len() as u32).collect();
     by_id.sort_unstable_by_key(|&i| (files[i as usize].entry.id, i));
     let mut drop = vec![false; files.len()];
     let mut removed = 0;
+    // The earliest sighting of the file at hand.
+    let mut first = by_id.first().copied().unwrap_or(0);
     for pair in by_id.windows(2) {
-        if files[pair[0] as usize].entry.id == files[pair[1] as usize].entry.id {
+        let (kept, again) = (&files[first as usize], &files[pair[1] as usize]);
+        if kept.entry.id != again.entry.id {
+            first = pair[1];
+        } else {
             drop[pair[1] as usize] = true;
             removed += 1;
+            reporter.skipped(
+                &again.entry.path,
+                &format!("same file as {}", kept.entry.path.display()),
+            );
         }
     }
     if removed > 0 {

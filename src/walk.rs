@@ -117,6 +117,9 @@ pub struct WalkStats {
     pub errors: u64,
     /// Directories whose blocks were read ahead through the block device.
     pub dirs_read_ahead: u64,
+    /// Directories reached a second time (bind mounts, links followed, overlapping
+    /// inputs), not walked again.
+    pub revisited_dirs: u64,
 }
 
 /// Where an item sits in given order: its directory node and position in it.
@@ -269,6 +272,7 @@ struct Shared<'a, V, T> {
     errors: AtomicU64,
     readahead: os::DirReadahead,
     dirs_read_ahead: AtomicU64,
+    revisited_dirs: AtomicU64,
 }
 
 /// Walks `inputs`, calling `visit` (from worker threads) with each regular file and its
@@ -310,6 +314,7 @@ where
         errors: AtomicU64::new(0),
         readahead: os::DirReadahead::default(),
         dirs_read_ahead: AtomicU64::new(0),
+        revisited_dirs: AtomicU64::new(0),
     };
 
     // Inputs are handled on this thread: files are visited directly, directories queued.
@@ -364,6 +369,7 @@ where
         filtered: shared.filtered.into_inner(),
         errors: shared.errors.into_inner(),
         dirs_read_ahead: shared.dirs_read_ahead.into_inner(),
+        revisited_dirs: shared.revisited_dirs.into_inner(),
     };
     (items, stats)
 }
@@ -390,7 +396,7 @@ where
                 Ok(id) => id,
                 Err(e) => return self.fail(Error::io(path, e)),
             };
-            if !self.first_visit(id) {
+            if !self.first_visit(id, path) {
                 return;
             }
             let node = self.new_node(at);
@@ -426,8 +432,16 @@ where
         }
     }
 
-    fn first_visit(&self, id: FileId) -> bool {
-        lock(&self.seen_dirs).insert(id)
+    /// Whether directory `id` is seen for the first time; if not (a bind mount, a link
+    /// followed, overlapping inputs), it is counted and, for `-v`, named.
+    fn first_visit(&self, id: FileId, path: &Path) -> bool {
+        let first = lock(&self.seen_dirs).insert(id);
+        if !first {
+            self.revisited_dirs.fetch_add(1, Ordering::Relaxed);
+            self.reporter
+                .skipped(path, "directory already walked under another path");
+        }
+        first
     }
 
     fn new_node(&self, at: Position) -> u32 {
@@ -611,8 +625,8 @@ where
                 return self.fail(Error::new(&path, ErrorKind::SymlinkLoop { ancestor }));
             }
         }
-        if !self.first_visit(id) {
-            return; // reached before through another input or link
+        if !self.first_visit(id, &path) {
+            return;
         }
         let node = self.new_node(at);
         let ancestors = self.opts.follow.then(|| {
@@ -931,7 +945,11 @@ pub(crate) mod tests {
                     ..WalkOptions::default()
                 };
                 walk(&[root], &opts, &Quiet, &|e: Entry, _: &File| {
-                    assert!(!e.path.ends_with("bad"), "visitor fault at {}", e.path.display());
+                    assert!(
+                        !e.path.ends_with("bad"),
+                        "visitor fault at {}",
+                        e.path.display()
+                    );
                     Ok(())
                 });
             });

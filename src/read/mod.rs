@@ -424,7 +424,10 @@ mod tests {
             let message = panic_message(move || {
                 Reader::new(p, ReadOptions::default()).par_for_each(workers, |_, _| {});
             });
-            assert!(message.contains("injected sweep fault"), "{workers}: {message}");
+            assert!(
+                message.contains("injected sweep fault"),
+                "{workers}: {message}"
+            );
         }
     }
 

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -15,6 +16,7 @@ use seekless::jobs::bench::{
 use crate::exit::Code;
 use crate::hash::ReadArgs;
 use crate::inputs::InputArgs;
+use crate::output::AtomicFile;
 use crate::progress::Console;
 
 #[derive(clap::Args, Debug)]
@@ -31,8 +33,8 @@ pub struct Args {
     pub plot: Option<PathBuf>,
 
     /// Runs per contender; the median run is reported.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub reps: usize,
+    #[arg(long, value_name = "N", default_value_t = NonZeroUsize::MIN)]
+    pub reps: NonZeroUsize,
 
     /// How to make the cache cold before each run: auto drops the whole page cache when
     /// root (else evicts each file), evict evicts each file's data, warm does nothing.
@@ -63,10 +65,18 @@ impl From<ColdArg> for Cold {
 pub fn run(args: Args) -> Result<Code> {
     let paths = args.input.paths()?;
     let plan_opts = args.input.plan_options()?;
+    // A benchmark takes minutes: find out before it runs that the map cannot be written.
+    let plot = match &args.plot {
+        Some(file) => Some(
+            AtomicFile::create(file)
+                .with_context(|| format!("cannot write --plot {}", file.display()))?,
+        ),
+        None => None,
+    };
     let opts = BenchOptions {
         read: args.read.options(),
         cold: args.cold.into(),
-        reps: args.reps.max(1),
+        reps: args.reps.get(),
         workers: args.read.workers(),
         trace: args.plot.is_some(),
     };
@@ -91,9 +101,10 @@ pub fn run(args: Args) -> Result<Code> {
     }
     out.flush()?;
 
-    if let Some(file) = &args.plot {
-        std::fs::write(file, seek_map(&result))
-            .with_context(|| format!("cannot write --plot {}", file.display()))?;
+    if let Some(plot) = plot {
+        let path = plot.path().to_path_buf();
+        plot.commit(seek_map(&result).as_bytes())
+            .with_context(|| format!("cannot write --plot {}", path.display()))?;
     }
     Ok(Code::from_errors(console.errors()))
 }

@@ -3,6 +3,7 @@
 
 use std::fs::File;
 use std::io;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -53,7 +54,7 @@ pub struct InputArgs {
     /// Threads walking directories and locating files (default: 64; they mostly wait
     /// for the disk, and more of them keep more metadata reads in its queue).
     #[arg(long, value_name = "N")]
-    pub walk_threads: Option<usize>,
+    pub walk_threads: Option<NonZeroUsize>,
 
     /// Do not read directories' blocks ahead through the block device. By default, on
     /// ext2/3/4 on a rotational disk and when the device is readable (root), each
@@ -83,7 +84,15 @@ impl InputArgs {
                     .with_context(|| format!("cannot open --files-from {}", list.display()))?;
                 seekless::walk::read_path_list(f, self.null)
             };
-            paths.extend(read.with_context(|| format!("reading {}", list.display()))?);
+            let read = read.with_context(|| format!("reading {}", list.display()))?;
+            if !self.null && read.iter().any(|p| has_nul(p)) {
+                bail!(UsageError(format!(
+                    "--files-from {}: the list contains NUL bytes; for a NUL-separated \
+                     list (find -print0) add -0",
+                    list.display()
+                )));
+            }
+            paths.extend(read);
         }
         if paths.is_empty() && self.files_from.is_none() {
             bail!(UsageError("no PATH given (and no --files-from)".into()));
@@ -106,7 +115,7 @@ impl InputArgs {
             ..WalkOptions::default()
         };
         if let Some(n) = self.walk_threads {
-            walk.threads = n.max(1);
+            walk.threads = n.get();
         }
         let strategy = match self.locate {
             LocateArg::Auto => None,
@@ -121,6 +130,10 @@ impl InputArgs {
             sync: self.sync,
         })
     }
+}
+
+fn has_nul(path: &std::path::Path) -> bool {
+    path.as_os_str().as_encoded_bytes().contains(&0)
 }
 
 /// A mistake on the command line found after parsing: exit code 2.

@@ -105,3 +105,54 @@ pub fn print_read_summary(files: u64, bytes: u64, took: Duration, stats: &ReadSt
         stats.gap_waits
     );
 }
+
+/// A file that appears under its name only when complete: written to a temporary name
+/// beside it (created at once, so a path that cannot be written fails early) and renamed
+/// into place by [`commit`](Self::commit). Dropped without a commit, it leaves nothing.
+pub struct AtomicFile {
+    path: std::path::PathBuf,
+    temp: std::path::PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl AtomicFile {
+    pub fn create(path: &Path) -> io::Result<AtomicFile> {
+        let name = path
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?;
+        let mut temp_name = std::ffi::OsString::from(".");
+        temp_name.push(name);
+        temp_name.push(format!(".seekless-tmp-{}", std::process::id()));
+        let temp = path.with_file_name(temp_name);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)?;
+        Ok(AtomicFile {
+            path: path.to_path_buf(),
+            temp,
+            file: Some(file),
+        })
+    }
+
+    /// The final name.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes `data`, flushes it to the disk and renames the file into place.
+    pub fn commit(mut self, data: &[u8]) -> io::Result<()> {
+        let mut file = self.file.take().expect("committed once");
+        file.write_all(data)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&self.temp, &self.path)
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        // Not committed, or the commit failed before the rename: remove the partial file.
+        let _ = std::fs::remove_file(&self.temp);
+    }
+}
