@@ -107,7 +107,7 @@ fn hashes_match_sha256sum_on(fs: &str) {
         "{out}"
     );
     assert_eq!(out.matches(": FAILED").count(), 1, "{out}");
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("1 computed checksums did NOT match"));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("1 computed checksum did NOT match"));
 }
 
 #[test]

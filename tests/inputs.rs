@@ -241,3 +241,116 @@ fn one_file_system_does_not_descend_into_other_mounts() {
     let o = order(&[os("-x"), t.path().as_os_str()]);
     assert_eq!(lines(&o), vec![t.path().join("top").display().to_string()]);
 }
+
+#[test]
+fn zero_counts_are_usage_errors() {
+    let t = tempfile::tempdir().unwrap();
+    std::fs::write(t.path().join("f"), b"x").unwrap();
+    let dir = t.path().as_os_str();
+    for (job, flag) in [
+        ("order", "--walk-threads"),
+        ("hash", "--walk-threads"),
+        ("hash", "-j"),
+        ("hash", "--window-mb"),
+        ("hash", "--window-files"),
+        ("bench", "--reps"),
+    ] {
+        let o = seekless().args([job, flag, "0"]).arg(dir).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{job} {flag} 0: {}", stderr(&o));
+        assert!(stderr(&o).contains(flag), "{job} {flag} 0: {}", stderr(&o));
+        assert!(o.stdout.is_empty());
+    }
+}
+
+#[test]
+fn a_nul_separated_list_read_without_null_suggests_it() {
+    let t = tempfile::tempdir().unwrap();
+    let (a, b) = (t.path().join("a"), t.path().join("b"));
+    std::fs::write(&a, b"x").unwrap();
+    std::fs::write(&b, b"y").unwrap();
+    let mut list = a.as_os_str().as_bytes().to_vec();
+    list.push(0);
+    list.extend_from_slice(b.as_os_str().as_bytes());
+    list.push(0);
+    let mut child = seekless()
+        .args(["order", "--files-from", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(child.stdin.as_mut().unwrap(), &list).unwrap();
+    drop(child.stdin.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("add -0"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn bench_refuses_a_plot_it_cannot_write_before_running_and_writes_it_whole() {
+    let t = tempfile::tempdir().unwrap();
+    let data = t.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    for i in 0..5 {
+        std::fs::write(data.join(format!("f{i}")), vec![1u8; 5000]).unwrap();
+    }
+    let bad = t.path().join("no-such-dir/map.svg");
+    let o = seekless()
+        .args(["bench", "--cold", "warm", "--plot"])
+        .arg(&bad)
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("map.svg"), "{}", stderr(&o));
+    assert!(o.stdout.is_empty(), "the benchmark did not run");
+
+    let good = t.path().join("map.svg");
+    let o = seekless()
+        .args(["bench", "--cold", "warm", "--plot"])
+        .arg(&good)
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(&good).unwrap();
+    assert!(
+        svg.starts_with("<svg") || svg.starts_with("<?xml"),
+        "{svg:.80}"
+    );
+    assert!(svg.trim_end().ends_with("</svg>"));
+    let left: Vec<_> = std::fs::read_dir(t.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.as_bytes().starts_with(b"."))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+#[test]
+fn directories_and_files_reached_twice_are_counted_and_named_with_verbose() {
+    let t = tempfile::tempdir().unwrap();
+    let sub = t.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(sub.join("f"), b"x").unwrap();
+    std::fs::hard_link(sub.join("f"), t.path().join("link")).unwrap();
+    let o = order(&[
+        os("--summary"),
+        os("-v"),
+        t.path().as_os_str(),
+        sub.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(lines(&o).len(), 1, "one file, listed once");
+    let err = stderr(&o);
+    assert!(err.contains("2 duplicates"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: skipped: directory already walked",
+            sub.display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("skipped: same file as"), "{err}");
+}

@@ -13,7 +13,10 @@ use common::*;
 
 /// Runs `cmd` to the end and returns its stdout, exit code and peak resident memory in
 /// bytes (from `wait4`, which reports on this child alone).
-#[expect(clippy::zombie_processes, reason = "reaped by wait4, which std cannot do")]
+#[expect(
+    clippy::zombie_processes,
+    reason = "reaped by wait4, which std cannot do"
+)]
 fn run_measured(cmd: &mut std::process::Command) -> (Vec<u8>, Option<i32>, u64) {
     let mut child = cmd
         .stdout(Stdio::piped())
@@ -78,7 +81,11 @@ fn one_directory_of_200000_entries_is_listed_within_the_memory_budget() {
     let o = cmd.output().unwrap();
     assert!(!o.status.success(), "{:?}", o.status);
     assert!(!o.stderr.is_empty(), "a message says why");
-    let listed = o.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()).count();
+    let listed = o
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .count();
     assert!(listed < FILES, "{listed} paths printed");
 }
 

@@ -49,6 +49,17 @@ impl Algorithm {
         }
     }
 
+    /// The algorithm's name as its standard writes it, for messages: "SHA-256", "SHA-1",
+    /// "MD5", "BLAKE3".
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Blake3 => "BLAKE3",
+            Algorithm::Sha256 => "SHA-256",
+            Algorithm::Sha1 => "SHA-1",
+            Algorithm::Md5 => "MD5",
+        }
+    }
+
     /// A fresh hasher.
     pub fn hasher(self) -> Hasher {
         match self {
@@ -123,6 +134,29 @@ pub fn hash_reader(
         h.update(&buf[..n]);
     }
     file.finish()?;
+    Ok(h.finish_hex())
+}
+
+/// Hashes everything `input` yields, to its end: a stream that has no place on a disk to
+/// plan for, such as standard input (`-` in a manifest).
+///
+/// ```
+/// use seekless::jobs::hash::{Algorithm, hash_stream};
+/// let hex = hash_stream(&b"abc"[..], Algorithm::Md5)?;
+/// assert_eq!(hex, "900150983cd24fb0d6963f7d28e17f72");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn hash_stream(mut input: impl Read, algo: Algorithm) -> std::io::Result<String> {
+    let mut h = algo.hasher();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => h.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
     Ok(h.finish_hex())
 }
 

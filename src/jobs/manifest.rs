@@ -1,26 +1,113 @@
-//! Checksum manifest lines in the coreutils format (`sha256sum`, `b3sum`):
-//! `HEX  PATH`, and `\HEX  PATH` with `\\` and `\n` escaped when the name contains a
-//! backslash or a newline.
+//! Checksum manifests in the coreutils format (`sha256sum`, `b3sum`), and what checking
+//! one says, line by line, as `sha256sum -c` says it.
+//!
+//! Lines are `HEX  PATH` (`HEX *PATH` in binary mode) or, BSD style as `sha256sum --tag`
+//! writes them, `SHA256 (PATH) = HEX`. A name containing a backslash, a newline or a
+//! carriage return is written escaped (`\\`, `\n`, `\r`) on a line that starts with a
+//! backslash, as coreutils 9.0 and later write it. Verdicts (`PATH: OK`) escape such
+//! names the same way.
+//!
+//! ```
+//! use seekless::jobs::manifest::{Verdict, format_line, format_verdict, parse_line};
+//!
+//! let line = format_line("00ff", b"two\nlines");
+//! assert_eq!(line, b"\\00ff  two\\nlines");
+//! let entry = parse_line(&line).unwrap();
+//! assert_eq!(entry.path, std::path::Path::new("two\nlines"));
+//! assert_eq!(format_verdict(b"two\nlines", Verdict::Ok), b"\\two\\nlines: OK");
+//! ```
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::jobs::hash::Algorithm;
 
 /// Formats one manifest line (without the trailing newline) from raw path bytes.
+///
+/// The path is written as given: a file named `-` must be passed as `./-` (see
+/// [`name_in_manifest`]), since `-` on a line means standard input.
 pub fn format_line(hex: &str, path: &[u8]) -> Vec<u8> {
-    let needs_escape = path.iter().any(|&b| b == b'\\' || b == b'\n');
+    let escape = needs_escape(path);
     let mut line = Vec::with_capacity(hex.len() + path.len() + 4);
-    if needs_escape {
+    if escape {
         line.push(b'\\');
     }
     line.extend_from_slice(hex.as_bytes());
     line.extend_from_slice(b"  ");
-    for &b in path {
-        match b {
-            b'\\' if needs_escape => line.extend_from_slice(b"\\\\"),
-            b'\n' => line.extend_from_slice(b"\\n"),
-            _ => line.push(b),
+    push_name(&mut line, path, escape);
+    line
+}
+
+/// The name to write in a manifest for a path: `./-` for a file named `-`, which a
+/// manifest would otherwise read as standard input; any other path as it is.
+///
+/// ```
+/// use seekless::jobs::manifest::name_in_manifest;
+/// assert_eq!(name_in_manifest(b"-"), b"./-");
+/// assert_eq!(name_in_manifest(b"dir/-"), b"dir/-");
+/// ```
+pub fn name_in_manifest(path: &[u8]) -> &[u8] {
+    if path == b"-" { b"./-" } else { path }
+}
+
+/// What checking one listed file concluded, as `sha256sum -c` words it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// The digest matched: `OK`.
+    Ok,
+    /// The digest did not match: `FAILED`.
+    Failed,
+    /// The file could not be opened or read (missing, a directory, permission denied,
+    /// changed while being read): `FAILED open or read`.
+    FailedOpenOrRead,
+}
+
+impl Verdict {
+    /// The words after `PATH: `.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Ok => "OK",
+            Verdict::Failed => "FAILED",
+            Verdict::FailedOpenOrRead => "FAILED open or read",
         }
     }
+}
+
+/// Formats one verdict line (without the trailing newline): `PATH: OK`, byte-exact for
+/// names that are not UTF-8. A name containing a backslash, newline or carriage return
+/// is escaped as in manifest lines and the line starts with a backslash, as current
+/// coreutils prints it. (coreutils 9.1, Debian 12's, escapes a verdict only when the
+/// name contains a newline, and then escapes all three.)
+pub fn format_verdict(path: &[u8], verdict: Verdict) -> Vec<u8> {
+    let escape = needs_escape(path);
+    let mut line = Vec::with_capacity(path.len() + 24);
+    if escape {
+        line.push(b'\\');
+    }
+    push_name(&mut line, path, escape);
+    line.extend_from_slice(b": ");
+    line.extend_from_slice(verdict.as_str().as_bytes());
     line
+}
+
+fn needs_escape(name: &[u8]) -> bool {
+    name.iter().any(|&b| matches!(b, b'\\' | b'\n' | b'\r'))
+}
+
+fn push_name(out: &mut Vec<u8>, name: &[u8], escape: bool) {
+    if !escape {
+        out.extend_from_slice(name);
+        return;
+    }
+    for &b in name {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            _ => out.push(b),
+        }
+    }
 }
 
 /// One parsed manifest line.
@@ -28,54 +115,143 @@ pub fn format_line(hex: &str, path: &[u8]) -> Vec<u8> {
 pub struct ManifestEntry {
     /// The expected digest, lower-case hex.
     pub hex: String,
-    /// The path as written (unescaped bytes).
+    /// The path as written (unescaped bytes). `-` means standard input.
     pub path: PathBuf,
+    /// The algorithm a BSD-style line names (`SHA256 (PATH) = HEX`); `None` for
+    /// `HEX  PATH` lines, which do not say.
+    pub tag: Option<Algorithm>,
 }
 
-/// Parses one line (without its newline). Accepts text (`HEX  PATH`) and binary
-/// (`HEX *PATH`) markers and the leading-backslash escaping. `None` if malformed.
+impl ManifestEntry {
+    /// Whether the line can be checked with `algo`: its digest has `algo`'s length and
+    /// its tag, if it has one, names `algo`. `sha256sum -c` counts other lines (an `MD5
+    /// (f) = …` line, a 40-digit digest) as improperly formatted.
+    pub fn fits(&self, algo: Algorithm) -> bool {
+        self.hex.len() == algo.hex_len() && self.tag.is_none_or(|t| t == algo)
+    }
+
+    /// Whether the line names standard input (`-`).
+    pub fn is_stdin(&self) -> bool {
+        self.path.as_os_str() == "-"
+    }
+}
+
+/// The tag a BSD-style line starts with for each algorithm (`sha256sum --tag`,
+/// `sha1sum --tag`, `md5sum --tag`; `b3sum` has no `--tag`, `BLAKE3` is by analogy).
+pub fn bsd_tag(algo: Algorithm) -> &'static str {
+    match algo {
+        Algorithm::Sha256 => "SHA256",
+        Algorithm::Sha1 => "SHA1",
+        Algorithm::Md5 => "MD5",
+        Algorithm::Blake3 => "BLAKE3",
+    }
+}
+
+/// Whether `sha256sum -c` skips the line (without its newline) without counting it:
+/// empty lines (also a lone `\r`) and `#` comments.
+pub fn is_blank_or_comment(line: &[u8]) -> bool {
+    line.first() == Some(&b'#') || line.is_empty() || line == b"\r"
+}
+
+/// Parses one line (without its newline), as coreutils does: blanks before the line,
+/// the leading-backslash escaping (`\\`, `\n`, `\r`), a trailing `\r`; `HEX  PATH` and
+/// `HEX *PATH`; BSD style `TAG (PATH) = HEX`, also OpenSSL's `TAG(PATH)= HEX`. `None` if
+/// malformed. Whether the digest suits an algorithm is [`ManifestEntry::fits`].
 pub fn parse_line(line: &[u8]) -> Option<ManifestEntry> {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let start = line.iter().position(|b| !is_blank(*b))?;
+    let line = &line[start..];
     let (escaped, rest) = match line.strip_prefix(b"\\") {
         Some(r) => (true, r),
         None => (false, line),
     };
-    let hex_len = rest.iter().position(|b| *b == b' ')?;
-    let hex = std::str::from_utf8(&rest[..hex_len]).ok()?;
-    if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    let after = &rest[hex_len + 1..];
-    let name = match after.first()? {
-        b' ' | b'*' => &after[1..],
-        _ => return None,
-    };
-    if name.is_empty() {
-        return None;
-    }
-    let mut path = Vec::with_capacity(name.len());
-    if escaped {
-        let mut i = 0;
-        while i < name.len() {
-            if name[i] == b'\\' {
-                match name.get(i + 1)? {
-                    b'\\' => path.push(b'\\'),
-                    b'n' => path.push(b'\n'),
-                    _ => return None,
-                }
-                i += 2;
-            } else {
-                path.push(name[i]);
-                i += 1;
-            }
+    let (hex, name, tag) = match split_tag(rest) {
+        Some((algo, inner)) => {
+            let (name, hex) = split_bsd(inner)?;
+            (hex, name, Some(algo))
         }
-    } else {
-        path.extend_from_slice(name);
+        None => {
+            let (hex, name) = split_gnu(rest)?;
+            (hex, name, None)
+        }
+    };
+    if hex.is_empty() || !hex.iter().all(u8::is_ascii_hexdigit) || name.is_empty() {
+        return None;
     }
+    let path = if escaped {
+        unescape(name)?
+    } else {
+        name.to_vec()
+    };
     Some(ManifestEntry {
-        hex: hex.to_ascii_lowercase(),
+        hex: String::from_utf8_lossy(hex).to_ascii_lowercase(),
         path: path_from_bytes(path),
+        tag,
     })
+}
+
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
+}
+
+/// `TAG (` or `TAG(` at the start: the algorithm and what follows the parenthesis.
+fn split_tag(line: &[u8]) -> Option<(Algorithm, &[u8])> {
+    [
+        Algorithm::Sha256,
+        Algorithm::Sha1,
+        Algorithm::Md5,
+        Algorithm::Blake3,
+    ]
+    .into_iter()
+    .find_map(|algo| {
+        let after = line.strip_prefix(bsd_tag(algo).as_bytes())?;
+        let after = after.strip_prefix(b" ").unwrap_or(after);
+        Some((algo, after.strip_prefix(b"(")?))
+    })
+}
+
+/// `PATH) = HEX`: the name runs to the last `)`, as in coreutils (names are not escaped
+/// for parentheses).
+fn split_bsd(inner: &[u8]) -> Option<(&[u8], &[u8])> {
+    let close = inner.iter().rposition(|&b| b == b')')?;
+    let after = trim_blanks_start(&inner[close + 1..]);
+    let hex = trim_blanks_start(after.strip_prefix(b"=")?);
+    Some((&inner[..close], hex))
+}
+
+/// `HEX  PATH` or `HEX *PATH` (the first separator may be a tab).
+fn split_gnu(rest: &[u8]) -> Option<(&[u8], &[u8])> {
+    let hex_len = rest.iter().position(|b| is_blank(*b))?;
+    let after = &rest[hex_len + 1..];
+    match after.first()? {
+        b' ' | b'*' => Some((&rest[..hex_len], &after[1..])),
+        _ => None,
+    }
+}
+
+fn trim_blanks_start(s: &[u8]) -> &[u8] {
+    let n = s.iter().take_while(|b| is_blank(**b)).count();
+    &s[n..]
+}
+
+/// Undoes the escaping; `None` for a backslash before anything but `\`, `n`, `r`, a
+/// trailing backslash, or a NUL.
+fn unescape(name: &[u8]) -> Option<Vec<u8>> {
+    let mut path = Vec::with_capacity(name.len());
+    let mut bytes = name.iter();
+    while let Some(&b) = bytes.next() {
+        match b {
+            b'\\' => path.push(match bytes.next()? {
+                b'\\' => b'\\',
+                b'n' => b'\n',
+                b'r' => b'\r',
+                _ => return None,
+            }),
+            0 => return None,
+            _ => path.push(b),
+        }
+    }
+    Some(path)
 }
 
 #[cfg(unix)]
@@ -89,9 +265,251 @@ fn path_from_bytes(b: Vec<u8>) -> PathBuf {
     PathBuf::from(String::from_utf8_lossy(&b).into_owned())
 }
 
+/// One manifest's counts while it is checked, and the warnings `sha256sum -c` closes
+/// with.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Properly formatted lines.
+    pub listed: u64,
+    /// Improperly formatted lines (blank lines and comments are not counted).
+    pub malformed: u64,
+    /// Lines whose file matched.
+    pub ok: u64,
+    /// Lines whose file did not match.
+    pub failed: u64,
+    /// Lines whose file could not be opened or read.
+    pub unreadable: u64,
+}
+
+impl Tally {
+    /// Counts a verdict.
+    pub fn add(&mut self, verdict: Verdict) {
+        match verdict {
+            Verdict::Ok => self.ok += 1,
+            Verdict::Failed => self.failed += 1,
+            Verdict::FailedOpenOrRead => self.unreadable += 1,
+        }
+    }
+
+    /// The closing warnings in coreutils' words, singular or plural as there.
+    ///
+    /// ```
+    /// use seekless::jobs::manifest::Tally;
+    /// let t = Tally { listed: 3, malformed: 2, ok: 1, failed: 1, unreadable: 1 };
+    /// assert_eq!(t.warnings(), [
+    ///     "WARNING: 2 lines are improperly formatted",
+    ///     "WARNING: 1 listed file could not be read",
+    ///     "WARNING: 1 computed checksum did NOT match",
+    /// ]);
+    /// ```
+    pub fn warnings(&self) -> Vec<String> {
+        let plural = |n: u64, one: &str, many: &str| {
+            format!("WARNING: {n} {}", if n == 1 { one } else { many })
+        };
+        let mut out = Vec::new();
+        if self.malformed > 0 {
+            out.push(plural(
+                self.malformed,
+                "line is improperly formatted",
+                "lines are improperly formatted",
+            ));
+        }
+        if self.unreadable > 0 {
+            out.push(plural(
+                self.unreadable,
+                "listed file could not be read",
+                "listed files could not be read",
+            ));
+        }
+        if self.failed > 0 {
+            out.push(plural(
+                self.failed,
+                "computed checksum did NOT match",
+                "computed checksums did NOT match",
+            ));
+        }
+        out
+    }
+
+    /// Whether the manifest passed, as `sha256sum -c` decides: some line was properly
+    /// formatted, some file matched, none failed or was unreadable, and with `strict` no
+    /// line was improperly formatted.
+    pub fn passed(&self, strict: bool) -> bool {
+        self.listed > 0
+            && self.ok > 0
+            && self.failed == 0
+            && self.unreadable == 0
+            && (!strict || self.malformed == 0)
+    }
+}
+
+/// What one properly formatted line expects.
+#[derive(Clone, Debug)]
+struct Expected {
+    manifest: usize,
+    hex: String,
+}
+
+/// The lines of one or more manifests, and the verdicts given so far: which files to
+/// read, what each line expects, and each manifest's [`Tally`].
+///
+/// Every line gets its own verdict, as `sha256sum -c` gives it, but a file listed on
+/// several lines (or in several manifests) is read once. A line naming `-` means
+/// standard input, which is read again for each such line (as `sha256sum -c` does: the
+/// second read finds it at its end); in a manifest that is itself read from standard
+/// input, such a line is improperly formatted, as in coreutils.
+///
+/// ```
+/// use seekless::jobs::hash::Algorithm;
+/// use seekless::jobs::manifest::{Checklist, Verdict};
+///
+/// let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+/// let mut list = Checklist::new(Algorithm::Sha256);
+/// list.start_manifest(false);
+/// assert!(list.add_line(format!("{abc}  a").as_bytes()));
+/// assert!(list.add_line(format!("SHA256 (a) = {abc}").as_bytes()));
+/// assert!(!list.add_line(b"not a checksum line"));
+/// assert_eq!(list.files(), [std::path::PathBuf::from("a")]);
+/// // The file is read once; both lines get their verdict.
+/// let verdicts = list.judge("a".as_ref(), Some(abc));
+/// assert_eq!(verdicts, [Verdict::Ok, Verdict::Ok]);
+/// assert_eq!(list.tallies()[0].warnings(), ["WARNING: 1 line is improperly formatted"]);
+/// ```
+#[derive(Debug)]
+pub struct Checklist {
+    algo: Algorithm,
+    tallies: Vec<Tally>,
+    from_stdin: Vec<bool>,
+    files: Vec<PathBuf>,
+    awaiting: HashMap<OsString, Vec<Expected>>,
+    stdin: Vec<Expected>,
+}
+
+impl Checklist {
+    /// An empty checklist for digests of `algo`.
+    pub fn new(algo: Algorithm) -> Self {
+        Self {
+            algo,
+            tallies: Vec::new(),
+            from_stdin: Vec::new(),
+            files: Vec::new(),
+            awaiting: HashMap::new(),
+            stdin: Vec::new(),
+        }
+    }
+
+    /// Starts the next manifest: the lines added after belong to it. `from_stdin`: the
+    /// manifest is read from standard input. Returns its index in
+    /// [`tallies`](Self::tallies).
+    pub fn start_manifest(&mut self, from_stdin: bool) -> usize {
+        self.tallies.push(Tally::default());
+        self.from_stdin.push(from_stdin);
+        self.tallies.len() - 1
+    }
+
+    /// Adds one line (without its newline) of the current manifest (lines added before
+    /// any [`start_manifest`](Self::start_manifest) start one). Blank lines and comments
+    /// are skipped. Returns `false` if the line is improperly formatted for this
+    /// checklist's algorithm (it is counted in the manifest's tally).
+    pub fn add_line(&mut self, line: &[u8]) -> bool {
+        if self.tallies.is_empty() {
+            self.start_manifest(false);
+        }
+        let manifest = self.tallies.len() - 1;
+        if is_blank_or_comment(line) {
+            return true;
+        }
+        let entry = parse_line(line)
+            .filter(|e| e.fits(self.algo) && !(e.is_stdin() && self.from_stdin[manifest]));
+        let Some(entry) = entry else {
+            self.tallies[manifest].malformed += 1;
+            return false;
+        };
+        self.tallies[manifest].listed += 1;
+        let is_stdin = entry.is_stdin();
+        let expected = Expected {
+            manifest,
+            hex: entry.hex,
+        };
+        if is_stdin {
+            self.stdin.push(expected);
+            return true;
+        }
+        let lines = self
+            .awaiting
+            .entry(entry.path.as_os_str().to_owned())
+            .or_default();
+        if lines.is_empty() {
+            self.files.push(entry.path);
+        }
+        lines.push(expected);
+        true
+    }
+
+    /// The distinct files listed (not `-`), in the order they were first listed.
+    pub fn files(&self) -> &[PathBuf] {
+        &self.files
+    }
+
+    /// The listed files without verdicts yet, in the order they were first listed.
+    pub fn pending(&self) -> Vec<PathBuf> {
+        self.files
+            .iter()
+            .filter(|p| self.awaiting.contains_key(p.as_os_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// How many lines name standard input (`-`).
+    pub fn stdin_lines(&self) -> usize {
+        self.stdin.len()
+    }
+
+    /// Gives every line listing `path` its verdict from the file's digest (`None`: it
+    /// could not be opened or read), and counts them. Returns the verdicts in manifest
+    /// order; none if `path` is not listed or already has its verdicts.
+    pub fn judge(&mut self, path: &Path, digest: Option<&str>) -> Vec<Verdict> {
+        let Some(lines) = self.awaiting.remove(path.as_os_str()) else {
+            return Vec::new();
+        };
+        lines
+            .iter()
+            .map(|line| self.judge_line(line, digest))
+            .collect()
+    }
+
+    /// Gives the `i`-th line naming standard input its verdict from what reading standard
+    /// input gave for it.
+    ///
+    /// # Panics
+    ///
+    /// If `i` is not below [`stdin_lines`](Self::stdin_lines).
+    pub fn judge_stdin(&mut self, i: usize, digest: Option<&str>) -> Verdict {
+        let line = self.stdin[i].clone();
+        self.judge_line(&line, digest)
+    }
+
+    fn judge_line(&mut self, line: &Expected, digest: Option<&str>) -> Verdict {
+        let verdict = match digest {
+            None => Verdict::FailedOpenOrRead,
+            Some(d) if d.eq_ignore_ascii_case(&line.hex) => Verdict::Ok,
+            Some(_) => Verdict::Failed,
+        };
+        self.tallies[line.manifest].add(verdict);
+        verdict
+    }
+
+    /// Each manifest's tally, in the order they were started.
+    pub fn tallies(&self) -> &[Tally] {
+        &self.tallies
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SHA256_ABC: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 
     #[test]
     fn plain_names_are_written_as_is() {
@@ -104,11 +522,33 @@ mod tests {
     }
 
     #[test]
+    fn carriage_returns_are_escaped_like_coreutils_9() {
+        assert_eq!(format_line("ab", b"c\rr"), b"\\ab  c\\rr".to_vec());
+        assert_eq!(parse_line(b"\\ab  c\\rr").unwrap().path, Path::new("c\rr"));
+    }
+
+    #[test]
+    fn a_file_named_dash_is_written_dot_slash_dash() {
+        assert_eq!(name_in_manifest(b"-"), b"./-");
+        assert_eq!(name_in_manifest(b"./-"), b"./-");
+        assert_eq!(name_in_manifest(b"-x"), b"-x");
+    }
+
+    #[test]
     fn lines_round_trip_through_the_parser() {
-        for name in [&b"plain"[..], b"a\nb", b"back\\slash", b"caf\xe9"] {
+        for name in [
+            &b"plain"[..],
+            b"a\nb",
+            b"back\\slash",
+            b"caf\xe9",
+            b"c\rr",
+            b"end\r",
+            b"sp ace",
+        ] {
             let line = format_line("00ff", name);
             let e = parse_line(&line).unwrap();
             assert_eq!(e.hex, "00ff");
+            assert_eq!(e.tag, None);
             assert_eq!(super::path_from_bytes(name.to_vec()), e.path);
         }
     }
@@ -120,5 +560,195 @@ mod tests {
         assert!(parse_line(b"ab").is_none());
         assert!(parse_line(b"ab  ").is_none());
         assert!(parse_line(b"\\ab  bad\\q").is_none());
+        assert!(parse_line(b"\\ab  trailing\\").is_none());
+        assert!(parse_line(b"ab x").is_none());
+    }
+
+    #[test]
+    fn blanks_before_the_line_and_a_trailing_cr_are_ignored() {
+        let e = parse_line(b" \tab  x\r").unwrap();
+        assert_eq!((e.hex.as_str(), e.path.as_path()), ("ab", Path::new("x")));
+        assert_eq!(parse_line(b"ab\t x").unwrap().path, Path::new("x"));
+    }
+
+    #[test]
+    fn bsd_tagged_lines_name_their_algorithm() {
+        let e = parse_line(format!("SHA256 (dir/a b) = {SHA256_ABC}").as_bytes()).unwrap();
+        assert_eq!(e.path, Path::new("dir/a b"));
+        assert_eq!(e.tag, Some(Algorithm::Sha256));
+        assert!(e.fits(Algorithm::Sha256));
+        assert!(!e.fits(Algorithm::Blake3), "same length, other algorithm");
+
+        // OpenSSL's spacing, and a name with parentheses: it runs to the last ')'.
+        let e = parse_line(format!("SHA256(x (1))= {SHA256_ABC}").as_bytes()).unwrap();
+        assert_eq!(e.path, Path::new("x (1)"));
+
+        let md5 = parse_line(b"MD5 (a) = 900150983cd24fb0d6963f7d28e17f72").unwrap();
+        assert_eq!(md5.tag, Some(Algorithm::Md5));
+        assert!(md5.fits(Algorithm::Md5) && !md5.fits(Algorithm::Sha256));
+        let sha1 = parse_line(b"SHA1 (a) = a9993e364706816aba3e25717850c26c9cd0d89d").unwrap();
+        assert!(sha1.fits(Algorithm::Sha1));
+        let b3 = parse_line(format!("BLAKE3 (a) = {SHA256_ABC}").as_bytes()).unwrap();
+        assert!(b3.fits(Algorithm::Blake3) && !b3.fits(Algorithm::Sha256));
+
+        let esc = parse_line(format!("\\SHA256 (n\\nl) = {SHA256_ABC}").as_bytes()).unwrap();
+        assert_eq!(esc.path, Path::new("n\nl"));
+
+        assert!(parse_line(b"SHA256 (a) = zz").is_none());
+        assert!(parse_line(b"SHA256 (a) zz").is_none());
+        assert!(parse_line(b"SHA512 (a) = 00").is_none(), "unknown tag");
+        assert!(parse_line(format!("SHA256 () = {SHA256_ABC}").as_bytes()).is_none());
+    }
+
+    #[test]
+    fn untagged_lines_fit_by_digest_length() {
+        let e = parse_line(format!("{SHA256_ABC}  a").as_bytes()).unwrap();
+        assert!(e.fits(Algorithm::Sha256) && e.fits(Algorithm::Blake3));
+        assert!(!e.fits(Algorithm::Md5));
+    }
+
+    #[test]
+    fn verdicts_escape_names_like_current_coreutils() {
+        assert_eq!(format_verdict(b"a", Verdict::Ok), b"a: OK");
+        assert_eq!(format_verdict(b"a", Verdict::Failed), b"a: FAILED");
+        assert_eq!(
+            format_verdict(b"a\nb", Verdict::FailedOpenOrRead),
+            b"\\a\\nb: FAILED open or read"
+        );
+        assert_eq!(format_verdict(b"b\\s", Verdict::Ok), b"\\b\\\\s: OK");
+        assert_eq!(format_verdict(b"c\rr", Verdict::Ok), b"\\c\\rr: OK");
+        assert_eq!(format_verdict(b"caf\xe9", Verdict::Ok), b"caf\xe9: OK");
+    }
+
+    #[test]
+    fn warnings_are_singular_or_plural_like_coreutils() {
+        let one = Tally {
+            listed: 2,
+            malformed: 1,
+            ok: 0,
+            failed: 1,
+            unreadable: 1,
+        };
+        assert_eq!(
+            one.warnings(),
+            [
+                "WARNING: 1 line is improperly formatted",
+                "WARNING: 1 listed file could not be read",
+                "WARNING: 1 computed checksum did NOT match",
+            ]
+        );
+        let many = Tally {
+            listed: 4,
+            malformed: 2,
+            ok: 0,
+            failed: 2,
+            unreadable: 2,
+        };
+        assert_eq!(
+            many.warnings(),
+            [
+                "WARNING: 2 lines are improperly formatted",
+                "WARNING: 2 listed files could not be read",
+                "WARNING: 2 computed checksums did NOT match",
+            ]
+        );
+        assert!(Tally::default().warnings().is_empty());
+    }
+
+    #[test]
+    fn a_manifest_passes_only_with_a_match_and_no_failure() {
+        let clean = Tally {
+            listed: 1,
+            ok: 1,
+            ..Tally::default()
+        };
+        assert!(clean.passed(true));
+        let sloppy = Tally {
+            malformed: 1,
+            ..clean.clone()
+        };
+        assert!(sloppy.passed(false) && !sloppy.passed(true));
+        assert!(
+            !Tally::default().passed(false),
+            "no properly formatted line"
+        );
+        let unreadable = Tally {
+            unreadable: 1,
+            ..clean
+        };
+        assert!(!unreadable.passed(false));
+    }
+
+    #[test]
+    fn every_line_gets_a_verdict_and_each_file_is_read_once() {
+        let mut list = Checklist::new(Algorithm::Sha256);
+        let zeros = "0".repeat(64);
+        let first = list.start_manifest(false);
+        assert!(list.add_line(format!("{SHA256_ABC}  a").as_bytes()));
+        assert!(list.add_line(b"# a comment"));
+        assert!(list.add_line(b""));
+        assert!(list.add_line(format!("{zeros}  a\r").as_bytes()));
+        assert!(list.add_line(format!("{zeros}  b").as_bytes()));
+        assert!(!list.add_line(b"MD5 (a) = 900150983cd24fb0d6963f7d28e17f72"));
+        let second = list.start_manifest(false);
+        assert!(list.add_line(format!("SHA256 (a) = {SHA256_ABC}").as_bytes()));
+        assert!(list.add_line(format!("{SHA256_ABC}  ./a").as_bytes()));
+
+        assert_eq!(
+            list.files(),
+            [PathBuf::from("a"), PathBuf::from("b"), PathBuf::from("./a")]
+        );
+        assert_eq!(
+            list.judge(Path::new("a"), Some(SHA256_ABC)),
+            [Verdict::Ok, Verdict::Failed, Verdict::Ok]
+        );
+        assert!(list.judge(Path::new("a"), Some(SHA256_ABC)).is_empty());
+        assert!(list.judge(Path::new("unlisted"), None).is_empty());
+        assert_eq!(list.pending(), [PathBuf::from("b"), PathBuf::from("./a")]);
+        assert_eq!(
+            list.judge(Path::new("b"), None),
+            [Verdict::FailedOpenOrRead]
+        );
+        assert_eq!(
+            list.judge(Path::new("./a"), Some(SHA256_ABC)),
+            [Verdict::Ok]
+        );
+        assert!(list.pending().is_empty());
+
+        let t = list.tallies();
+        assert_eq!(
+            t[first],
+            Tally {
+                listed: 3,
+                malformed: 1,
+                ok: 1,
+                failed: 1,
+                unreadable: 1
+            }
+        );
+        assert_eq!(
+            t[second],
+            Tally {
+                listed: 2,
+                ok: 2,
+                ..Tally::default()
+            }
+        );
+    }
+
+    #[test]
+    fn dash_means_standard_input_except_in_a_manifest_read_from_it() {
+        let mut list = Checklist::new(Algorithm::Sha256);
+        list.start_manifest(false);
+        assert!(list.add_line(format!("{SHA256_ABC}  -").as_bytes()));
+        assert!(list.add_line(format!("{SHA256_ABC}  ./-").as_bytes()));
+        assert_eq!(list.stdin_lines(), 1);
+        assert_eq!(list.files(), [PathBuf::from("./-")]);
+        assert_eq!(list.judge_stdin(0, Some(SHA256_ABC)), Verdict::Ok);
+
+        let piped = list.start_manifest(true);
+        assert!(!list.add_line(format!("{SHA256_ABC}  -").as_bytes()));
+        assert_eq!(list.tallies()[piped].malformed, 1);
+        assert_eq!(list.stdin_lines(), 1);
     }
 }
