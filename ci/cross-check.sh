@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Cross-platform checks on a Linux machine (Debian 12, root): the Windows backend is
-# built for x86_64-pc-windows-gnu and its unit tests run under Wine; the macOS backend is
-# type-checked for x86_64-apple-darwin and aarch64-apple-darwin.
+# Cross-platform checks on a Linux machine (Debian 12, root): the seekless package is
+# built for x86_64-pc-windows-gnu and all its tests run under Wine (the library's and the
+# binary's unit tests, the portable modules of the integration tests in tests/it, and the
+# doc tests); every target of it (tests included) is type-checked for x86_64-apple-darwin
+# and aarch64-apple-darwin.
 #
 # Why this recipe (see docs/DESIGN.md, "Cross-platform checks on this Linux machine"):
 # rustup cannot download targets here, so Debian's rustc-web/cargo-web/rust-web-src
 # (Rust 1.96, in /usr/bin) build std from source with -Zbuild-std (RUSTC_BOOTSTRAP=1).
 # Wine 8.0 lacks bcryptprimitives.dll, which Rust's std imports for ProcessPrng, so a
-# tiny DLL built from ci/bcryptprimitives.c goes into the Wine prefix.
+# tiny DLL built from ci/bcryptprimitives.c goes into the Wine prefix. Cargo's runner
+# (wine64) starts each test binary; the integration tests then start seekless.exe
+# themselves, and being Windows processes under Wine they need no runner for it.
 #
 # Environment: CARGO_TARGET_DIR (default target/cross), WINEPREFIX (default
 # $CARGO_TARGET_DIR/wineprefix). Exit status is non-zero if any step failed.
@@ -103,8 +107,8 @@ install_packages() {
 # Debian's toolchain, not rustup's (which is first on PATH and has no cross std).
 cross_cargo() {
     # The project's Cargo.toml optimises dependencies in dev builds (its native tests hash
-    # gigabytes); with -Zbuild-std that would also optimise std itself. These builds only
-    # run unit tests, so build everything unoptimised.
+    # gigabytes); with -Zbuild-std that would also optimise std itself. The tests that
+    # run here hash kilobytes, so build everything unoptimised.
     RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc RUSTC_BOOTSTRAP=1 \
         /usr/bin/cargo "$@" -Zbuild-std=std,panic_abort \
         --config 'profile.dev.package."*".opt-level=0'
@@ -130,7 +134,10 @@ windows_tests() (
     export CARGO_FEATURE_PURE=1
     export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
     export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=/usr/lib/wine/wine64
-    cross_cargo test --lib --target x86_64-pc-windows-gnu
+    # Every test target of the package: lib and bin unit tests, tests/it (its Linux-only
+    # modules are compiled out), and the doc tests (Cargo runs them for the target, through
+    # the same runner, since 1.89).
+    cross_cargo test -p seekless --target x86_64-pc-windows-gnu
 )
 
 macos_check() (
@@ -142,14 +149,15 @@ macos_check() (
     # Both targets in one invocation: host build scripts and proc macros build once.
     local targets=()
     for t in "$@"; do targets+=(--target "$t"); done
-    cross_cargo check --lib --bins "${targets[@]}"
+    cross_cargo check -p seekless --all-targets "${targets[@]}"
 )
 
 started=$SECONDS
 step "install toolchain and Wine (${packages[*]})" install_packages || exit 1
 step "Wine prefix with bcryptprimitives.dll shim" prepare_wine &&
-    step "x86_64-pc-windows-gnu: cargo test --lib under Wine" windows_tests
-step "x86_64-apple-darwin + aarch64-apple-darwin: cargo check --lib --bins" \
+    step "x86_64-pc-windows-gnu: cargo test -p seekless (unit, tests/it, doc) under Wine" \
+        windows_tests
+step "x86_64-apple-darwin + aarch64-apple-darwin: cargo check -p seekless --all-targets" \
     macos_check x86_64-apple-darwin aarch64-apple-darwin
 summary+=("total $((SECONDS - started)) s")
 exit "$failed"

@@ -1,82 +1,111 @@
-//! Device: which physical disk each filesystem is on, and whether it spins.
+//! Devices: one registry of what is known about each filesystem's device, found once and
+//! shared by the walk (directory read-ahead), the planner (strategy, disk) and the reader
+//! (prefetch cap).
 //!
 //! Files are grouped per physical disk so each disk gets one sweep, and disks are swept in
-//! parallel. The mapping goes through the operating system's device tree (sysfs on Linux),
-//! never by guessing from device names.
+//! parallel. The mapping goes through the operating system's device tree (sysfs on Linux,
+//! volume disk extents on Windows), never by guessing from device names.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::fs::File;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use serde::Serialize;
-
+use crate::disk::{Disk, DiskIndex};
+use crate::fs_kind::FsKind;
 use crate::os;
+use crate::sync::{lock, read, write};
 
-/// A physical disk (or the closest thing to one that could be found).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Disk {
-    /// The disk's name (`sda`, `nvme0n1`, `loop3`), or a description when unknown.
-    pub name: String,
-    /// Whether it is rotational; `None` when unknown (network, memory, unmappable).
-    pub rotational: Option<bool>,
-    /// The devices followed to reach it, top first (`["dm-0", "sda"]`).
-    pub chain: Vec<String>,
+/// What is known about one device (a filesystem's `st_dev`; a volume's serial number on
+/// Windows).
+#[derive(Debug)]
+pub(crate) struct Device {
+    /// The device number files on it report.
+    pub(crate) dev: u64,
+    /// What the platform found out about the filesystem (kind, prefetch cap, and its own
+    /// facts: the volume root and cluster geometry on Windows).
+    pub(crate) volume: os::Volume,
+    /// The physical disk it is on.
+    pub(crate) disk: DiskIndex,
+    /// Its first byte on that disk (a partition's start), so files of several partitions
+    /// of one disk sort into one sweep.
+    pub(crate) base: u64,
+    /// Whether the disk spins (`None`: unknown).
+    pub(crate) rotational: Option<bool>,
+    /// The block device, open for directory read-ahead, where that applies; opened on
+    /// first use.
+    block_device: OnceLock<Option<os::BlockDevice>>,
 }
 
-impl Disk {
-    /// A disk that could not be identified.
-    pub fn unknown(name: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            rotational: None,
-            chain: Vec::new(),
+impl Device {
+    /// The filesystem's kind.
+    pub(crate) fn kind(&self) -> FsKind {
+        self.volume.kind()
+    }
+
+    /// The most one prefetch request brings in on this device, when the operating system
+    /// caps it (Linux: `readahead(2)` reads at most the larger of the device's
+    /// `max_sectors_kb` and `read_ahead_kb` per call and silently drops the rest).
+    pub(crate) fn max_prefetch(&self) -> Option<u64> {
+        self.volume.max_prefetch()
+    }
+
+    /// The block device for directory read-ahead, if it applies here (Linux, ext2/3/4, a
+    /// rotational or unknown disk, the device readable). Decided once.
+    pub(crate) fn block_device(&self) -> Option<&os::BlockDevice> {
+        self.block_device
+            .get_or_init(|| os::open_block_device(&self.volume, self.rotational))
+            .as_ref()
+    }
+}
+
+/// The registry: each device probed once, on first sight, whoever sees it first.
+#[derive(Debug, Default)]
+pub(crate) struct Devices {
+    /// Read for every file, written once per device.
+    by_dev: RwLock<HashMap<u64, Arc<Device>>>,
+    disks: Mutex<Vec<Disk>>,
+}
+
+impl Devices {
+    /// The device `dev`, probed through `file` (any open file or directory on it) the
+    /// first time it is asked for.
+    pub(crate) fn device(&self, dev: u64, file: &File) -> Arc<Device> {
+        if let Some(d) = read(&self.by_dev).get(&dev) {
+            return d.clone();
         }
+        let mut map = write(&self.by_dev);
+        map.entry(dev)
+            .or_insert_with(|| {
+                let volume = os::probe(file, dev);
+                let (disk, base) = os::disk_of(&volume);
+                let rotational = disk.rotational;
+                let mut disks = lock(&self.disks);
+                let index = match disks.iter().position(|d| d == &disk) {
+                    Some(i) => i,
+                    None => {
+                        disks.push(disk);
+                        disks.len() - 1
+                    }
+                };
+                Arc::new(Device {
+                    dev,
+                    volume,
+                    disk: index as DiskIndex,
+                    base,
+                    rotational,
+                    block_device: OnceLock::new(),
+                })
+            })
+            .clone()
     }
 
-    /// Whether reads on this disk should be swept in order (rotational or unknown) rather
-    /// than issued many at once.
-    pub fn wants_sweep(&self) -> bool {
-        self.rotational != Some(false)
-    }
-}
-
-/// Index of a disk in a [`Plan`](crate::Plan).
-pub type DiskIndex = u16;
-
-/// Caches the disk of each device number so sysfs is read once per filesystem.
-#[derive(Default)]
-pub(crate) struct DiskMap {
-    inner: Mutex<DiskMapInner>,
-}
-
-#[derive(Default)]
-struct DiskMapInner {
-    by_dev: HashMap<u64, (DiskIndex, u64)>,
-    disks: Vec<Disk>,
-}
-
-impl DiskMap {
-    /// The disk of device `dev`, and the device's offset on it (a partition's start).
-    pub(crate) fn index_of(&self, dev: u64) -> (DiskIndex, u64) {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&i) = inner.by_dev.get(&dev) {
-            return i;
-        }
-        let (disk, base) = os::disk_of(dev);
-        let i = match inner.disks.iter().position(|d| d == &disk) {
-            Some(i) => i as DiskIndex,
-            None => {
-                inner.disks.push(disk);
-                (inner.disks.len() - 1) as DiskIndex
-            }
-        };
-        inner.by_dev.insert(dev, (i, base));
-        (i, base)
+    /// The device `dev`, if it was probed already.
+    pub(crate) fn known(&self, dev: u64) -> Option<Arc<Device>> {
+        read(&self.by_dev).get(&dev).cloned()
     }
 
-    pub(crate) fn into_disks(self) -> Vec<Disk> {
-        self.inner
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner())
-            .disks
+    /// The disks seen so far, in the order they were first seen ([`DiskIndex`] order).
+    pub(crate) fn disks(&self) -> Vec<Disk> {
+        lock(&self.disks).clone()
     }
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// What went wrong with one path.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// An operating-system error (missing file, permission denied, EIO, …).
     #[error("{0}")]
@@ -19,9 +20,51 @@ pub enum ErrorKind {
         /// The directory the link leads back to.
         ancestor: PathBuf,
     },
-    /// The file changed (size or modification time) while it was being read, or vanished.
+    /// The file changed while it was being read, or was replaced since it was planned.
     #[error("file changed while being read ({0})")]
-    Changed(String),
+    Changed(Change),
+    /// A path named explicitly is not a regular file (a FIFO, socket, device or
+    /// directory where a file was expected); it is skipped, never opened.
+    #[error("not a regular file ({kind}), skipped")]
+    NotRegular {
+        /// What it is: "fifo", "socket", "block device", "character device", …
+        kind: &'static str,
+    },
+}
+
+/// How a file changed while it was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change {
+    /// Its size is not what it was when planned.
+    Size {
+        /// When planned.
+        planned: u64,
+        /// After reading.
+        now: u64,
+    },
+    /// Reading it gave another number of bytes than its size.
+    Length {
+        /// Bytes read.
+        read: u64,
+        /// Its size.
+        size: u64,
+    },
+    /// Its modification time moved.
+    Modified,
+    /// Another file is at its path now.
+    Replaced,
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Change::Size { planned, now } => write!(f, "size {planned} → {now}"),
+            Change::Length { read, size } => write!(f, "read {read} of {size} bytes"),
+            Change::Modified => f.write_str("modification time changed"),
+            Change::Replaced => f.write_str("replaced by another file since it was planned"),
+        }
+    }
 }
 
 /// An error tied to the path it happened on.
@@ -90,6 +133,7 @@ impl From<Error> for io::Error {
             ErrorKind::Io(e) => e.kind(),
             ErrorKind::SymlinkLoop { .. } => io::ErrorKind::Other,
             ErrorKind::Changed(_) => io::ErrorKind::Other,
+            ErrorKind::NotRegular { .. } => io::ErrorKind::InvalidInput,
         };
         io::Error::new(kind, err)
     }

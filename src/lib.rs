@@ -14,11 +14,14 @@
 //! inputs ──► walk ──► locate ──► plan ──► read ──► job
 //! ```
 //!
-//! - [`walk`]: expand files and directories into entries (inode-sorted per directory);
-//! - [`locate`]: ask the OS where each file's data lies (FIEMAP, …), with a fallback
-//!   ladder per filesystem;
-//! - [`device`]: map each filesystem to its physical disk;
-//! - [`plan`]: one sweep per disk, in physical order.
+//! - walk ([`walk()`]): expand files and directories into [`Entry`]s (inode-sorted per
+//!   directory), [`WalkOptions`];
+//! - locate: ask the OS where each file's data lies (FIEMAP, …) — its [`Placement`] —
+//!   with a fallback ladder of [`Strategy`]s per filesystem;
+//! - device: map each filesystem to its physical [`Disk`], once per device;
+//! - plan ([`Plan`]): one [`Sweep`] per disk, in physical order;
+//! - [`read`]: the sweeps, with the disk's queue kept full ([`read::Reader`]);
+//! - [`jobs`]: what is built on them (`hash`, `bench`).
 //!
 //! # Example: list files in physical order
 //!
@@ -30,8 +33,7 @@
 //!     std::fs::write(dir.path().join(name), vec![0u8; 10_000])?;
 //! }
 //! let plan = Plan::build(&[dir.path().to_path_buf()], &PlanOptions::default(), &Quiet);
-//! for i in plan.order(Order::Physical) {
-//!     let file = &plan.files()[i as usize];
+//! for file in plan.iter(Order::Physical) {
 //!     println!("{} at {:?}", file.entry.path.display(), file.disk_offset());
 //! }
 //! assert_eq!(plan.summary().files, 3);
@@ -39,23 +41,38 @@
 //! ```
 
 #![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
-pub mod device;
-pub mod error;
-pub mod filter;
-pub mod jobs;
-pub mod locate;
-pub mod plan;
+// The vocabulary every stage and platform backend shares: leaf modules that import
+// nothing else from the crate.
+mod disk;
+mod error;
+mod file_id;
+mod fs_kind;
+mod path_bytes;
+mod placement;
+mod sync;
+
+// The pipeline, in order.
+mod device;
+mod filter;
+mod locate;
+mod plan;
 pub mod read;
-pub mod report;
-pub mod walk;
+mod report;
+mod walk;
+
+pub mod jobs;
 
 mod os;
 
-pub use device::Disk;
-pub use error::{Error, ErrorKind};
+pub use disk::{Disk, DiskIndex};
+pub use error::{Change, Error, ErrorKind};
+pub use file_id::FileId;
 pub use filter::Filter;
-pub use locate::{Extent, ExtentFlags, FsKind, Placement, Strategy};
-pub use plan::{Order, Plan, PlanOptions, PlannedFile, Summary, Sweep};
+pub use fs_kind::FsKind;
+pub use path_bytes::{path_from_bytes, path_to_bytes};
+pub use placement::{Extent, ExtentFlags, Placement, Strategy};
+pub use plan::{FilesystemReport, Order, Plan, PlanOptions, PlannedFile, Summary, Sweep};
 pub use report::{Quiet, Reporter};
-pub use walk::{Entry, FileId, WalkOptions};
+pub use walk::{Entry, WalkOptions, WalkStats, read_path_list, walk};

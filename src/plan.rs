@@ -15,15 +15,20 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::device::{Disk, DiskIndex, DiskMap};
+use crate::device::{Device, Devices};
+use crate::disk::{Disk, DiskIndex};
 use crate::error::Error;
-use crate::locate::{Filesystem, Ladder, Placement, Strategy};
+use crate::fs_kind::FsKind;
+use crate::locate::{Ladder, ladder};
 use crate::os;
+use crate::placement::{Placement, Strategy};
 use crate::report::Reporter;
+use crate::sync::{into_inner_rw, read, write};
 use crate::walk::{self, Entry, WalkOptions, WalkStats};
 
 /// How to build a plan.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct PlanOptions {
     /// How to walk the inputs.
     pub walk: WalkOptions,
@@ -51,6 +56,7 @@ pub enum Order {
 
 /// One file in a plan.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct PlannedFile {
     /// What the walk found.
     pub entry: Entry,
@@ -76,6 +82,7 @@ impl PlannedFile {
 
 /// The files of one disk, in the order to read them.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Sweep {
     /// The disk.
     pub disk: DiskIndex,
@@ -83,12 +90,21 @@ pub struct Sweep {
     pub files: Vec<u32>,
 }
 
-/// What one filesystem got.
+/// What one filesystem is and got.
 #[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
 pub struct FilesystemReport {
-    /// Device number, kind and the ladder chosen for it.
-    #[serde(flatten)]
-    pub filesystem: Filesystem,
+    /// The `st_dev` (or volume serial number) files on it report.
+    pub dev: u64,
+    /// Its kind.
+    pub kind: FsKind,
+    /// The strategies to try, best first, as chosen for it.
+    pub ladder: Vec<Strategy>,
+    /// The most one prefetch request brings in on it, in bytes, when the operating system
+    /// caps it (Linux: `readahead(2)` reads at most the larger of the device's
+    /// `max_sectors_kb` and `read_ahead_kb` per call and silently drops the rest). The
+    /// reader cuts prefetches to this size. `None`: no known cap.
+    pub max_prefetch: Option<u64>,
     /// The strategy it ended up with.
     pub strategy: Strategy,
     /// Why it was demoted down the ladder, if it was.
@@ -101,6 +117,7 @@ pub struct FilesystemReport {
 
 /// Counts and times of a plan.
 #[derive(Clone, Debug, Default, Serialize)]
+#[non_exhaustive]
 pub struct Summary {
     /// Distinct regular files planned.
     pub files: u64,
@@ -141,12 +158,11 @@ pub struct Plan {
     summary: Summary,
 }
 
+/// A filesystem while its files are being located.
 struct FsState {
     index: u16,
-    filesystem: Filesystem,
     ladder: Ladder,
-    disk: DiskIndex,
-    base: u64,
+    device: Arc<Device>,
 }
 
 impl Plan {
@@ -169,41 +185,44 @@ impl Plan {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn build(inputs: &[PathBuf], opts: &PlanOptions, reporter: &dyn Reporter) -> Plan {
+        Self::build_on(inputs, opts, reporter, &Devices::default())
+    }
+
+    /// [`build`](Self::build) with a device registry that may already know some devices.
+    pub(crate) fn build_on(
+        inputs: &[PathBuf],
+        opts: &PlanOptions,
+        reporter: &dyn Reporter,
+        devices: &Devices,
+    ) -> Plan {
         let started = Instant::now();
-        let disks = DiskMap::default();
-        // Read for every file, written once per filesystem.
+        // This plan's state per filesystem (the ladder follows `opts`): read for every
+        // file, written once per filesystem.
         let filesystems: RwLock<HashMap<u64, Arc<FsState>>> = RwLock::new(HashMap::new());
         let locate_nanos = AtomicU64::new(0);
         let planned = AtomicU64::new(0);
         let planned_bytes = AtomicU64::new(0);
+        let privileged = os::is_root();
 
         let fs_state = |file: &File, dev: u64| -> Arc<FsState> {
-            if let Some(fs) = filesystems
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(&dev)
-            {
+            if let Some(fs) = read(&filesystems).get(&dev) {
                 return fs.clone();
             }
-            let mut map = filesystems.write().unwrap_or_else(|e| e.into_inner());
+            let mut map = write(&filesystems);
             let next = map.len() as u16;
             map.entry(dev)
                 .or_insert_with(|| {
-                    let mut filesystem = os::filesystem(file, dev);
-                    if let Some(forced) = opts.strategy {
-                        filesystem.ladder = if forced.is_physical() {
-                            vec![forced, Strategy::Inode]
-                        } else {
-                            vec![forced]
-                        };
-                    }
-                    let (disk, base) = disks.index_of(dev);
+                    let device = devices.device(dev, file);
+                    let rungs = ladder(
+                        device.kind(),
+                        os::EXTENT_STRATEGIES,
+                        opts.strategy,
+                        privileged,
+                    );
                     Arc::new(FsState {
                         index: next,
-                        ladder: Ladder::new(filesystem.ladder.clone()),
-                        filesystem,
-                        disk,
-                        base,
+                        ladder: Ladder::new(rungs),
+                        device,
                     })
                 })
                 .clone()
@@ -214,7 +233,7 @@ impl Plan {
             let t = Instant::now();
             let placement = fs
                 .ladder
-                .locate(file, entry.size, opts.sync)
+                .locate(file, entry.size, opts.sync, &fs.device.volume)
                 .map_err(|e| Error::io(&*entry.path, e))?;
             locate_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
             let n = planned.fetch_add(1, Ordering::Relaxed) + 1;
@@ -225,30 +244,58 @@ impl Plan {
             Ok(PlannedFile {
                 entry,
                 placement,
-                disk: fs.disk,
+                disk: fs.device.disk,
                 filesystem: fs.index,
-                base: fs.base,
+                base: fs.device.base,
             })
         };
-        let (mut files, walk_stats) = walk::walk(inputs, &opts.walk, reporter, &visit);
+        let (files, walk_stats) = walk::walk_on(inputs, &opts.walk, reporter, &visit, devices);
         let walk_time = started.elapsed();
 
-        let sorting = Instant::now();
-        let duplicates = dedup(&mut files, reporter) + walk_stats.revisited_dirs;
-        let mut fs_list: Vec<Arc<FsState>> = filesystems
-            .into_inner()
-            .unwrap_or_else(|e| e.into_inner())
+        let mut fs_list: Vec<FsState> = into_inner_rw(filesystems)
             .into_values()
+            .map(|fs| Arc::try_unwrap(fs).unwrap_or_else(|_| unreachable!("the walk is over")))
             .collect();
         fs_list.sort_by_key(|f| f.index);
-        let mut files_per_fs = vec![0u64; fs_list.len()];
+        let filesystems = fs_list
+            .into_iter()
+            .map(|f| FilesystemReport {
+                dev: f.device.dev,
+                kind: f.device.kind(),
+                ladder: f.ladder.rungs().to_vec(),
+                strategy: f.ladder.current(),
+                demotions: f.ladder.into_demotions(),
+                disk: f.device.disk,
+                max_prefetch: f.device.max_prefetch(),
+                files: 0,
+            })
+            .collect();
+        let mut plan = Plan::from_located(files, filesystems, devices.disks(), reporter);
+        plan.summary.walk_time = walk_time;
+        plan.summary.locate_time = Duration::from_nanos(locate_nanos.into_inner());
+        plan.summary.duplicates += walk_stats.revisited_dirs;
+        plan.summary.walk = walk_stats;
+        plan
+    }
+
+    /// The pure step of planning: takes located files in given order (what the walk and
+    /// the locate stage found), the filesystems and disks they are on, and orders them.
+    /// Drops second sightings of a file (telling `reporter`), sorts each disk's files by
+    /// disk offset with the unlocated ones after them by inode (or as given), and counts.
+    /// Walk statistics and times are left empty.
+    pub(crate) fn from_located(
+        mut files: Vec<PlannedFile>,
+        mut filesystems: Vec<FilesystemReport>,
+        disks: Vec<Disk>,
+        reporter: &dyn Reporter,
+    ) -> Plan {
+        let sorting = Instant::now();
+        let duplicates = dedup(&mut files, reporter);
         for f in &files {
-            files_per_fs[f.filesystem as usize] += 1;
+            filesystems[f.filesystem as usize].files += 1;
         }
-        let disks = disks.into_disks();
         let sweeps = sweeps(&files, disks.len());
         let sort_time = sorting.elapsed();
-
         let summary = Summary {
             files: files.len() as u64,
             bytes: files.iter().map(|f| f.entry.size).sum(),
@@ -258,22 +305,9 @@ impl Plan {
                 .filter(|f| f.placement.physical().is_none() && f.entry.size > 0)
                 .count() as u64,
             duplicates,
-            walk: walk_stats,
-            walk_time,
-            locate_time: Duration::from_nanos(locate_nanos.into_inner()),
             sort_time,
+            ..Summary::default()
         };
-        let filesystems = fs_list
-            .into_iter()
-            .zip(files_per_fs)
-            .map(|(f, files)| FilesystemReport {
-                strategy: f.ladder.current(),
-                demotions: f.ladder.demotions(),
-                disk: f.disk,
-                files,
-                filesystem: f.filesystem.clone(),
-            })
-            .collect();
         Plan {
             files,
             disks,
@@ -308,8 +342,24 @@ impl Plan {
         &self.summary
     }
 
-    /// All files in the given order, as indices into [`files`](Self::files). Physical
-    /// order lists the disks one after another.
+    /// All files in the given order. Physical order lists the disks one after another.
+    ///
+    /// ```
+    /// use seekless::{Order, Plan, PlanOptions, Quiet};
+    /// let dir = tempfile::tempdir()?;
+    /// std::fs::write(dir.path().join("b"), b"2")?;
+    /// std::fs::write(dir.path().join("a"), b"1")?;
+    /// let plan = Plan::build(&[dir.path().to_path_buf()], &PlanOptions::default(), &Quiet);
+    /// let names: Vec<_> = plan.iter(Order::Path).map(|f| f.entry.path.file_name()).collect();
+    /// assert_eq!(names, [Some("a".as_ref()), Some("b".as_ref())]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn iter(&self, by: Order) -> impl ExactSizeIterator<Item = &PlannedFile> + '_ {
+        self.order(by).into_iter().map(|i| &self.files[i as usize])
+    }
+
+    /// All files in the given order, as indices into [`files`](Self::files) (what
+    /// [`iter`](Self::iter) walks).
     pub fn order(&self, by: Order) -> Vec<u32> {
         let mut idx: Vec<u32> = (0..self.files.len() as u32).collect();
         match by {
@@ -393,4 +443,177 @@ fn sweeps(files: &[PlannedFile], disks: usize) -> Vec<Sweep> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::file_id::FileId;
+    use crate::placement::{Extent, ExtentFlags};
+    use crate::sync::lock;
+    use std::path::Path;
+    use std::sync::Mutex;
+
+    /// A file as the walk and the locate stage would hand it over, built by hand:
+    /// `extents` are (logical, physical, length) on filesystem `fs`.
+    pub(crate) fn located(
+        path: &str,
+        (dev, ino): (u64, u64),
+        size: u64,
+        extents: &[(u64, u64, u64)],
+        fs: u16,
+    ) -> PlannedFile {
+        let raw: Vec<Extent> = extents
+            .iter()
+            .map(|&(logical, physical, length)| Extent {
+                logical,
+                physical,
+                length,
+                flags: ExtentFlags::empty(),
+            })
+            .collect();
+        let placement = if raw.is_empty() {
+            Placement::unmapped(Strategy::Inode)
+        } else {
+            Placement::from_extents(Strategy::Fiemap, &raw, size)
+        };
+        PlannedFile {
+            entry: Entry {
+                path: Path::new(path).into(),
+                id: FileId { dev, ino },
+                size,
+                modified: None,
+            },
+            placement,
+            disk: 0,
+            filesystem: fs,
+            base: 0,
+        }
+    }
+
+    /// Filesystem `dev` on `disk`, whose prefetches are capped at `max_prefetch`.
+    pub(crate) fn filesystem(
+        dev: u64,
+        disk: DiskIndex,
+        max_prefetch: Option<u64>,
+    ) -> FilesystemReport {
+        FilesystemReport {
+            dev,
+            kind: FsKind::Ext4,
+            ladder: vec![Strategy::Fiemap, Strategy::Inode],
+            max_prefetch,
+            strategy: Strategy::Fiemap,
+            demotions: Vec::new(),
+            disk,
+            files: 0,
+        }
+    }
+
+    pub(crate) fn plan_of(files: Vec<PlannedFile>, filesystems: Vec<FilesystemReport>) -> Plan {
+        let disks = (0..=filesystems.iter().map(|f| f.disk).max().unwrap_or(0))
+            .map(|d| Disk::unknown(format!("disk{d}")))
+            .collect();
+        Plan::from_located(files, filesystems, disks, &crate::Quiet)
+    }
+
+    fn physical_paths(plan: &Plan) -> Vec<&Path> {
+        plan.order(Order::Physical)
+            .iter()
+            .map(|&i| &*plan.files()[i as usize].entry.path)
+            .collect()
+    }
+
+    #[test]
+    fn located_files_go_by_disk_offset_then_the_rest_by_inode_then_as_given() {
+        let mut given = located("given-b", (1, 1), 10, &[], 0);
+        given.placement = Placement::unmapped(Strategy::Given);
+        let mut given_a = located("given-a", (1, 2), 10, &[], 0);
+        given_a.placement = Placement::unmapped(Strategy::Given);
+        let files = vec![
+            given,
+            located("far", (1, 10), 4096, &[(0, 900 << 20, 4096)], 0),
+            located("inode-9", (1, 9), 4096, &[], 0),
+            given_a,
+            located("near", (1, 11), 4096, &[(0, 1 << 20, 4096)], 0),
+            located("inode-3", (1, 3), 4096, &[], 0),
+        ];
+        let plan = plan_of(files, vec![filesystem(1, 0, None)]);
+        assert_eq!(
+            physical_paths(&plan),
+            ["near", "far", "inode-3", "inode-9", "given-b", "given-a"].map(Path::new)
+        );
+        assert_eq!(plan.summary().unlocated, 4);
+        assert_eq!(plan.filesystems()[0].files, 6);
+    }
+
+    #[test]
+    fn partitions_of_one_disk_share_one_sweep_in_disk_order() {
+        // Two filesystems on disk 0: the second starts 1 GiB into it.
+        let mut second = located("p2-start", (2, 5), 4096, &[(0, 0, 4096)], 1);
+        second.base = 1 << 30;
+        let mut second_end = located("p2-end", (2, 6), 4096, &[(0, 2 << 30, 4096)], 1);
+        second_end.base = 1 << 30;
+        let files = vec![
+            second_end,
+            located("p1-late", (1, 5), 4096, &[(0, 1536 << 20, 4096)], 0),
+            second,
+            located("p1-early", (1, 6), 4096, &[(0, 4096, 4096)], 0),
+        ];
+        let plan = plan_of(files, vec![filesystem(1, 0, None), filesystem(2, 0, None)]);
+        assert_eq!(plan.sweeps().len(), 1, "one disk, one sweep");
+        assert_eq!(
+            physical_paths(&plan),
+            ["p1-early", "p2-start", "p1-late", "p2-end"].map(Path::new)
+        );
+    }
+
+    #[test]
+    fn each_disk_gets_its_own_sweep() {
+        let mut other = located("other-disk", (2, 1), 4096, &[(0, 0, 4096)], 1);
+        other.disk = 1;
+        let files = vec![located("a", (1, 1), 4096, &[(0, 8192, 4096)], 0), other];
+        let plan = plan_of(files, vec![filesystem(1, 0, None), filesystem(2, 1, None)]);
+        assert_eq!(plan.sweeps().len(), 2);
+        assert_eq!(plan.sweeps()[1].disk, 1);
+        assert_eq!(plan.sweeps()[1].files, vec![1]);
+    }
+
+    #[test]
+    fn a_file_reached_twice_is_kept_once_at_its_first_sighting_and_named() {
+        struct Skips(Mutex<Vec<String>>);
+        impl Reporter for Skips {
+            fn skipped(&self, path: &Path, why: &str) {
+                lock(&self.0).push(format!("{}: {why}", path.display()));
+            }
+        }
+        let files = vec![
+            located("dir/link", (1, 7), 4096, &[(0, 4096, 4096)], 0),
+            located("dir/other", (1, 8), 4096, &[(0, 0, 4096)], 0),
+            located("dir/original", (1, 7), 4096, &[(0, 4096, 4096)], 0),
+            located("./dir/link", (1, 7), 4096, &[(0, 4096, 4096)], 0),
+        ];
+        let skips = Skips(Mutex::new(Vec::new()));
+        let plan = Plan::from_located(
+            files,
+            vec![filesystem(1, 0, None)],
+            vec![Disk::unknown("d")],
+            &skips,
+        );
+        let kept: Vec<&Path> = plan.files().iter().map(|f| &*f.entry.path).collect();
+        assert_eq!(
+            kept,
+            ["dir/link", "dir/other"].map(Path::new),
+            "given order kept"
+        );
+        assert_eq!(plan.summary().duplicates, 2);
+        assert_eq!(
+            into_inner(skips.0),
+            [
+                "dir/original: same file as dir/link",
+                "./dir/link: same file as dir/link"
+            ]
+        );
+    }
+
+    use crate::sync::into_inner;
 }

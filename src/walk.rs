@@ -24,23 +24,18 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
+use crate::device::Devices;
 use crate::error::{Error, ErrorKind};
+use crate::file_id::FileId;
 use crate::filter::Filter;
 use crate::os;
+use crate::path_bytes::path_from_bytes;
 use crate::report::Reporter;
-
-/// The identity of a file: the device it is on and its inode number (on Windows: volume
-/// serial number and file index).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct FileId {
-    /// Device (`st_dev`).
-    pub dev: u64,
-    /// Inode number (`st_ino`).
-    pub ino: u64,
-}
+use crate::sync::{into_inner, lock, wait};
 
 /// One regular file found by the walk: only what later stages need.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Entry {
     /// The path, as given or joined from the given directory.
     pub path: Box<Path>,
@@ -65,6 +60,7 @@ impl Entry {
 
 /// How to walk.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct WalkOptions {
     /// Follow symlinks found inside directories.
     pub follow: bool,
@@ -88,10 +84,8 @@ impl Default for WalkOptions {
             one_file_system: false,
             filter: Filter::default(),
             // Threads mostly wait for metadata on a cold disk; more of them means more
-            // reads in flight for the disk to reorder (a drive queues 32). On the emulated
-            // disk's aged layout, where FIEMAP must read an extent block per fragmented
-            // file, 64 threads took the cold lookup from 0.67-0.76 s to 0.53-0.55 s (128:
-            // no better); on a warm cache, 16 and 64 plan /usr equally fast.
+            // reads in flight for the disk to reorder (a drive queues 32). Measured in
+            // bench/hdd/README.md (lookup vs `--walk-threads`).
             threads: 64,
             dir_readahead: true,
         }
@@ -100,6 +94,7 @@ impl Default for WalkOptions {
 
 /// What the walk skipped and how long it took.
 #[derive(Clone, Debug, Default, Serialize)]
+#[non_exhaustive]
 pub struct WalkStats {
     /// Directories read.
     pub dirs: u64,
@@ -138,7 +133,7 @@ struct DirNode {
 }
 
 /// A directory waiting to be read.
-struct DirJob {
+struct PendingDir {
     path: PathBuf,
     node: u32,
     /// The directory's own device and its size when found (for directory read-ahead).
@@ -172,8 +167,8 @@ impl Ancestor {
 /// visit. Files are batched so that one large directory is located by many threads at
 /// once: on a cold rotational disk that keeps many metadata reads in flight for the disk
 /// to reorder, instead of one at a time.
-enum Job {
-    Dir(DirJob),
+enum Work {
+    Dir(PendingDir),
     Files(Vec<(PathBuf, Position, bool)>),
 }
 
@@ -181,18 +176,10 @@ enum Job {
 const BATCH: usize = 32;
 
 struct Queue {
-    jobs: Vec<Job>,
+    work: Vec<Work>,
     busy: usize,
     /// A worker panicked: the others stop taking work, and the walk re-raises the panic.
     aborted: bool,
-}
-
-/// Locks a mutex of the walk. A poisoned lock means a worker panicked while holding it;
-/// the walk's shared state stays consistent (every update is a single push, insert or
-/// counter change), and the panic itself is re-raised when the workers are joined, so
-/// the data is used as it is.
-fn lock<X>(m: &Mutex<X>) -> std::sync::MutexGuard<'_, X> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Items per chunk of collected results.
@@ -246,7 +233,7 @@ impl Drop for Busy<'_> {
         if std::thread::panicking() {
             q.aborted = true;
         }
-        let idle = q.aborted || (q.busy == 0 && q.jobs.is_empty());
+        let idle = q.aborted || (q.busy == 0 && q.work.is_empty());
         drop(q);
         if idle {
             self.wake.notify_all();
@@ -256,6 +243,7 @@ impl Drop for Busy<'_> {
 
 struct Shared<'a, V, T> {
     opts: &'a WalkOptions,
+    devices: &'a Devices,
     reporter: &'a dyn Reporter,
     visit: &'a V,
     queue: Mutex<Queue>,
@@ -270,7 +258,6 @@ struct Shared<'a, V, T> {
     other_fs: AtomicU64,
     filtered: AtomicU64,
     errors: AtomicU64,
-    readahead: os::DirReadahead,
     dirs_read_ahead: AtomicU64,
     revisited_dirs: AtomicU64,
 }
@@ -289,12 +276,28 @@ where
     T: Send,
     V: Fn(Entry, &File) -> Result<T, Error> + Sync,
 {
+    walk_on(inputs, opts, reporter, visit, &Devices::default())
+}
+
+/// [`walk`] with the device registry the caller shares with later stages.
+pub(crate) fn walk_on<T, V>(
+    inputs: &[PathBuf],
+    opts: &WalkOptions,
+    reporter: &dyn Reporter,
+    visit: &V,
+    devices: &Devices,
+) -> (Vec<T>, WalkStats)
+where
+    T: Send,
+    V: Fn(Entry, &File) -> Result<T, Error> + Sync,
+{
     let shared = Shared {
         opts,
         reporter,
         visit,
+        devices,
         queue: Mutex::new(Queue {
-            jobs: Vec::new(),
+            work: Vec::new(),
             busy: 0,
             aborted: false,
         }),
@@ -312,7 +315,6 @@ where
         other_fs: AtomicU64::new(0),
         filtered: AtomicU64::new(0),
         errors: AtomicU64::new(0),
-        readahead: os::DirReadahead::default(),
         dirs_read_ahead: AtomicU64::new(0),
         revisited_dirs: AtomicU64::new(0),
     };
@@ -357,8 +359,8 @@ where
         std::panic::resume_unwind(payload);
     }
 
-    let found = shared.found.into_inner().unwrap_or_else(|e| e.into_inner());
-    let nodes = shared.nodes.into_inner().unwrap_or_else(|e| e.into_inner());
+    let found = into_inner(shared.found);
+    let nodes = into_inner(shared.nodes);
     let items = given_order(&nodes, found);
     let stats = WalkStats {
         dirs: shared.dirs.into_inner(),
@@ -407,7 +409,7 @@ where
                     parent: None,
                 })
             });
-            self.push(DirJob {
+            self.push(PendingDir {
                 path: path.to_path_buf(),
                 node,
                 dev: id.dev,
@@ -422,12 +424,11 @@ where
         } else {
             // Named explicitly but not readable as a file: say so, it is an error.
             self.special.fetch_add(1, Ordering::Relaxed);
-            self.fail(Error::io(
+            self.fail(Error::new(
                 path,
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("not a regular file ({}), skipped", describe_type(&ft)),
-                ),
+                ErrorKind::NotRegular {
+                    kind: describe_type(&ft),
+                },
             ));
         }
     }
@@ -453,13 +454,13 @@ where
         (nodes.len() - 1) as u32
     }
 
-    fn push(&self, job: DirJob) {
-        self.push_job(Job::Dir(job));
+    fn push(&self, job: PendingDir) {
+        self.push_work(Work::Dir(job));
     }
 
-    fn push_job(&self, job: Job) {
+    fn push_work(&self, work: Work) {
         let mut q = lock(&self.queue);
-        q.jobs.push(job);
+        q.work.push(work);
         drop(q);
         self.wake.notify_one();
     }
@@ -474,14 +475,14 @@ where
                     if q.aborted {
                         break None;
                     }
-                    if let Some(job) = q.jobs.pop() {
+                    if let Some(job) = q.work.pop() {
                         q.busy += 1;
                         break Some(job);
                     }
                     if q.busy == 0 {
                         break None;
                     }
-                    q = self.wake.wait(q).unwrap_or_else(|e| e.into_inner());
+                    q = wait(&self.wake, q);
                 }
             };
             let Some(job) = job else {
@@ -493,15 +494,15 @@ where
                 wake: &self.wake,
             };
             match job {
-                Job::Dir(job) => self.dir(job, &mut out),
-                Job::Files(batch) => self.files(batch, &mut out),
+                Work::Dir(job) => self.dir(job, &mut out),
+                Work::Files(batch) => self.files(batch, &mut out),
             }
         }
     }
 
-    fn dir(&self, job: DirJob, out: &mut Collector<'_, T>) {
+    fn dir(&self, job: PendingDir, out: &mut Collector<'_, T>) {
         self.dirs.fetch_add(1, Ordering::Relaxed);
-        if self.opts.dir_readahead && self.readahead.start(&job.path, job.dev, job.size) {
+        if self.read_ahead(&job) {
             self.dirs_read_ahead.fetch_add(1, Ordering::Relaxed);
         }
         let reader = match os::read_dir(&job.path) {
@@ -583,9 +584,33 @@ where
             rest.push(batch);
         }
         for batch in rest.into_iter().rev() {
-            self.push_job(Job::Files(batch));
+            self.push_work(Work::Files(batch));
         }
         self.files(first, out);
+    }
+
+    /// Before a directory larger than one block is listed, starts reading its blocks
+    /// through the block device in one request, where that applies (see
+    /// [`WalkOptions::dir_readahead`]). Costs no system call for a directory of one block
+    /// or less, nor on a device already ruled out. Returns whether it started a read.
+    fn read_ahead(&self, job: &PendingDir) -> bool {
+        if !self.opts.dir_readahead || job.size <= 4096 {
+            return false;
+        }
+        if self
+            .devices
+            .known(job.dev)
+            .is_some_and(|d| d.block_device().is_none())
+        {
+            return false;
+        }
+        let Ok(dir) = os::open_directory(&job.path) else {
+            return false;
+        };
+        let device = self.devices.device(job.dev, &dir);
+        device
+            .block_device()
+            .is_some_and(|block| os::read_dir_ahead(&dir, job.size, block))
     }
 
     fn files(&self, batch: Vec<(PathBuf, Position, bool)>, out: &mut Collector<'_, T>) {
@@ -601,7 +626,7 @@ where
         self.reporter.skipped(path, describe_type(ft));
     }
 
-    fn subdir(&self, parent: &DirJob, path: PathBuf, at: Position, via_link: bool) {
+    fn subdir(&self, parent: &PendingDir, path: PathBuf, at: Position, via_link: bool) {
         let meta = match if via_link {
             os::metadata(&path)
         } else {
@@ -636,7 +661,7 @@ where
                 parent: parent.ancestors.clone(),
             })
         });
-        self.push(DirJob {
+        self.push(PendingDir {
             path,
             node,
             dev: id.dev,
@@ -793,17 +818,6 @@ pub fn read_path_list(mut input: impl std::io::Read, nul: bool) -> std::io::Resu
         .filter(|s| !s.is_empty())
         .map(path_from_bytes)
         .collect())
-}
-
-#[cfg(unix)]
-fn path_from_bytes(b: &[u8]) -> PathBuf {
-    use std::os::unix::ffi::OsStrExt;
-    PathBuf::from(std::ffi::OsStr::from_bytes(b))
-}
-
-#[cfg(not(unix))]
-fn path_from_bytes(b: &[u8]) -> PathBuf {
-    PathBuf::from(String::from_utf8_lossy(b).into_owned())
 }
 
 #[cfg(test)]

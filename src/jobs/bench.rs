@@ -22,7 +22,8 @@
 //! for i in 0..5 {
 //!     std::fs::write(dir.path().join(format!("f{i}")), vec![7u8; 10_000])?;
 //! }
-//! let opts = BenchOptions { cold: Cold::Warm, ..BenchOptions::default() };
+//! let mut opts = BenchOptions::default();
+//! opts.cold = Cold::Warm;
 //! let result = bench(&[dir.path().to_path_buf()], &PlanOptions::default(), &opts, &Quiet);
 //! assert_eq!(result.contenders.len(), 4);
 //! assert!(result.contenders.iter().all(|c| c.files == 5 && c.bytes == 50_000));
@@ -30,7 +31,7 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -39,11 +40,12 @@ use std::time::Instant;
 use serde::Serialize;
 
 use crate::error::Error;
+use crate::file_id::FileId;
 use crate::os;
 use crate::plan::{FilesystemReport, Plan, PlanOptions};
-use crate::read::{FileReader, ReadOptions, Reader};
+use crate::read::{ReadOptions, Reader};
 use crate::report::Reporter;
-use crate::walk::FileId;
+use crate::sync::{into_inner, lock};
 use crate::{Disk, Strategy};
 
 /// How to make the cache cold before each run.
@@ -51,10 +53,13 @@ use crate::{Disk, Strategy};
 #[serde(rename_all = "kebab-case")]
 pub enum Cold {
     /// Drop the whole page cache (`sync`, then `3` to `/proc/sys/vm/drop_caches`) when
-    /// that is possible (Linux, root); otherwise evict each file.
-    #[default]
+    /// that is possible (Linux, root); otherwise evict each file. This touches the whole
+    /// machine (every process's cached files), so it is never the default: the caller
+    /// asks for it (the CLI does, by default, as a user running a benchmark expects).
     Auto,
     /// Evict each planned file's data (`POSIX_FADV_DONTNEED`); metadata stays cached.
+    /// The default: it touches only the benchmarked files.
+    #[default]
     Evict,
     /// Do nothing (warm cache; for tests and for measuring the CPU side).
     Warm,
@@ -101,6 +106,7 @@ fn drop_caches() -> io::Result<()> {
 
 /// How to run the benchmark.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct BenchOptions {
     /// The read options of the `physical` contender; the one-file-at-a-time contenders use
     /// the same with `prefetch: false`.
@@ -119,7 +125,7 @@ impl Default for BenchOptions {
     fn default() -> Self {
         Self {
             read: ReadOptions::default(),
-            cold: Cold::Auto,
+            cold: Cold::default(),
             reps: 1,
             workers: std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -131,6 +137,7 @@ impl Default for BenchOptions {
 
 /// One contender's run (the median of its repetitions).
 #[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
 pub struct ContenderResult {
     /// Short name: `given`, `inode`, `physical-single`, `physical`.
     pub name: &'static str,
@@ -176,6 +183,7 @@ pub struct ContenderResult {
 
 /// The origin's table: the best seekless contender against given (filesystem) order.
 #[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
 pub struct OriginRows {
     /// The contender compared.
     pub contender: &'static str,
@@ -209,6 +217,7 @@ pub struct OriginRows {
 
 /// Everything the benchmark measured.
 #[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
 pub struct BenchResult {
     /// How the cache was made cold.
     pub cold: ColdMethod,
@@ -280,7 +289,7 @@ struct Once<'a> {
 
 impl Reporter for Once<'_> {
     fn error(&self, err: &Error) {
-        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let mut seen = lock(&self.seen);
         if seen.insert(err.to_string()) {
             self.inner.error(err);
         }
@@ -407,7 +416,7 @@ pub fn bench(
             gain_percent: best.gain_percent,
             ratio: best.ratio,
         });
-    let errors = once.seen.lock().unwrap_or_else(|e| e.into_inner()).len() as u64;
+    let errors = lock(&once.seen).len() as u64;
     BenchResult {
         cold,
         reps,
@@ -455,16 +464,10 @@ fn run_one(
                 .or_else(|| offsets.get(&planned.entry.id).copied());
             if let Some(off) = off {
                 let t = started.elapsed().as_secs_f64();
-                trace
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((t, off));
+                lock(&trace).push((t, off));
             }
         }
-        thread_local! {
-            static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 1 << 20]);
-        }
-        match item.and_then(|file| BUF.with(|b| read_fully(file, &mut b.borrow_mut()))) {
+        match item.and_then(|file| file.read_to_end_with(|_| {})) {
             Ok(n) => {
                 files.fetch_add(1, Ordering::Relaxed);
                 bytes.fetch_add(n, Ordering::Relaxed);
@@ -476,7 +479,7 @@ fn run_one(
         }
     });
     let read = started.elapsed().as_secs_f64();
-    let mut trace = trace.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut trace = into_inner(trace);
     trace.sort_by(|a, b| a.0.total_cmp(&b.0));
     Run {
         files: files.into_inner(),
@@ -489,25 +492,4 @@ fn run_one(
         filesystems: plan.filesystems().to_vec(),
         trace,
     }
-}
-
-/// Reads a file to its end into `buf` (discarding the bytes) and checks it did not change.
-fn read_fully(mut file: FileReader, buf: &mut [u8]) -> Result<u64, Error> {
-    loop {
-        match file.read(buf) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.get_ref().is_some_and(|inner| inner.is::<Error>()) => {
-                // The reader wraps OS errors in an error naming the path: unwrap it.
-                if let Some(Ok(err)) = e.into_inner().map(|inner| inner.downcast::<Error>()) {
-                    return Err(*err);
-                }
-                let path = &*file.planned().entry.path;
-                return Err(Error::io(path, io::Error::other("read failed")));
-            }
-            Err(e) => return Err(Error::io(&*file.planned().entry.path, e)),
-        }
-    }
-    file.finish()
 }

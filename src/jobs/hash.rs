@@ -17,14 +17,20 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+use std::collections::HashSet;
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use sha2::Digest;
 
 use crate::error::Error;
-use crate::plan::{Plan, PlannedFile};
+use crate::jobs::manifest::{Checklist, Verdict};
+use crate::plan::{Plan, PlanOptions, PlannedFile};
 use crate::read::{ReadOptions, ReadStats, Reader};
+use crate::report::Reporter;
+use crate::sync::lock;
 
 /// A checksum algorithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -117,23 +123,10 @@ fn hex(bytes: &[u8]) -> String {
     s
 }
 
-/// Hashes one file from a reader to its end, reusing `buf`, and checks it did not change.
-pub fn hash_reader(
-    mut file: crate::read::FileReader,
-    algo: Algorithm,
-    buf: &mut [u8],
-) -> Result<String, Error> {
+/// Hashes one file from a reader to its end and checks it did not change.
+pub fn hash_reader(file: crate::read::FileReader, algo: Algorithm) -> Result<String, Error> {
     let mut h = algo.hasher();
-    loop {
-        let n = match file.read(buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(read_error(e, &file.planned().entry.path)),
-        };
-        h.update(&buf[..n]);
-    }
-    file.finish()?;
+    file.read_to_end_with(|chunk| h.update(chunk))?;
     Ok(h.finish_hex())
 }
 
@@ -160,18 +153,6 @@ pub fn hash_stream(mut input: impl Read, algo: Algorithm) -> std::io::Result<Str
     Ok(h.finish_hex())
 }
 
-/// The error of a failed read: the reader already wraps OS errors in an [`Error`] naming
-/// the path; take that one out rather than naming the path twice.
-fn read_error(e: std::io::Error, path: &std::path::Path) -> Error {
-    if e.get_ref().is_some_and(|inner| inner.is::<Error>()) {
-        if let Some(Ok(err)) = e.into_inner().map(|inner| inner.downcast::<Error>()) {
-            return *err;
-        }
-        unreachable!("checked to hold an Error just above");
-    }
-    Error::io(path, e)
-}
-
 /// Hashes every file of `plan` with `workers` threads, in read order, calling `done` (on
 /// one thread at a time) with each file and its hex digest or error. Files that failed to
 /// open are reported with their error too. Returns the reader's statistics.
@@ -188,12 +169,154 @@ where
     let done = Mutex::new(done);
     let reader = Reader::new(plan.clone(), opts.clone());
     reader.par_for_each(workers, |planned, item| {
-        thread_local! {
-            static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 1 << 20]);
-        }
-        let result =
-            item.and_then(|file| BUF.with(|b| hash_reader(file, algo, &mut b.borrow_mut())));
-        let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
+        let result = item.and_then(|file| hash_reader(file, algo));
+        let mut done = lock(&done);
         done(planned, result);
     })
+}
+
+/// What [`check_listed`] tells its caller as it goes. Only [`verdict`](Self::verdict) is
+/// required; the rest are for progress and summaries.
+pub trait CheckEvents: Send {
+    /// A round's plan is built and about to be read (files listed under several names
+    /// take one round per name, so the same file is not read twice in one sweep).
+    fn reading(&mut self, plan: &Arc<Plan>) {
+        let _ = plan;
+    }
+
+    /// A file of the round was read and hashed (`hashed`) or failed.
+    fn file_done(&mut self, file: &PlannedFile, hashed: bool) {
+        let _ = (file, hashed);
+    }
+
+    /// The round's read is over.
+    fn round_done(&mut self, plan: &Plan, stats: &ReadStats, took: std::time::Duration) {
+        let _ = (plan, stats, took);
+    }
+
+    /// The verdict on one listed line naming `path`.
+    fn verdict(&mut self, path: &Path, verdict: Verdict) -> std::io::Result<()>;
+}
+
+/// Checks the files `list` names (all but standard input's lines, which the caller hashes
+/// with [`hash_stream`]), as `sha256sum -c` does, reading them in physical order.
+///
+/// Verdicts come as they become known: first the listed paths that cannot be opened
+/// (missing, a directory — `sha256sum -c` says "Is a directory" where a walk would
+/// descend — permission denied), in manifest order; then the rest in read order. Errors
+/// go to `reporter`, naming the path. Stops at the first error `events` returns (a
+/// verdict that cannot be written).
+pub fn check_listed(
+    list: &mut Checklist,
+    plan_opts: &PlanOptions,
+    read_opts: &ReadOptions,
+    workers: usize,
+    reporter: &dyn Reporter,
+    events: &mut dyn CheckEvents,
+) -> std::io::Result<()> {
+    let mut opts = plan_opts.clone();
+    // Listed files are named explicitly: a filter has nothing to select.
+    opts.walk.filter = crate::Filter::new();
+    let mut pending = list.pending();
+    while !pending.is_empty() {
+        check_round(list, &opts, read_opts, workers, &pending, reporter, events)?;
+        let left = list.pending();
+        if left.len() == pending.len() {
+            // Neither planned nor reported as failing: never seen in practice, but each
+            // round must give some file its verdict, or this would never end.
+            for path in &left {
+                let why = std::io::Error::other("not planned for reading");
+                reporter.error(&Error::io(path, why));
+                for verdict in list.judge(path, None) {
+                    events.verdict(path, verdict)?;
+                }
+            }
+            break;
+        }
+        pending = left;
+    }
+    Ok(())
+}
+
+/// One round of [`check_listed`]: plans and hashes `pending`. A file whose identity is
+/// already planned under another name (hard links) is left pending for the next round.
+fn check_round(
+    list: &mut Checklist,
+    opts: &PlanOptions,
+    read_opts: &ReadOptions,
+    workers: usize,
+    pending: &[PathBuf],
+    reporter: &dyn Reporter,
+    events: &mut dyn CheckEvents,
+) -> std::io::Result<()> {
+    let mut unreadable: HashSet<&OsStr> = HashSet::new();
+    let mut files = Vec::with_capacity(pending.len());
+    for path in pending {
+        let why = match crate::os::metadata(path) {
+            Ok(meta) if meta.is_dir() => {
+                std::io::Error::new(std::io::ErrorKind::IsADirectory, "Is a directory")
+            }
+            Ok(_) => {
+                files.push(path.clone());
+                continue;
+            }
+            Err(e) => e,
+        };
+        reporter.error(&Error::io(path, why));
+        unreadable.insert(path.as_os_str());
+    }
+    let recorder = FailedPaths {
+        reporter,
+        failed: Mutex::new(HashSet::new()),
+    };
+    let plan = Arc::new(Plan::build(&files, opts, &recorder));
+    let failed = crate::sync::into_inner(recorder.failed);
+    for path in pending {
+        if unreadable.contains(path.as_os_str()) || failed.contains(path.as_os_str()) {
+            for verdict in list.judge(path, None) {
+                events.verdict(path, verdict)?;
+            }
+        }
+    }
+
+    events.reading(&plan);
+    let started = std::time::Instant::now();
+    let mut write_error: Option<std::io::Error> = None;
+    let algo = list.algorithm();
+    let stats = hash_plan(plan.clone(), algo, read_opts, workers, |file, result| {
+        events.file_done(file, result.is_ok());
+        let digest = result.map_err(|e| reporter.error(&e)).ok();
+        for verdict in list.judge(&file.entry.path, digest.as_deref()) {
+            if write_error.is_none() {
+                write_error = events.verdict(&file.entry.path, verdict).err();
+            }
+        }
+    });
+    events.round_done(&plan, &stats, started.elapsed());
+    match write_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Passes planning errors on and remembers the paths that failed, so the listed files
+/// the planner could not open get their verdict.
+struct FailedPaths<'a> {
+    reporter: &'a dyn Reporter,
+    failed: Mutex<HashSet<OsString>>,
+}
+
+impl Reporter for FailedPaths<'_> {
+    fn error(&self, err: &Error) {
+        lock(&self.failed).insert(err.path().as_os_str().to_owned());
+        self.reporter.error(err);
+    }
+
+    fn skipped(&self, path: &Path, why: &str) {
+        self.reporter.skipped(path, why);
+    }
+
+    fn planned(&self, files: u64, bytes: u64) {
+        self.reporter.planned(files, bytes);
+    }
 }

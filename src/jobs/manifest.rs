@@ -22,6 +22,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use crate::jobs::hash::Algorithm;
+use crate::path_bytes::path_from_bytes;
 
 /// Formats one manifest line (without the trailing newline) from raw path bytes.
 ///
@@ -185,7 +186,7 @@ pub fn parse_line(line: &[u8]) -> Option<ManifestEntry> {
     };
     Some(ManifestEntry {
         hex: String::from_utf8_lossy(hex).to_ascii_lowercase(),
-        path: path_from_bytes(path),
+        path: path_from_bytes(&path),
         tag,
     })
 }
@@ -252,17 +253,6 @@ fn unescape(name: &[u8]) -> Option<Vec<u8>> {
         }
     }
     Some(path)
-}
-
-#[cfg(unix)]
-fn path_from_bytes(b: Vec<u8>) -> PathBuf {
-    use std::os::unix::ffi::OsStringExt;
-    PathBuf::from(std::ffi::OsString::from_vec(b))
-}
-
-#[cfg(not(unix))]
-fn path_from_bytes(b: Vec<u8>) -> PathBuf {
-    PathBuf::from(String::from_utf8_lossy(&b).into_owned())
 }
 
 /// One manifest's counts while it is checked, and the warnings `sha256sum -c` closes
@@ -386,6 +376,11 @@ pub struct Checklist {
 }
 
 impl Checklist {
+    /// The algorithm its digests are for.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algo
+    }
+
     /// An empty checklist for digests of `algo`.
     pub fn new(algo: Algorithm) -> Self {
         Self {
@@ -405,6 +400,24 @@ impl Checklist {
         self.tallies.push(Tally::default());
         self.from_stdin.push(from_stdin);
         self.tallies.len() - 1
+    }
+
+    /// Adds every line of a manifest, as a new manifest (see
+    /// [`start_manifest`](Self::start_manifest)), calling `malformed` with the number
+    /// (from 1) of each improperly formatted line (`sha256sum -c -w` names them).
+    pub fn add_manifest(
+        &mut self,
+        manifest: impl std::io::BufRead,
+        from_stdin: bool,
+        mut malformed: impl FnMut(usize),
+    ) -> std::io::Result<()> {
+        self.start_manifest(from_stdin);
+        for (n, line) in manifest.split(b'\n').enumerate() {
+            if !self.add_line(&line?) {
+                malformed(n + 1);
+            }
+        }
+        Ok(())
     }
 
     /// Adds one line (without its newline) of the current manifest (lines added before
@@ -549,7 +562,7 @@ mod tests {
             let e = parse_line(&line).unwrap();
             assert_eq!(e.hex, "00ff");
             assert_eq!(e.tag, None);
-            assert_eq!(super::path_from_bytes(name.to_vec()), e.path);
+            assert_eq!(path_from_bytes(name), e.path);
         }
     }
 

@@ -21,8 +21,9 @@ use std::path::Path;
 pub(crate) use super::unix::{
     await_prefetch, dir_entry_ino, file_id, raise_open_file_limit, sync_filesystems,
 };
-use crate::device::Disk;
-use crate::locate::{Extent, ExtentFlags, Filesystem, FsKind, LocateError, Placement, Strategy};
+use crate::disk::Disk;
+use crate::fs_kind::FsKind;
+use crate::placement::{Extent, ExtentFlags, LocateError, Placement, Strategy};
 
 /// Runs mapped per file before assuming the rest continues the last one (enough for the
 /// sort key and for per-extent scheduling of any file the reader would split).
@@ -85,24 +86,32 @@ fn kind_of_name(name: &str) -> FsKind {
     }
 }
 
-/// The strategies to try, best first (the same reasoning as on Linux: memory and network
-/// filesystems go by inode, FUSE and virtual ones as given, disks by device offset).
-fn ladder(kind: FsKind) -> Vec<Strategy> {
-    match kind {
-        FsKind::Tmpfs | FsKind::Nfs | FsKind::Cifs => vec![Strategy::Inode],
-        FsKind::Fuse | FsKind::Virtual => vec![Strategy::Given],
-        _ => vec![Strategy::Log2Phys, Strategy::Inode],
+/// The strategy that gives physical positions here.
+pub(crate) const EXTENT_STRATEGIES: &[Strategy] = &[Strategy::Log2Phys];
+
+/// What macOS tells about one filesystem: its type.
+#[derive(Debug)]
+pub(crate) struct Volume {
+    dev: u64,
+    kind: FsKind,
+}
+
+impl Volume {
+    pub(crate) fn kind(&self) -> FsKind {
+        self.kind
+    }
+
+    /// No known cap on one prefetch request.
+    pub(crate) fn max_prefetch(&self) -> Option<u64> {
+        None
     }
 }
 
-/// Identifies the filesystem `file` is on and the strategies to try there.
-pub(crate) fn filesystem(file: &File, dev: u64) -> Filesystem {
-    let kind = fs_type_name(file).map_or(FsKind::Other, |n| kind_of_name(&n));
-    Filesystem {
+/// Finds out about the filesystem `file` is on (device `dev`): its type name.
+pub(crate) fn probe(file: &File, dev: u64) -> Volume {
+    Volume {
         dev,
-        kind,
-        ladder: ladder(kind),
-        max_prefetch: None,
+        kind: fs_type_name(file).map_or(FsKind::Other, |n| kind_of_name(&n)),
     }
 }
 
@@ -148,6 +157,7 @@ pub(crate) fn map_extents(
     strategy: Strategy,
     size: u64,
     _sync: bool,
+    _volume: &Volume,
 ) -> Result<Placement, LocateError> {
     if strategy != Strategy::Log2Phys {
         return Err(LocateError::Unsupported(io::Error::new(
@@ -201,15 +211,11 @@ pub(crate) fn map_extents(
 
 /// No disk mapping on macOS (see the module documentation): an unknown disk per
 /// filesystem, rotation unknown, offset 0.
-pub(crate) fn disk_of(dev: u64) -> (Disk, u64) {
-    (Disk::unknown(format!("dev {dev:#x}")), 0)
+pub(crate) fn disk_of(volume: &Volume) -> (Disk, u64) {
+    (Disk::unknown(format!("dev {:#x}", volume.dev)), 0)
 }
 
 /// Whether we run as root.
-#[allow(
-    dead_code,
-    reason = "part of every backend; only Linux uses it so far (FIBMAP)"
-)]
 pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
@@ -258,18 +264,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn type_names_map_to_kinds_and_ladders() {
+    fn type_names_map_to_kinds() {
         assert_eq!(kind_of_name("apfs"), FsKind::Apfs);
         assert_eq!(kind_of_name("hfs"), FsKind::Hfs);
         assert_eq!(kind_of_name("msdos"), FsKind::Vfat);
         assert_eq!(kind_of_name("smbfs"), FsKind::Cifs);
         assert_eq!(kind_of_name("macfuse"), FsKind::Fuse);
-        assert_eq!(
-            ladder(FsKind::Apfs),
-            vec![Strategy::Log2Phys, Strategy::Inode]
-        );
-        assert_eq!(ladder(FsKind::Cifs), vec![Strategy::Inode]);
-        assert_eq!(ladder(FsKind::Fuse), vec![Strategy::Given]);
     }
 
     #[test]
@@ -278,7 +278,8 @@ mod tests {
         let path = dir.path().join("f");
         std::fs::write(&path, vec![7u8; 100_000]).unwrap();
         let f = File::open(&path).unwrap();
-        match map_extents(&f, Strategy::Log2Phys, 100_000, false) {
+        let volume = probe(&f, 0);
+        match map_extents(&f, Strategy::Log2Phys, 100_000, false, &volume) {
             Ok(p) => assert!(p.physical().is_some() || p.strategy == Strategy::Inode),
             Err(LocateError::Unsupported(_)) => {}
             Err(LocateError::Io(e)) => panic!("unexpected error {e}"),

@@ -2,14 +2,17 @@
 //!
 //! Each backend offers the same small set of functions with the same typed results, so
 //! the portable pipeline (`walk`, `locate`, `device`, `plan`, `read`) reads straight
-//! through without `cfg`:
+//! through without `cfg`. Backends import only the crate's leaf vocabulary (`FileId`,
+//! `Extent`, `Placement`, `Strategy`, `FsKind`, `Disk`): they report facts and make system
+//! calls; every policy (which strategy to try, what to cache) lives in the portable stages.
 //!
 //! - identity: [`file_id`], [`dir_entry_ino`];
 //! - opening: [`open_to_locate`], [`open_to_read`];
-//! - locating: [`filesystem`], [`map_extents`];
+//! - locating: [`probe`] (a [`Volume`]: what the backend knows of one filesystem),
+//!   [`map_extents`], [`EXTENT_STRATEGIES`];
 //! - devices: [`disk_of`];
 //! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`];
-//! - walking: [`DirReadahead`] (Linux; elsewhere a no-op); [`metadata`], [`symlink_metadata`]
+//! - walking: [`open_block_device`] and [`read_dir_ahead`] (Linux; elsewhere never); [`metadata`], [`symlink_metadata`]
 //!   and [`read_dir`] for paths of any length (Linux; elsewhere the standard library's).
 
 #[cfg(any(target_os = "linux", target_os = "macos"))]
@@ -40,15 +43,27 @@ pub(crate) use other::*;
 #[cfg(not(target_os = "linux"))]
 pub(crate) use std::fs::{metadata, read_dir, symlink_metadata};
 
-/// Directory read-ahead applies to Linux only (see `linux/dirahead.rs`); elsewhere it
-/// never starts anything.
+/// Opens a directory for reading (elsewhere than Linux, as the standard library does).
 #[cfg(not(target_os = "linux"))]
-#[derive(Default)]
-pub(crate) struct DirReadahead;
+pub(crate) fn open_directory(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
+/// Directory read-ahead applies to Linux only (see `linux/dirahead.rs`); elsewhere there
+/// is never a block device to read through.
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug)]
+pub(crate) enum BlockDevice {}
 
 #[cfg(not(target_os = "linux"))]
-impl DirReadahead {
-    pub(crate) fn start(&self, _dir: &std::path::Path, _dev: u64, _size: u64) -> bool {
-        false
-    }
+pub(crate) fn open_block_device(
+    _volume: &Volume,
+    _rotational: Option<bool>,
+) -> Option<BlockDevice> {
+    None
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn read_dir_ahead(_dir: &std::fs::File, _size: u64, device: &BlockDevice) -> bool {
+    match *device {}
 }

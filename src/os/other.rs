@@ -4,9 +4,10 @@ use std::fs::{DirEntry, File, Metadata};
 use std::io;
 use std::path::Path;
 
-use crate::device::Disk;
-use crate::locate::{Filesystem, FsKind, LocateError, Placement, Strategy};
-use crate::walk::FileId;
+use crate::disk::Disk;
+use crate::file_id::FileId;
+use crate::fs_kind::FsKind;
+use crate::placement::{LocateError, Placement, Strategy};
 
 /// The identity of the file at `path` (open as `open` when the caller has it open), whose
 /// metadata is `meta`. A function of the path and handle rather than of the metadata alone
@@ -48,13 +49,27 @@ pub(crate) fn open_to_read(path: &Path) -> io::Result<File> {
     File::open(path)
 }
 
-pub(crate) fn filesystem(_file: &File, dev: u64) -> Filesystem {
-    Filesystem {
-        dev,
-        kind: FsKind::Other,
-        ladder: vec![Strategy::Inode],
-        max_prefetch: None,
+/// No strategy gives physical positions here.
+pub(crate) const EXTENT_STRATEGIES: &[Strategy] = &[];
+
+/// Nothing is known about filesystems here beyond their device number.
+#[derive(Debug)]
+pub(crate) struct Volume {
+    dev: u64,
+}
+
+impl Volume {
+    pub(crate) fn kind(&self) -> FsKind {
+        FsKind::Other
     }
+
+    pub(crate) fn max_prefetch(&self) -> Option<u64> {
+        None
+    }
+}
+
+pub(crate) fn probe(_file: &File, dev: u64) -> Volume {
+    Volume { dev }
 }
 
 pub(crate) fn map_extents(
@@ -62,6 +77,7 @@ pub(crate) fn map_extents(
     strategy: Strategy,
     _size: u64,
     _sync: bool,
+    _volume: &Volume,
 ) -> Result<Placement, LocateError> {
     Err(LocateError::Unsupported(io::Error::new(
         io::ErrorKind::Unsupported,
@@ -69,8 +85,8 @@ pub(crate) fn map_extents(
     )))
 }
 
-pub(crate) fn disk_of(dev: u64) -> (Disk, u64) {
-    (Disk::unknown(format!("dev {dev}")), 0)
+pub(crate) fn disk_of(volume: &Volume) -> (Disk, u64) {
+    (Disk::unknown(format!("dev {}", volume.dev)), 0)
 }
 
 pub(crate) fn is_root() -> bool {

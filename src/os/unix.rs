@@ -5,7 +5,7 @@ use std::io;
 use std::os::unix::fs::{DirEntryExt, FileExt, MetadataExt};
 use std::path::Path;
 
-use crate::walk::FileId;
+use crate::file_id::FileId;
 
 /// The identity of a file: device and inode number, both in its metadata (`path` and the
 /// open file are only needed on Windows).

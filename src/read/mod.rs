@@ -42,7 +42,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::Receiver;
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Change, Error, ErrorKind};
 use crate::os;
 use crate::plan::{Plan, PlannedFile};
 use sweep::{Message, Slot, SweepRun};
@@ -50,6 +50,7 @@ use window::Window;
 
 /// How to read.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ReadOptions {
     /// Bytes prefetched ahead of the consumer, per disk. Enough to cover many files so the
     /// disk always has queued requests to reorder, small enough to stay in the page cache.
@@ -118,6 +119,11 @@ pub struct Reader {
 
 impl Reader {
     /// Starts one sweep thread per disk of `plan`.
+    ///
+    /// With prefetching on, this raises the process's soft open-file limit to its hard
+    /// limit (`RLIMIT_NOFILE`; at most 2^20): every file in the window, and every
+    /// fragmented file waiting for its later extents, holds a descriptor, and the window
+    /// is then sized to stay well inside the limit.
     pub fn new(plan: Arc<Plan>, opts: ReadOptions) -> Reader {
         let (tx, rx) = crossbeam_channel::unbounded();
         let seq = Arc::new(AtomicU64::new(0));
@@ -343,9 +349,7 @@ impl FileReader {
     pub fn finish(self) -> Result<u64, Error> {
         let planned = self.planned();
         let entry = &planned.entry;
-        let kind = self.plan.filesystems()[usize::from(planned.filesystem)]
-            .filesystem
-            .kind;
+        let kind = self.plan.filesystems()[usize::from(planned.filesystem)].kind;
         if !kind.sizes_are_lengths() {
             return Ok(self.pos);
         }
@@ -353,25 +357,71 @@ impl FileReader {
             .file
             .metadata()
             .map_err(|e| Error::io(&*entry.path, e))?;
-        let changed = |what: String| Err(Error::new(&*entry.path, ErrorKind::Changed(what)));
+        let changed = |how| Err(Error::new(&*entry.path, ErrorKind::Changed(how)));
         if meta.len() != entry.size {
-            return changed(format!("size {} → {}", entry.size, meta.len()));
+            return changed(Change::Size {
+                planned: entry.size,
+                now: meta.len(),
+            });
         }
         if self.pos != entry.size {
-            return changed(format!("read {} of {} bytes", self.pos, entry.size));
+            return changed(Change::Length {
+                read: self.pos,
+                size: entry.size,
+            });
         }
         if meta.modified().ok() != entry.modified {
-            return changed("modification time changed".into());
+            return changed(Change::Modified);
         }
         Ok(self.pos)
     }
 }
 
-impl Read for FileReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+impl FileReader {
+    /// Reads the file to its end, handing each chunk to `sink`, then checks that it did
+    /// not change while it was read ([`finish`](Self::finish)). Returns the bytes read.
+    /// Reads through one 1 MiB buffer per thread, reused from file to file.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use seekless::{Plan, PlanOptions, Quiet, read::{ReadOptions, Reader}};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// std::fs::write(dir.path().join("a"), vec![1u8; 3000])?;
+    /// let plan = Arc::new(Plan::build(&[dir.path().to_path_buf()], &PlanOptions::default(), &Quiet));
+    /// for file in Reader::new(plan, ReadOptions::default()) {
+    ///     let mut ones = 0;
+    ///     let n = file?.read_to_end_with(|chunk| ones += chunk.iter().filter(|&&b| b == 1).count())?;
+    ///     assert_eq!((n, ones), (3000, 3000));
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read_to_end_with(mut self, mut sink: impl FnMut(&[u8])) -> Result<u64, Error> {
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 1 << 20]);
+        }
+        BUF.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            loop {
+                match self.read_chunk(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => sink(&buf[..n]),
+                    Err(e)
+                        if e.io_error().map(io::Error::kind)
+                            == Some(io::ErrorKind::Interrupted) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        })?;
+        self.finish()
+    }
+
+    /// One `read`, with the error naming the file.
+    fn read_chunk(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
         let n = self.file.read(buf).map_err(|e| {
             let path = &self.plan.files()[self.index as usize].entry.path;
-            io::Error::new(e.kind(), Error::io(&**path, e))
+            Error::io(&**path, e)
         })?;
         self.pos += n as u64;
         self.window.release(self.slot.consumed(n as u64));
@@ -381,6 +431,12 @@ impl Read for FileReader {
             self.dropped = self.pos;
         }
         Ok(n)
+    }
+}
+
+impl Read for FileReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.read_chunk(buf).map_err(io::Error::from)
     }
 }
 
@@ -410,7 +466,7 @@ mod tests {
 
     #[test]
     fn a_sweep_that_panics_fails_the_reader_instead_of_ending_it_early() {
-        let names = ["a", "b", sweep::tests::PANIC_ON_OPEN, "c", "d"];
+        let names = ["a", "b", sweep::PANIC_ON_OPEN, "c", "d"];
         let (_t, plan) = plan_of(&names);
         let p = plan.clone();
         let message = panic_message(move || {

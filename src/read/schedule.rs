@@ -36,11 +36,7 @@ pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
     let pieces: Vec<u64> = plan
         .filesystems()
         .iter()
-        .map(|r| {
-            piece
-                .min(r.filesystem.max_prefetch.unwrap_or(u64::MAX))
-                .max(4096)
-        })
+        .map(|r| piece.min(r.max_prefetch.unwrap_or(u64::MAX)).max(4096))
         .collect();
     // (class, key, step); class 0 = located by device offset, 1 = the rest in sweep order.
     let mut keyed: Vec<(u8, u64, Step)> = Vec::new();
@@ -119,5 +115,82 @@ fn push_pieces(
             },
         ));
         done += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::tests::{filesystem, located, plan_of};
+
+    fn steps(plan: &Plan, piece: u64) -> Vec<(u32, u64, u64, Option<u64>)> {
+        schedule(plan, &plan.sweeps()[0], piece)
+            .steps
+            .iter()
+            .map(|s| (s.file, s.offset, s.length, s.position))
+            .collect()
+    }
+
+    #[test]
+    fn each_extent_of_a_fragmented_file_is_fetched_at_its_place_in_the_sweep() {
+        const M: u64 = 1 << 20;
+        let files = vec![
+            // File 0: two extents, at 1 MiB and at 9 MiB on the disk.
+            located(
+                "frag",
+                (1, 1),
+                128 << 10,
+                &[(0, M, 64 << 10), (64 << 10, 9 * M, 64 << 10)],
+                0,
+            ),
+            // File 1: in between.
+            located("mid", (1, 2), 4096, &[(0, 5 * M, 4096)], 0),
+            // File 2: no position, after every located step.
+            located("unlocated", (1, 3), 8192, &[], 0),
+        ];
+        let plan = plan_of(files, vec![filesystem(1, 0, None)]);
+        let s = schedule(&plan, &plan.sweeps()[0], 4 << 20);
+        assert_eq!(
+            s.steps
+                .iter()
+                .map(|s| (s.file, s.offset, s.length, s.position))
+                .collect::<Vec<_>>(),
+            vec![
+                (0, 0, 64 << 10, Some(M)),
+                (1, 0, 4096, Some(5 * M)),
+                (0, 64 << 10, 64 << 10, Some(9 * M)),
+                (2, 0, 8192, None),
+            ]
+        );
+        assert_eq!(s.steps_per_file, vec![2, 1, 1]);
+    }
+
+    #[test]
+    fn steps_are_cut_to_the_piece_size_and_to_what_one_prefetch_call_reads() {
+        let files = vec![located("big", (1, 1), 10 << 20, &[(0, 0, 10 << 20)], 0)];
+        let uncapped = plan_of(files.clone(), vec![filesystem(1, 0, None)]);
+        let lengths =
+            |plan: &Plan, piece| -> Vec<u64> { steps(plan, piece).iter().map(|s| s.2).collect() };
+        assert_eq!(lengths(&uncapped, 4 << 20), vec![4 << 20, 4 << 20, 2 << 20]);
+        // A device that reads at most 1280 KiB per readahead(2) call.
+        let capped = plan_of(files, vec![filesystem(1, 0, Some(1280 << 10))]);
+        let cut = lengths(&capped, 4 << 20);
+        assert_eq!(cut.len(), 8);
+        assert!(cut.iter().all(|&l| l <= 1280 << 10));
+        assert_eq!(cut.iter().sum::<u64>(), 10 << 20);
+        // Positions follow the pieces.
+        let s = steps(&capped, 4 << 20);
+        assert_eq!(s[1].3, Some(1280 << 10));
+    }
+
+    #[test]
+    fn partition_bases_shift_positions_onto_the_whole_disk() {
+        let mut f = located("p2", (2, 1), 4096, &[(0, 8192, 4096)], 0);
+        f.base = 1 << 30;
+        let plan = plan_of(vec![f], vec![filesystem(2, 0, None)]);
+        assert_eq!(
+            steps(&plan, 4 << 20),
+            vec![(0, 0, 4096, Some((1 << 30) + 8192))]
+        );
     }
 }

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Change, Error, ErrorKind};
 use crate::os;
 use crate::plan::{Plan, Sweep};
 use crate::read::schedule::{Schedule, Step, schedule};
 use crate::read::window::{Admit, Window};
+use crate::sync::lock;
 
 /// What the sweep and the consumer share about one handed-over file.
 #[derive(Debug, Default)]
@@ -31,7 +32,7 @@ impl Slot {
     /// The sweep prefetched `bytes` more; false if the consumer already closed the file
     /// (the bytes go straight back to the window).
     fn issued(&self, bytes: u64) -> bool {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = lock(&self.state);
         if s.closed {
             return false;
         }
@@ -41,7 +42,7 @@ impl Slot {
 
     /// The consumer read `bytes`: how many window bytes that frees.
     pub(crate) fn consumed(&self, bytes: u64) -> u64 {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = lock(&self.state);
         let free = bytes.min(s.issued - s.released);
         s.released += free;
         free
@@ -49,7 +50,7 @@ impl Slot {
 
     /// The consumer closed the file: the window bytes still held.
     pub(crate) fn close(&self) -> u64 {
-        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = lock(&self.state);
         s.closed = true;
         let rest = s.issued - s.released;
         s.released = s.issued;
@@ -289,8 +290,8 @@ impl SweepRun<'_> {
     /// Opens the file for reading and checks it is still the file that was planned.
     fn open(&self, i: u32) -> Result<File, Error> {
         let entry = &self.plan.files()[i as usize].entry;
-        #[cfg(test)]
-        tests::fault_point(&entry.path);
+        #[cfg(any(test, debug_assertions))]
+        fault_point(&entry.path);
         let file = os::open_to_read(&entry.path).map_err(|e| Error::io(&*entry.path, e))?;
         let meta = file.metadata().map_err(|e| Error::io(&*entry.path, e))?;
         let id =
@@ -298,25 +299,32 @@ impl SweepRun<'_> {
         if id != entry.id || !meta.is_file() {
             return Err(Error::new(
                 &*entry.path,
-                ErrorKind::Changed("replaced by another file since it was planned".into()),
+                ErrorKind::Changed(Change::Replaced),
             ));
         }
         Ok(file)
     }
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::crosses_gap;
+/// Fault injection, for tests of what a panic does: a file of this name makes the sweep
+/// that opens it panic — in unit tests always, and in debug builds of the binary when
+/// `SEEKLESS_INJECT_FAULTS=1` (the command's tests run the debug build). Release builds
+/// have no such hook.
+#[cfg(any(test, debug_assertions))]
+pub(crate) const PANIC_ON_OPEN: &str = "seekless-test-sweep-panics-here";
 
-    /// A file of this name makes the sweep that opens it panic (tests only).
-    pub(crate) const PANIC_ON_OPEN: &str = "seekless-test-sweep-panics-here";
-
-    pub(super) fn fault_point(path: &std::path::Path) {
-        if path.file_name().is_some_and(|n| n == PANIC_ON_OPEN) {
-            panic!("injected sweep fault at {}", path.display());
-        }
+#[cfg(any(test, debug_assertions))]
+fn fault_point(path: &std::path::Path) {
+    if path.file_name().is_some_and(|n| n == PANIC_ON_OPEN)
+        && (cfg!(test) || std::env::var_os("SEEKLESS_INJECT_FAULTS").is_some_and(|v| v == "1"))
+    {
+        panic!("injected sweep fault at {}", path.display());
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::crosses_gap;
 
     #[test]
     fn only_the_first_step_and_steps_past_a_wide_gap_wait() {

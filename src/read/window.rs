@@ -6,6 +6,8 @@
 
 use std::sync::{Condvar, Mutex};
 
+use crate::sync;
+
 #[derive(Debug, Default)]
 pub(crate) struct Usage {
     /// Prefetched and not yet consumed.
@@ -64,7 +66,7 @@ impl Window {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Usage> {
-        self.usage.lock().unwrap_or_else(|e| e.into_inner())
+        sync::lock(&self.usage)
     }
 
     /// Waits until `bytes` more (and one more open file if `open`) fit, then takes them.
@@ -94,7 +96,7 @@ impl Window {
             if u.handed == 0 && have_partials {
                 return Admit::Force;
             }
-            u = self.changed.wait(u).unwrap_or_else(|e| e.into_inner());
+            u = sync::wait(&self.changed, u);
         }
     }
 

@@ -73,13 +73,12 @@ pub fn run(args: Args) -> Result<Code> {
         ),
         None => None,
     };
-    let opts = BenchOptions {
-        read: args.read.options(),
-        cold: args.cold.into(),
-        reps: args.reps.get(),
-        workers: args.read.workers(),
-        trace: args.plot.is_some(),
-    };
+    let mut opts = BenchOptions::default();
+    opts.read = args.read.options();
+    opts.cold = args.cold.into();
+    opts.reps = args.reps.get();
+    opts.workers = args.read.workers();
+    opts.trace = args.plot.is_some();
     let console = Console::new(false);
     let result = bench(&paths, &plan_opts, &opts, &console);
     console.finish();
@@ -117,7 +116,7 @@ fn strategies(c: &ContenderResult) -> String {
     let mut names: Vec<String> = c
         .filesystems
         .iter()
-        .map(|f| format!("{} {}", f.filesystem.kind, f.strategy))
+        .map(|f| format!("{} {}", f.kind, f.strategy))
         .collect();
     names.dedup();
     names.join(", ")

@@ -1,19 +1,17 @@
 //! `seekless hash`: checksum manifests in the coreutils format, and `--check`.
 
-use std::collections::HashSet;
-use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufReader, BufWriter, Write};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
-use seekless::jobs::hash::{Algorithm, hash_plan, hash_stream};
+use seekless::jobs::hash::{Algorithm, CheckEvents, check_listed, hash_plan, hash_stream};
 use seekless::jobs::manifest::{Checklist, Verdict, format_line, format_verdict, name_in_manifest};
-use seekless::read::ReadOptions;
+use seekless::read::{ReadOptions, ReadStats};
 use seekless::{Plan, PlannedFile, Reporter};
 
 use crate::exit::Code;
@@ -99,14 +97,13 @@ pub struct ReadArgs {
 
 impl ReadArgs {
     pub fn options(&self) -> ReadOptions {
-        ReadOptions {
-            window_bytes: self.window_mb << 20,
-            window_files: self.window_files.get(),
-            drop_behind: !self.keep_cache,
-            prefetch: !self.no_prefetch,
-            gap_barrier: self.gap_barrier_kb << 10,
-            ..ReadOptions::default()
-        }
+        let mut opts = ReadOptions::default();
+        opts.window_bytes = self.window_mb << 20;
+        opts.window_files = self.window_files.get();
+        opts.drop_behind = !self.keep_cache;
+        opts.prefetch = !self.no_prefetch;
+        opts.gap_barrier = self.gap_barrier_kb << 10;
+        opts
     }
 
     pub fn workers(&self) -> usize {
@@ -223,12 +220,8 @@ fn read_bar(console: &Console, plan: &Plan) -> ProgressBar {
 }
 
 /// `--check`: verify manifests, reading the listed files in physical order, with
-/// `sha256sum -c`'s verdicts, warnings and exit status.
-///
-/// Verdicts are printed as they become known, not in manifest order: lines naming
-/// standard input (`-`) first, then the listed files that cannot be opened (missing,
-/// directories, permission denied: in manifest order), then the rest in read order. A file
-/// listed under a second name (a hard link) is read again in a later sweep.
+/// `sha256sum -c`'s verdicts, warnings and exit status (see `jobs::hash::check_listed`
+/// for the order verdicts come in; lines naming standard input come first).
 fn check(args: Args) -> Result<Code> {
     let manifests = args.input.paths()?;
     let algo: Algorithm = args.algo.into();
@@ -243,53 +236,62 @@ fn check(args: Args) -> Result<Code> {
         } else {
             m.display().to_string()
         };
-        list.start_manifest(from_stdin);
-        let warn = (args.warn && !args.status).then_some(name.as_str());
-        let ok = match read_manifest(&mut list, m, from_stdin, warn, algo) {
+        let warn = args.warn && !args.status;
+        let malformed = |n: usize| {
+            if warn {
+                eprintln!(
+                    "seekless: {name}: {n}: improperly formatted {} checksum line",
+                    algo.name()
+                );
+            }
+        };
+        let added = if from_stdin {
+            list.add_manifest(io::stdin().lock(), true, malformed)
+        } else {
+            match File::open(m) {
+                Ok(f) => list.add_manifest(BufReader::new(f), false, malformed),
+                Err(e) => {
+                    // Still a manifest, with nothing in it: its tally lines up with `read`.
+                    list.start_manifest(false);
+                    Err(e)
+                }
+            }
+        };
+        let whole = match added {
             Ok(()) => true,
             Err(e) => {
                 console.error(&seekless::Error::io(&name, e));
                 false
             }
         };
-        read.push((name, ok));
+        read.push((name, whole));
     }
 
-    let mut verdicts = VerdictPrinter {
+    let mut events = CheckPrinter {
         out: BufWriter::with_capacity(1 << 16, io::stdout()),
         quiet: args.quiet,
         status: args.status,
+        summary: args.summary,
+        console: &console,
+        bar: ProgressBar::hidden(),
+        read: (0, 0),
     };
     for i in 0..list.stdin_lines() {
         let digest = hash_stream(io::stdin().lock(), algo)
             .map_err(|e| console.error(&seekless::Error::io("-", e)))
             .ok();
         let verdict = list.judge_stdin(i, digest.as_deref());
-        verdicts.print(Path::new("-"), verdict)?;
+        events.verdict(Path::new("-"), verdict)?;
     }
-
-    let mut opts = args.input.plan_options()?;
-    // Listed files are named explicitly: --ext/--glob have nothing to select.
-    opts.walk.filter = seekless::Filter::new();
-    let mut pending = list.pending();
-    while !pending.is_empty() {
-        check_round(&args, &opts, &pending, &mut list, &console, &mut verdicts)?;
-        let left = list.pending();
-        if left.len() == pending.len() {
-            // Neither planned nor reported as failing: never seen in practice, but each
-            // round must give some file its verdict, or this would never end.
-            for path in &left {
-                let why = io::Error::other("not planned for reading");
-                console.error(&seekless::Error::io(path, why));
-                for verdict in list.judge(path, None) {
-                    verdicts.print(path, verdict)?;
-                }
-            }
-            break;
-        }
-        pending = left;
-    }
-    verdicts.out.flush()?;
+    check_listed(
+        &mut list,
+        &args.input.plan_options()?,
+        &args.read.options(),
+        args.read.workers(),
+        &console,
+        &mut events,
+    )?;
+    events.out.flush()?;
 
     let mut passed = true;
     for (tally, (name, whole)) in list.tallies().iter().zip(&read) {
@@ -315,138 +317,49 @@ fn check(args: Args) -> Result<Code> {
     Ok(if passed { Code::Ok } else { Code::Failed })
 }
 
-/// Adds a manifest's lines to `list`. With `warn` (the manifest's name), each improperly
-/// formatted line is reported on stderr with its number, as `sha256sum -c -w` does.
-fn read_manifest(
-    list: &mut Checklist,
-    path: &Path,
-    from_stdin: bool,
-    warn: Option<&str>,
-    algo: Algorithm,
-) -> io::Result<()> {
-    let reader: Box<dyn BufRead> = if from_stdin {
-        Box::new(io::stdin().lock())
-    } else {
-        Box::new(BufReader::new(File::open(path)?))
-    };
-    for (n, line) in reader.split(b'\n').enumerate() {
-        if !list.add_line(&line?) {
-            if let Some(name) = warn {
-                eprintln!(
-                    "seekless: {name}: {}: improperly formatted {} checksum line",
-                    n + 1,
-                    algo.name()
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Plans and hashes `pending` (listed files without a verdict), printing verdicts.
-///
-/// Directories and paths that cannot be stat-ed fail before planning: the walk would
-/// descend into a directory, and `sha256sum -c` reports one as unreadable ("Is a
-/// directory"). Files the planner cannot open fail too; their verdicts come before the
-/// read, in manifest order. A file whose identity is already planned under another name
-/// (hard links) is left pending for the next round.
-fn check_round(
-    args: &Args,
-    opts: &seekless::PlanOptions,
-    pending: &[PathBuf],
-    list: &mut Checklist,
-    console: &Console,
-    verdicts: &mut VerdictPrinter,
-) -> Result<()> {
-    let mut unreadable: HashSet<&OsStr> = HashSet::new();
-    let mut files = Vec::with_capacity(pending.len());
-    for path in pending {
-        let why = match std::fs::metadata(path) {
-            Ok(meta) if meta.is_dir() => {
-                io::Error::new(io::ErrorKind::IsADirectory, "Is a directory")
-            }
-            Ok(_) => {
-                files.push(path.clone());
-                continue;
-            }
-            Err(e) => e,
-        };
-        console.error(&seekless::Error::io(path, why));
-        unreadable.insert(path.as_os_str());
-    }
-    let recorder = FailedPaths {
-        console,
-        failed: Mutex::new(HashSet::new()),
-    };
-    let plan = Arc::new(Plan::build(&files, opts, &recorder));
-    let failed = recorder
-        .failed
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner());
-    for path in pending {
-        if unreadable.contains(path.as_os_str()) || failed.contains(path.as_os_str()) {
-            for verdict in list.judge(path, None) {
-                verdicts.print(path, verdict)?;
-            }
-        }
-    }
-
-    let bar = read_bar(console, &plan);
-    let mut write_error: Option<io::Error> = None;
-    hash_with_progress(args, &plan, &bar, |file, result| {
-        let digest = result.map_err(|e| console.error(&e)).ok();
-        for verdict in list.judge(&file.entry.path, digest.as_deref()) {
-            if write_error.is_none() {
-                write_error = verdicts.print(&file.entry.path, verdict).err();
-            }
-        }
-    });
-    bar.finish_and_clear();
-    match write_error {
-        Some(e) => Err(e.into()),
-        None => Ok(()),
-    }
-}
-
-/// Writes verdict lines, minding `--quiet` (no OK lines) and `--status` (none at all).
-struct VerdictPrinter {
+/// Prints verdict lines, minding `--quiet` (no OK lines) and `--status` (none at all),
+/// with a progress bar on a terminal and `--summary`'s lines per round.
+struct CheckPrinter<'a> {
     out: BufWriter<io::Stdout>,
     quiet: bool,
     status: bool,
+    summary: bool,
+    console: &'a Console,
+    bar: ProgressBar,
+    /// Files and bytes read in the current round.
+    read: (u64, u64),
 }
 
-impl VerdictPrinter {
-    fn print(&mut self, path: &Path, verdict: Verdict) -> io::Result<()> {
+impl CheckEvents for CheckPrinter<'_> {
+    fn reading(&mut self, plan: &Arc<Plan>) {
+        if self.summary {
+            print_summary(plan);
+        }
+        self.bar = read_bar(self.console, plan);
+        self.read = (0, 0);
+    }
+
+    fn file_done(&mut self, file: &PlannedFile, hashed: bool) {
+        self.bar.inc(file.entry.size);
+        if hashed {
+            self.read.0 += 1;
+            self.read.1 += file.entry.size;
+        }
+    }
+
+    fn round_done(&mut self, _plan: &Plan, stats: &ReadStats, took: std::time::Duration) {
+        self.bar.finish_and_clear();
+        if self.summary {
+            print_read_summary(self.read.0, self.read.1, took, stats);
+        }
+    }
+
+    fn verdict(&mut self, path: &Path, verdict: Verdict) -> io::Result<()> {
         if self.status || (self.quiet && verdict == Verdict::Ok) {
             return Ok(());
         }
         let mut line = format_verdict(&path_bytes(path), verdict);
         line.push(b'\n');
         self.out.write_all(&line)
-    }
-}
-
-/// Passes planning errors on to the console and remembers the paths that failed, so the
-/// listed files the planner could not open get their verdict.
-struct FailedPaths<'a> {
-    console: &'a Console,
-    failed: Mutex<HashSet<OsString>>,
-}
-
-impl Reporter for FailedPaths<'_> {
-    fn error(&self, err: &seekless::Error) {
-        self.failed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(err.path().as_os_str().to_owned());
-        self.console.error(err);
-    }
-
-    fn skipped(&self, path: &Path, why: &str) {
-        self.console.skipped(path, why);
-    }
-
-    fn planned(&self, files: u64, bytes: u64) {
-        self.console.planned(files, bytes);
     }
 }

@@ -78,11 +78,11 @@ impl InputArgs {
         let mut paths = self.paths.clone();
         if let Some(list) = &self.files_from {
             let read = if list.as_os_str() == "-" {
-                seekless::walk::read_path_list(io::stdin().lock(), self.null)
+                seekless::read_path_list(io::stdin().lock(), self.null)
             } else {
                 let f = File::open(list)
                     .with_context(|| format!("cannot open --files-from {}", list.display()))?;
-                seekless::walk::read_path_list(f, self.null)
+                seekless::read_path_list(f, self.null)
             };
             let read = read.with_context(|| format!("reading {}", list.display()))?;
             if !self.null && read.iter().any(|p| has_nul(p)) {
@@ -107,13 +107,11 @@ impl InputArgs {
                 .globs(&self.glob)
                 .map_err(|e| UsageError(format!("bad --glob: {e}")))?;
         }
-        let mut walk = WalkOptions {
-            follow: self.follow,
-            one_file_system: self.one_file_system,
-            filter,
-            dir_readahead: !self.no_dir_readahead,
-            ..WalkOptions::default()
-        };
+        let mut walk = WalkOptions::default();
+        walk.follow = self.follow;
+        walk.one_file_system = self.one_file_system;
+        walk.filter = filter;
+        walk.dir_readahead = !self.no_dir_readahead;
         if let Some(n) = self.walk_threads {
             walk.threads = n.get();
         }
@@ -124,11 +122,11 @@ impl InputArgs {
             LocateArg::Inode => Some(Strategy::Inode),
             LocateArg::Given => Some(Strategy::Given),
         };
-        Ok(PlanOptions {
-            walk,
-            strategy,
-            sync: self.sync,
-        })
+        let mut opts = PlanOptions::default();
+        opts.walk = walk;
+        opts.strategy = strategy;
+        opts.sync = self.sync;
+        Ok(opts)
     }
 }
 

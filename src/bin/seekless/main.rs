@@ -18,11 +18,11 @@ use clap::{Parser, Subcommand};
 #[command(name = "seekless", version, about, max_term_width = 100)]
 struct Cli {
     #[command(subcommand)]
-    job: Job,
+    command: Command,
 }
 
 #[derive(Subcommand)]
-enum Job {
+enum Command {
     /// Print files in physical order (or another order), for other tools to consume.
     Order(order::Args),
     /// Checksum files (coreutils manifest format), or verify a manifest with --check.
@@ -33,10 +33,10 @@ enum Job {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.job {
-        Job::Order(args) => order::run(args),
-        Job::Hash(args) => hash::run(args),
-        Job::Bench(args) => bench::run(args),
+    let result = match cli.command {
+        Command::Order(args) => order::run(args),
+        Command::Hash(args) => hash::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(code) => code.into(),

@@ -13,19 +13,7 @@ pub fn write_path(out: &mut impl Write, path: &Path, end: u8) -> io::Result<()> 
     out.write_all(&[end])
 }
 
-#[cfg(unix)]
-pub fn path_bytes(path: &Path) -> std::borrow::Cow<'_, [u8]> {
-    use std::os::unix::ffi::OsStrExt;
-    std::borrow::Cow::Borrowed(path.as_os_str().as_bytes())
-}
-
-#[cfg(not(unix))]
-pub fn path_bytes(path: &Path) -> std::borrow::Cow<'_, [u8]> {
-    match path.to_string_lossy() {
-        std::borrow::Cow::Borrowed(s) => std::borrow::Cow::Borrowed(s.as_bytes()),
-        std::borrow::Cow::Owned(s) => std::borrow::Cow::Owned(s.into_bytes()),
-    }
-}
+pub use seekless::path_to_bytes as path_bytes;
 
 /// The path for JSON: a string, plus the raw bytes when the name is not UTF-8 (JSON
 /// strings cannot carry them).
@@ -70,7 +58,7 @@ pub fn print_summary(plan: &Plan) {
         };
         text += &format!(
             "seekless: {} on {} ({}): {} files located by {}\n",
-            fs.filesystem.kind, disk.name, kind, fs.files, fs.strategy
+            fs.kind, disk.name, kind, fs.files, fs.strategy
         );
         for d in &fs.demotions {
             text += &format!("seekless:   {d}\n");

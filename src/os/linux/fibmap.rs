@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 
-use crate::locate::{Extent, ExtentFlags, LocateError, Placement, Strategy};
+use crate::placement::{Extent, ExtentFlags, LocateError, Placement, Strategy};
 
 /// `_IO(0x00, 1)`.
 const FIBMAP: libc::c_ulong = 1;

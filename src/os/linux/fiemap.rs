@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
 
-use crate::locate::{Extent, ExtentFlags, LocateError, Placement, Strategy};
+use crate::placement::{Extent, ExtentFlags, LocateError, Placement, Strategy};
 
 /// `_IOWR('f', 11, struct fiemap)`; the struct header is 32 bytes.
 const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;

@@ -111,6 +111,11 @@ pub(crate) fn symlink_metadata(path: &Path) -> io::Result<Metadata> {
     fs::symlink_metadata(&*sys_path(path)?)
 }
 
+/// Opens the directory at `path`, of any length, for reading.
+pub(crate) fn open_directory(path: &Path) -> io::Result<fs::File> {
+    fs::File::open(&*sys_path(path)?)
+}
+
 /// [`fs::read_dir`] for a path of any length (the listing holds its own descriptor).
 pub(crate) fn read_dir(path: &Path) -> io::Result<ReadDir> {
     fs::read_dir(&*sys_path(path)?)
@@ -129,10 +134,8 @@ mod tests {
         let c = CString::new(name.as_bytes()).unwrap();
         for _ in 0..levels {
             // SAFETY: `c` is NUL-terminated and `at` is an open directory.
-            assert_eq!(
-                unsafe { libc::mkdirat(at.as_raw_fd(), c.as_ptr(), 0o755) },
-                0
-            );
+            let rc = unsafe { libc::mkdirat(at.as_raw_fd(), c.as_ptr(), 0o755) };
+            assert_eq!(rc, 0);
             at = open_dir(Some(&at), name.as_bytes()).unwrap();
             path.push(&name);
         }

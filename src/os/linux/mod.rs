@@ -14,15 +14,16 @@ use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use crate::device::Disk;
-use crate::locate::{Filesystem, LocateError, Placement, Strategy};
+use crate::disk::Disk;
+use crate::fs_kind::FsKind;
+use crate::placement::{LocateError, Placement, Strategy};
 
 pub(crate) use super::unix::{
     await_prefetch, dir_entry_ino, file_id, raise_open_file_limit, sync_filesystems,
 };
-pub(crate) use dirahead::DirReadahead;
+pub(crate) use dirahead::{BlockDevice, open_block_device, read_dir_ahead};
 pub(crate) use hints::{drop_cache, prefetch};
-pub(crate) use longpath::{metadata, read_dir, symlink_metadata, sys_path};
+pub(crate) use longpath::{metadata, open_directory, read_dir, symlink_metadata, sys_path};
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory
 /// was read cannot hang us), never updates atime, and does not follow a final symlink
@@ -56,13 +57,36 @@ fn open_noatime(path: &Path, flags: i32) -> io::Result<File> {
     }
 }
 
-/// Identifies the filesystem `file` is on and the strategies to try there.
-pub(crate) fn filesystem(file: &File, dev: u64) -> Filesystem {
-    let kind = statfs::kind(file);
-    Filesystem {
+/// The strategies that give physical positions here, best first: extents, then the block
+/// map (which needs `CAP_SYS_RAWIO`; see [`Strategy::needs_privilege`]).
+pub(crate) const EXTENT_STRATEGIES: &[Strategy] = &[Strategy::Fiemap, Strategy::Fibmap];
+
+/// What Linux tells about one filesystem (device number), found once per device.
+#[derive(Debug)]
+pub(crate) struct Volume {
+    dev: u64,
+    kind: FsKind,
+    max_prefetch: Option<u64>,
+}
+
+impl Volume {
+    pub(crate) fn kind(&self) -> FsKind {
+        self.kind
+    }
+
+    /// The most one `readahead(2)` call reads on the filesystem's device (see
+    /// `sysfs::prefetch_limit`); `None` without a block device.
+    pub(crate) fn max_prefetch(&self) -> Option<u64> {
+        self.max_prefetch
+    }
+}
+
+/// Finds out about the filesystem `file` is on (device `dev`): its type (`fstatfs`) and
+/// its device's prefetch cap (sysfs).
+pub(crate) fn probe(file: &File, dev: u64) -> Volume {
+    Volume {
         dev,
-        kind,
-        ladder: statfs::ladder(kind, is_root()),
+        kind: statfs::kind(file),
         max_prefetch: sysfs::prefetch_limit(dev),
     }
 }
@@ -73,6 +97,7 @@ pub(crate) fn map_extents(
     strategy: Strategy,
     size: u64,
     sync: bool,
+    _volume: &Volume,
 ) -> Result<Placement, LocateError> {
     match strategy {
         Strategy::Fiemap => fiemap::placement(file, size, sync),
@@ -84,10 +109,10 @@ pub(crate) fn map_extents(
     }
 }
 
-/// The physical disk holding device `dev`, found through sysfs, and the device's byte
-/// offset on it.
-pub(crate) fn disk_of(dev: u64) -> (Disk, u64) {
-    sysfs::disk_of(dev)
+/// The physical disk holding the volume's device, found through sysfs, and the device's
+/// byte offset on it.
+pub(crate) fn disk_of(volume: &Volume) -> (Disk, u64) {
+    sysfs::disk_of(volume.dev)
 }
 
 /// Whether we run with root's powers (FIBMAP needs CAP_SYS_RAWIO; drop_caches needs root).

@@ -1,11 +1,10 @@
-//! The filesystem type (`fstatfs` magic numbers from `<linux/magic.h>`) and the locate
-//! ladder each type gets.
+//! The filesystem type (`fstatfs` magic numbers from `<linux/magic.h>`).
 
 use std::fs::File;
 use std::mem::MaybeUninit;
 use std::os::fd::AsRawFd;
 
-use crate::locate::{FsKind, Strategy};
+use crate::fs_kind::FsKind;
 
 /// The kind of filesystem `file` is on; `Other` if it cannot be told.
 pub(super) fn kind(file: &File) -> FsKind {
@@ -48,22 +47,6 @@ pub(super) fn kind_of_magic(magic: u64) -> FsKind {
     }
 }
 
-/// The strategies to try on a filesystem of this kind, best first.
-///
-/// - Memory filesystems have no disk order; inode order is as good as any and cheap.
-/// - Network filesystems: the server decides placement; FIEMAP is not forwarded.
-///   Inode numbers are the server's and roughly follow its allocation.
-/// - FUSE daemons make up inode numbers in lookup order, so they say nothing: given order.
-/// - Everything else tries FIEMAP, then FIBMAP when we have the capability it needs.
-pub(super) fn ladder(kind: FsKind, root: bool) -> Vec<Strategy> {
-    match kind {
-        FsKind::Tmpfs | FsKind::Nfs | FsKind::Cifs => vec![Strategy::Inode],
-        FsKind::Fuse | FsKind::Virtual => vec![Strategy::Given],
-        _ if root => vec![Strategy::Fiemap, Strategy::Fibmap, Strategy::Inode],
-        _ => vec![Strategy::Fiemap, Strategy::Inode],
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,14 +65,5 @@ mod tests {
         assert_eq!(kind_of_magic(0x6265_6572), FsKind::Virtual, "sysfs");
         assert_eq!(kind_of_magic(0x7472_6163), FsKind::Virtual, "tracefs");
         assert_eq!(kind_of_magic(0x1234), FsKind::Other);
-    }
-
-    #[test]
-    fn tmpfs_goes_by_inode_and_disk_filesystems_try_fiemap_first() {
-        assert_eq!(ladder(FsKind::Tmpfs, true), vec![Strategy::Inode]);
-        assert_eq!(ladder(FsKind::Fuse, true), vec![Strategy::Given]);
-        assert_eq!(ladder(FsKind::Ext4, false)[0], Strategy::Fiemap);
-        assert!(ladder(FsKind::Ext4, true).contains(&Strategy::Fibmap));
-        assert!(!ladder(FsKind::Ext4, false).contains(&Strategy::Fibmap));
     }
 }

@@ -12,7 +12,7 @@ use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use crate::device::Disk;
+use crate::disk::Disk;
 
 /// How many levels of dm/md/loop we follow before giving up (guards against cycles).
 const MAX_DEPTH: usize = 8;

@@ -25,9 +25,9 @@ use windows_sys::Win32::Storage::FileSystem::{
 };
 use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
-use crate::device::Disk;
-use crate::locate::{ExtentFlags, Filesystem, LocateError, Placement, Strategy};
-use crate::walk::FileId;
+use crate::disk::Disk;
+use crate::file_id::FileId;
+use crate::placement::{ExtentFlags, LocateError, Placement, Strategy};
 
 /// The identity of a file: volume serial number and file index, from
 /// `GetFileInformationByHandle` on the open file, or on a handle opened just for this
@@ -83,21 +83,20 @@ pub(crate) fn open_to_read(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
-/// Identifies the volume `file` is on and the strategies to try there. Also registers the
-/// volume so [`disk_of`] can find it by serial number (`dev`).
-pub(crate) fn filesystem(file: &File, dev: u64) -> Filesystem {
+pub(crate) use volume::Volume;
+
+/// The strategy that gives physical positions here.
+pub(crate) const EXTENT_STRATEGIES: &[Strategy] = &[Strategy::RetrievalPointers];
+
+/// Finds out about the volume `file` is on (serial number `dev`): its root, filesystem
+/// and cluster geometry.
+pub(crate) fn probe(file: &File, dev: u64) -> Volume {
     let serial = u32::try_from(dev)
         .ok()
         .or_else(|| ioctl::handle_info(file).ok().map(|i| i.volume_serial));
-    let kind = match serial {
-        Some(serial) => volume::volume_of(file, serial).kind,
-        None => crate::locate::FsKind::Other,
-    };
-    Filesystem {
-        dev,
-        kind,
-        ladder: volume::ladder(kind),
-        max_prefetch: None,
+    match serial {
+        Some(serial) => volume::discover(file, serial),
+        None => Volume::unknown(0),
     }
 }
 
@@ -109,6 +108,7 @@ pub(crate) fn map_extents(
     strategy: Strategy,
     size: u64,
     _sync: bool,
+    vol: &Volume,
 ) -> Result<Placement, LocateError> {
     if strategy != Strategy::RetrievalPointers {
         return Err(LocateError::Unsupported(io::Error::new(
@@ -117,7 +117,6 @@ pub(crate) fn map_extents(
         )));
     }
     let info = ioctl::handle_info(file).map_err(LocateError::Io)?;
-    let vol = volume::volume_of(file, info.volume_serial);
     let Some(geometry) = vol.geometry else {
         return Err(LocateError::Unsupported(io::Error::new(
             io::ErrorKind::Unsupported,
@@ -132,21 +131,13 @@ pub(crate) fn map_extents(
     retrieval::placement(file, size, geometry, flags)
 }
 
-/// The physical disk holding the volume with serial number `dev`, and the volume's byte
-/// offset on it (see [`volume::disk_of`]). The volume must have been seen by
-/// [`filesystem`] first, which the planner always does.
-pub(crate) fn disk_of(dev: u64) -> (Disk, u64) {
-    match u32::try_from(dev) {
-        Ok(serial) => volume::disk_of(serial),
-        Err(_) => (Disk::unknown(format!("volume {dev:X}")), 0),
-    }
+/// The physical disk holding the volume, and the volume's byte offset on it (see
+/// [`volume::disk_of`]).
+pub(crate) fn disk_of(volume: &Volume) -> (Disk, u64) {
+    volume::disk_of(volume)
 }
 
 /// Whether the process runs elevated (as administrator).
-#[allow(
-    dead_code,
-    reason = "part of every backend; only Linux uses it so far (FIBMAP)"
-)]
 pub(crate) fn is_root() -> bool {
     let mut token: HANDLE = std::ptr::null_mut();
     // SAFETY: GetCurrentProcess returns a pseudo-handle that needs no closing;

@@ -84,7 +84,7 @@ fn under_wine_the_stub_extent_demotes_the_ladder_to_inode_order() {
     }
     let fs = &plan.filesystems()[0];
     assert_eq!(
-        fs.filesystem.ladder,
+        fs.ladder,
         vec![Strategy::RetrievalPointers, Strategy::Inode]
     );
     assert_eq!(fs.strategy, Strategy::Inode);
@@ -107,8 +107,8 @@ fn under_wine_retrieval_pointers_say_unsupported() {
     let dev = file_id(&files[0], Some(&file), &file.metadata().unwrap())
         .unwrap()
         .dev;
-    filesystem(&file, dev);
-    match map_extents(&file, Strategy::RetrievalPointers, 100_000, false) {
+    let volume = probe(&file, dev);
+    match map_extents(&file, Strategy::RetrievalPointers, 100_000, false, &volume) {
         Err(LocateError::Unsupported(e)) => assert!(e.to_string().contains("VCN 1 to 0"), "{e}"),
         other => panic!("expected Unsupported, got {other:?}"),
     }
@@ -205,17 +205,16 @@ fn hard_links_share_an_identity_and_are_planned_once() {
 }
 
 #[test]
-fn the_volume_has_a_ladder_ending_in_file_index_order_and_a_disk() {
+fn the_volume_is_probed_and_has_a_disk() {
     let (_dir, files) = tree();
     let file = open_to_locate(&files[0], false).unwrap();
     let id = file_id(&files[0], Some(&file), &file.metadata().unwrap()).unwrap();
-    let fs = filesystem(&file, id.dev);
-    assert_eq!(fs.dev, id.dev);
-    assert_eq!(fs.ladder.last(), Some(&Strategy::Inode));
-    let (disk, _base) = disk_of(id.dev);
+    let volume = probe(&file, id.dev);
+    assert_eq!(u64::from(volume.serial), id.dev);
+    let (disk, _base) = disk_of(&volume);
     assert!(!disk.name.is_empty());
-    // An unregistered serial is an unknown disk, not a failure.
-    let (unknown, base) = disk_of(0xDEAD_BEEF);
+    // A volume nothing is known about is an unknown disk, not a failure.
+    let (unknown, base) = disk_of(&Volume::unknown(0xDEAD_BEEF));
     assert_eq!(unknown.rotational, None);
     assert_eq!(base, 0);
 }
@@ -224,9 +223,10 @@ fn the_volume_has_a_ladder_ending_in_file_index_order_and_a_disk() {
 fn other_strategies_are_unsupported() {
     let (_dir, files) = tree();
     let file = open_to_locate(&files[0], false).unwrap();
+    let volume = Volume::unknown(0);
     for s in [Strategy::Fiemap, Strategy::Fibmap, Strategy::Log2Phys] {
         assert!(matches!(
-            map_extents(&file, s, 100_000, false),
+            map_extents(&file, s, 100_000, false, &volume),
             Err(LocateError::Unsupported(_))
         ));
     }

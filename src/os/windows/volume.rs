@@ -2,14 +2,14 @@
 //! disk holds it.
 //!
 //! The portable code names a filesystem by the number files report as their device (on
-//! Windows, the volume serial number) and later asks for the disk of that number alone.
-//! A serial number cannot be opened, so the first file seen on each volume registers the
-//! volume's root path here ([`volume_of`]), and [`disk_of`] looks it up.
+//! Windows, the volume serial number). A serial number cannot be opened, so the first
+//! file seen on each volume is used to find the volume's root path, kind and cluster
+//! geometry ([`discover`]); the device registry keeps the [`Volume`] and hands it back
+//! for [`disk_of`] and for mapping files.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::windows::fs::OpenOptionsExt;
-use std::sync::Mutex;
 
 use windows_sys::Win32::Storage::FileSystem::{
     GetDiskFreeSpaceW, GetDriveTypeW, GetVolumeNameForVolumeMountPointW, GetVolumePathNameW,
@@ -21,8 +21,8 @@ use windows_sys::Win32::System::Ioctl::{
 
 use super::ioctl::{self, Aligned, device_io_control};
 use super::retrieval::Geometry;
-use crate::device::Disk;
-use crate::locate::{FsKind, Strategy};
+use crate::disk::Disk;
+use crate::fs_kind::FsKind;
 
 /// `GetDriveTypeW` answers (winbase.h).
 const DRIVE_REMOTE: u32 = 4;
@@ -30,7 +30,7 @@ const DRIVE_RAMDISK: u32 = 6;
 
 /// What we know about one volume.
 #[derive(Clone, Debug)]
-pub(super) struct Volume {
+pub(crate) struct Volume {
     pub(super) serial: u32,
     /// Its root as a path (`C:\`, `\\?\Volume{…}\`, `\\server\share\`), if found.
     root: Option<String>,
@@ -40,25 +40,30 @@ pub(super) struct Volume {
     pub(super) geometry: Option<Geometry>,
 }
 
-static VOLUMES: Mutex<Vec<Volume>> = Mutex::new(Vec::new());
-
-/// The volume `file` is on (whose serial number is `serial`), registered on first sight.
-pub(super) fn volume_of(file: &File, serial: u32) -> Volume {
-    let mut known = VOLUMES.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(v) = known.iter().find(|v| v.serial == serial) {
-        return v.clone();
+impl Volume {
+    pub(crate) fn kind(&self) -> FsKind {
+        self.kind
     }
-    let v = discover(file, serial);
-    known.push(v.clone());
-    v
+
+    /// No known cap on one prefetch request (the cache manager reads ahead on its own).
+    pub(crate) fn max_prefetch(&self) -> Option<u64> {
+        None
+    }
+
+    /// A volume nothing could be learnt about.
+    pub(super) fn unknown(serial: u32) -> Volume {
+        Volume {
+            serial,
+            root: None,
+            kind: FsKind::Other,
+            remote: false,
+            geometry: None,
+        }
+    }
 }
 
-fn registered(serial: u32) -> Option<Volume> {
-    let known = VOLUMES.lock().unwrap_or_else(|e| e.into_inner());
-    known.iter().find(|v| v.serial == serial).cloned()
-}
-
-fn discover(file: &File, serial: u32) -> Volume {
+/// What the volume `file` is on (whose serial number is `serial`) is.
+pub(super) fn discover(file: &File, serial: u32) -> Volume {
     let name = ioctl::filesystem_name(file).unwrap_or_default();
     let root = ioctl::final_path(file).ok().and_then(|p| volume_root(&p));
     let drive_type = root.as_deref().map(drive_type).unwrap_or(0);
@@ -87,16 +92,6 @@ pub(super) fn kind_of_name(name: &str) -> FsKind {
         "FAT" | "FAT12" | "FAT16" | "FAT32" => FsKind::Vfat,
         "EXFAT" => FsKind::Exfat,
         _ => FsKind::Other,
-    }
-}
-
-/// The strategies to try on a volume: retrieval pointers where the filesystem keeps
-/// clusters of its own, file-index order otherwise (network shares answer for the server's
-/// disks, not ours; RAM disks have no order worth keeping).
-pub(super) fn ladder(kind: FsKind) -> Vec<Strategy> {
-    match kind {
-        FsKind::Cifs | FsKind::Tmpfs => vec![Strategy::Inode],
-        _ => vec![Strategy::RetrievalPointers, Strategy::Inode],
     }
 }
 
@@ -270,11 +265,9 @@ fn seek_penalty(device: &File) -> Option<bool> {
 /// striped volumes, and volumes whose extents cannot be asked (no permission, Wine), are
 /// one "disk" of their own. Rotation comes from the seek-penalty property of the disk,
 /// else of the volume; unknown if neither answers.
-pub(super) fn disk_of(serial: u32) -> (Disk, u64) {
+pub(super) fn disk_of(vol: &Volume) -> (Disk, u64) {
+    let serial = vol.serial;
     let label = format!("volume {:04X}-{:04X}", serial >> 16, serial & 0xFFFF);
-    let Some(vol) = registered(serial) else {
-        return (Disk::unknown(label), 0);
-    };
     let Some(root) = vol.root.clone() else {
         return (Disk::unknown(label), 0);
     };
@@ -333,15 +326,6 @@ mod tests {
         assert_eq!(kind_of_name("FAT"), FsKind::Vfat);
         assert_eq!(kind_of_name("exFAT"), FsKind::Exfat);
         assert_eq!(kind_of_name("UDF"), FsKind::Other);
-    }
-
-    #[test]
-    fn local_volumes_try_retrieval_pointers_then_file_index() {
-        assert_eq!(
-            ladder(FsKind::Ntfs),
-            vec![Strategy::RetrievalPointers, Strategy::Inode]
-        );
-        assert_eq!(ladder(FsKind::Cifs), vec![Strategy::Inode]);
     }
 
     #[test]

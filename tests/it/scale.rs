@@ -1,15 +1,13 @@
 //! The shapes of trees users have: one directory with hundreds of thousands of entries,
 //! and trees nested deeper than PATH_MAX.
 
-mod common;
-
 use std::ffi::{CString, OsStr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use common::*;
+use crate::common::*;
 
 /// Runs `cmd` to the end and returns its stdout, exit code and peak resident memory in
 /// bytes (from `wait4`, which reports on this child alone).
@@ -39,14 +37,20 @@ fn run_measured(cmd: &mut std::process::Command) -> (Vec<u8>, Option<i32>, u64) 
 #[test]
 fn one_directory_of_200000_entries_is_listed_within_the_memory_budget() {
     const FILES: usize = 200_000;
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     let dir = t.path().join("huge");
     std::fs::create_dir(&dir).unwrap();
     for i in 0..FILES {
         let p = dir.join(format!("file_{i:06}"));
         std::fs::write(&p, if i % 2 == 1 { &b"x"[..] } else { b"" }).unwrap();
     }
-    let (out, code, peak) = run_measured(seekless().args(["order", "-0"]).arg(&dir));
+    // Listed as `huge`, from its parent: the paths held per file do not grow with the
+    // scratch directory's name (the test's own), nor with TMPDIR.
+    let (out, code, peak) = run_measured(
+        seekless()
+            .args(["order", "-0", "huge"])
+            .current_dir(t.path()),
+    );
     assert_eq!(code, Some(0));
     let listed = out.split(|b| *b == 0).filter(|p| !p.is_empty()).count();
     assert_eq!(listed, FILES);
@@ -60,7 +64,7 @@ fn one_directory_of_200000_entries_is_listed_within_the_memory_budget() {
     // Without the memory it needs, the run fails loudly: an exit that is not 0, a message,
     // and no listing that could pass for a complete one.
     let mut cmd = seekless();
-    cmd.args(["order", "-0"]).arg(&dir);
+    cmd.args(["order", "-0", "huge"]).current_dir(t.path());
     // SAFETY: only async-signal-safe calls (setrlimit) between fork and exec.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
@@ -123,7 +127,7 @@ fn deep_tree(root: &Path, levels: usize) -> Vec<(PathBuf, Vec<u8>)> {
 
 #[test]
 fn a_tree_deeper_than_path_max_is_listed_and_hashed_whole() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     let files = deep_tree(t.path(), 3000);
     let deepest = &files.last().unwrap().0;
     assert!(deepest.as_os_str().len() > 6000, "paths reach ~6,000 bytes");

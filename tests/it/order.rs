@@ -1,12 +1,14 @@
 //! `seekless order` against real filesystems and independent tools.
+//!
+//! Runs everywhere; the cases on real Linux filesystems (loop devices, `filefrag`,
+//! FIBMAP, tmpfs) are marked.
 
-mod common;
-
-use std::collections::HashMap;
+#[cfg(target_os = "linux")]
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
+#[cfg(target_os = "linux")]
 #[derive(Debug)]
 struct Listed {
     path: PathBuf,
@@ -16,6 +18,7 @@ struct Listed {
     disk: String,
 }
 
+#[cfg(target_os = "linux")]
 fn order_json(args: &[&std::ffi::OsStr]) -> (Vec<Listed>, std::process::Output) {
     let out = seekless()
         .arg("order")
@@ -39,6 +42,7 @@ fn order_json(args: &[&std::ffi::OsStr]) -> (Vec<Listed>, std::process::Output) 
     (listed, out)
 }
 
+#[cfg(target_os = "linux")]
 fn check_against_filefrag(fs: &str) {
     let test = format!("physical_order_matches_filefrag_on_{fs}");
     if !require_root(&test)
@@ -47,7 +51,7 @@ fn check_against_filefrag(fs: &str) {
     {
         return;
     }
-    let lfs = LoopFs::new(fs, 512);
+    let lfs = LoopFs::new(&test, fs, 512);
     let names = write_corpus(&lfs.mnt, 80, 7);
     lfs.remount();
     let (listed, out) = order_json(&[lfs.mnt.as_os_str()]);
@@ -107,27 +111,32 @@ fn check_against_filefrag(fs: &str) {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn physical_order_matches_filefrag_on_ext4() {
     check_against_filefrag("ext4");
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn physical_order_matches_filefrag_on_xfs() {
     check_against_filefrag("xfs");
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn physical_order_matches_filefrag_on_btrfs() {
     check_against_filefrag("btrfs");
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn fibmap_agrees_with_fiemap_when_forced() {
+    use std::collections::HashMap;
     let test = "fibmap_agrees_with_fiemap_when_forced";
     if !require_root(test) || !require_tool(test, "mkfs.ext4") {
         return;
     }
-    let lfs = LoopFs::new("ext4", 256);
+    let lfs = LoopFs::new(test, "ext4", 256);
     write_corpus(&lfs.mnt, 20, 3);
     let (fiemap, _) = order_json(&[lfs.mnt.as_os_str()]);
     let (fibmap, out) = order_json(&[os("--locate"), os("fibmap"), lfs.mnt.as_os_str()]);
@@ -142,8 +151,9 @@ fn fibmap_agrees_with_fiemap_when_forced() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn tmpfs_falls_back_to_inode_order_and_lists_every_file() {
-    let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+    let dir = scratch!("/dev/shm");
     let mut rng = Rng::new(11);
     let mut want = Vec::new();
     for i in 0..50 {
@@ -184,7 +194,7 @@ fn tmpfs_falls_back_to_inode_order_and_lists_every_file() {
 
 #[test]
 fn other_orders_list_the_same_files() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch!();
     for name in ["c", "a", "b"] {
         std::fs::write(dir.path().join(name), name).unwrap();
     }
@@ -198,8 +208,8 @@ fn other_orders_list_the_same_files() {
         String::from_utf8(out.stdout).unwrap()
     };
     let path = list("path");
-    let d = dir.path().display();
-    assert_eq!(path, format!("{d}/a\n{d}/b\n{d}/c\n"));
+    let d = |name: &str| dir.path().join(name).display().to_string();
+    assert_eq!(path, format!("{}\n{}\n{}\n", d("a"), d("b"), d("c")));
     for by in ["physical", "inode", "given"] {
         let mut lines: Vec<String> = list(by).lines().map(String::from).collect();
         lines.sort();
@@ -213,7 +223,7 @@ fn other_orders_list_the_same_files() {
 fn a_closed_pipe_ends_the_listing_quietly() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     for i in 0..2000 {
         std::fs::write(t.path().join(format!("file-{i:05}")), b"x").unwrap();
     }

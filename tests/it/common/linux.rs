@@ -1,64 +1,26 @@
-//! Shared test fixtures: real filesystems on loop devices, and driving the real binary.
-//!
-//! Tests that need root call [`require_root`]: without root they print why they skip and
-//! pass — unless `SEEKLESS_REQUIRE_ROOT_TESTS=1` (set by CI), which turns the skip into a
-//! failure so CI can never silently skip them.
-#![allow(dead_code)]
+//! Linux fixtures: filesystems on loop devices, corpora with fragmented files, `filefrag`,
+//! and the lock that keeps a page-cache drop away from tests that measure the cache.
 
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+use super::{Rng, run, scratch_dir_in};
+
+/// All integration tests share one process and run in parallel: a test that drops the
+/// whole page cache (`bench`'s `drop-caches`) takes this for writing, and a test whose
+/// assertions count what is cached or read from its device takes it for reading, so one
+/// never runs during the other.
+static PAGE_CACHE: RwLock<()> = RwLock::new(());
+
+/// For a test that measures the page cache or its device's reads (many may run at once).
+pub fn page_cache_watched() -> RwLockReadGuard<'static, ()> {
+    PAGE_CACHE.read().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Whether a root-only test can run; prints the reason when it cannot.
-pub fn require_root(test: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    if std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1") {
-        panic!("{test}: needs root, and SEEKLESS_REQUIRE_ROOT_TESTS=1 forbids skipping");
-    }
-    eprintln!("SKIP {test}: needs root (loop devices, mount)");
-    false
-}
-
-/// Whether a tool is installed; a missing tool is a skip locally and a failure in CI.
-pub fn require_tool(test: &str, tool: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if found {
-        return true;
-    }
-    if std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1") {
-        panic!("{test}: needs {tool}, and SEEKLESS_REQUIRE_ROOT_TESTS=1 forbids skipping");
-    }
-    eprintln!("SKIP {test}: {tool} is not installed");
-    false
-}
-
-pub fn run(cmd: &mut Command) -> Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-pub fn sh(script: &str) -> String {
-    let out = run(Command::new("sh").args(["-c", script]));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// For a test that drops the whole page cache (runs alone among the watchers).
+pub fn page_cache_dropped() -> RwLockWriteGuard<'static, ()> {
+    PAGE_CACHE.write().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A filesystem made on an image file, attached to a loop device and mounted. Everything
@@ -75,12 +37,10 @@ pub struct LoopFs {
 }
 
 impl LoopFs {
-    /// `fs` is ext4, xfs or btrfs; `size_mb` the image size.
-    pub fn new(fs: &str, size_mb: u64) -> LoopFs {
-        let dir = tempfile::Builder::new()
-            .prefix("seekless-test-")
-            .tempdir_in(shm_or_tmp())
-            .expect("tempdir");
+    /// `fs` is ext4, xfs or btrfs; `size_mb` the image size. The image and mount point
+    /// are in a scratch directory named after `test` (in `/dev/shm` when there is one).
+    pub fn new(test: &str, fs: &str, size_mb: u64) -> LoopFs {
+        let dir = scratch_dir_in(test, shm_or_tmp());
         let image = dir.path().join("fs.img");
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
@@ -192,40 +152,6 @@ fn shm_or_tmp() -> PathBuf {
     }
 }
 
-/// The seekless binary under test.
-pub fn seekless() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_seekless"))
-}
-
-/// A small deterministic generator (xorshift) so test corpora are reproducible.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.max(1))
-    }
-    pub fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    pub fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            v.swap(i, j);
-        }
-    }
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
-
 /// Writes a corpus into `dir`: `count` files of 4–300 KiB written in shuffled order, a few
 /// deliberately fragmented files (blocks written back to front with fsync between, so each
 /// block is allocated after the one that follows it), an empty file and a sparse file.
@@ -325,8 +251,4 @@ pub fn filefrag(path: &Path) -> (Option<u64>, u64) {
         }
     }
     (first, count)
-}
-
-pub fn os(s: &str) -> &OsStr {
-    OsStr::new(s)
 }

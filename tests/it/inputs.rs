@@ -1,14 +1,15 @@
 //! Inputs and bad input: every problem names its path, the run goes on, the exit code says
 //! what happened (0 ok, 1 some paths failed, 2 usage).
+//!
+//! Runs everywhere; the cases that need Unix (permissions, FIFOs, symbolic links, names
+//! that are not UTF-8 or hold a newline, mounts) are marked.
 
-mod common;
-
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+#[cfg(target_os = "linux")]
+use std::process::Command;
+use std::process::{Output, Stdio};
 
-use common::*;
+use crate::common::*;
 
 fn order(args: &[&std::ffi::OsStr]) -> Output {
     seekless().arg("order").args(args).output().unwrap()
@@ -27,12 +28,18 @@ fn lines(o: &Output) -> Vec<String> {
 
 #[test]
 fn a_missing_path_is_named_and_the_rest_is_still_listed() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     std::fs::write(t.path().join("here"), b"x").unwrap();
     let missing = t.path().join("missing");
     let o = order(&[missing.as_os_str(), t.path().as_os_str()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains(&format!("{}: No such file or directory", missing.display())));
+    // "No such file or directory" on Unix: the system's own words.
+    let why = os_message(&std::fs::metadata(&missing).unwrap_err());
+    assert!(
+        stderr(&o).contains(&format!("{}: {why}", missing.display())),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(lines(&o), vec![t.path().join("here").display().to_string()]);
 }
 
@@ -44,6 +51,7 @@ fn usage_errors_exit_2() {
 }
 
 /// Runs the binary as `nobody`, for permission checks (root bypasses them).
+#[cfg(target_os = "linux")]
 fn order_as_nobody(dir: &Path) -> Output {
     if is_root() {
         Command::new("setpriv")
@@ -59,8 +67,10 @@ fn order_as_nobody(dir: &Path) -> Output {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn unreadable_directories_and_files_are_reported_and_skipped() {
-    let t = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let t = scratch!();
     std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let closed = t.path().join("closed");
     std::fs::create_dir(&closed).unwrap();
@@ -86,8 +96,10 @@ fn unreadable_directories_and_files_are_reported_and_skipped() {
 }
 
 #[test]
+#[cfg(unix)]
 fn fifos_in_directories_are_skipped_without_being_opened() {
-    let t = tempfile::tempdir().unwrap();
+    use std::os::unix::ffi::OsStrExt;
+    let t = scratch!();
     let fifo = t.path().join("pipe");
     let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
     // SAFETY: mkfifo with a valid NUL-terminated path.
@@ -113,8 +125,9 @@ fn fifos_in_directories_are_skipped_without_being_opened() {
 }
 
 #[test]
+#[cfg(unix)]
 fn symlink_loops_are_reported_when_following() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     std::fs::create_dir(t.path().join("a")).unwrap();
     std::fs::write(t.path().join("a/f"), b"x").unwrap();
     std::os::unix::fs::symlink("..", t.path().join("a/loop")).unwrap();
@@ -139,7 +152,7 @@ fn symlink_loops_are_reported_when_following() {
 
 #[test]
 fn hard_links_and_repeated_inputs_are_listed_once() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     let a = t.path().join("a");
     std::fs::write(&a, b"x").unwrap();
     std::fs::hard_link(&a, t.path().join("b")).unwrap();
@@ -149,8 +162,10 @@ fn hard_links_and_repeated_inputs_are_listed_once() {
 }
 
 #[test]
+#[cfg(unix)]
 fn non_utf8_names_come_out_byte_exact_with_null() {
-    let t = tempfile::tempdir().unwrap();
+    use std::os::unix::ffi::OsStrExt;
+    let t = scratch!();
     let name = std::ffi::OsStr::from_bytes(b"caf\xe9\nline.jpg");
     let p = t.path().join(name);
     std::fs::write(&p, b"x").unwrap();
@@ -162,8 +177,10 @@ fn non_utf8_names_come_out_byte_exact_with_null() {
 }
 
 #[test]
+#[cfg(unix)]
 fn files_from_reads_nul_separated_lists_from_stdin() {
-    let t = tempfile::tempdir().unwrap();
+    use std::os::unix::ffi::OsStrExt;
+    let t = scratch!();
     let a = t.path().join("with\nnewline");
     let b = t.path().join("plain");
     std::fs::write(&a, b"a").unwrap();
@@ -188,7 +205,7 @@ fn files_from_reads_nul_separated_lists_from_stdin() {
 
 #[test]
 fn extension_and_glob_filters_select_files_in_directories() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     for n in ["a.JPG", "b.png", "c.txt", "IMG_1.raw"] {
         std::fs::write(t.path().join(n), b"x").unwrap();
     }
@@ -217,12 +234,13 @@ fn extension_and_glob_filters_select_files_in_directories() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn one_file_system_does_not_descend_into_other_mounts() {
     let test = "one_file_system_does_not_descend_into_other_mounts";
     if !require_root(test) {
         return;
     }
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     std::fs::write(t.path().join("top"), b"x").unwrap();
     let inner = t.path().join("inner");
     std::fs::create_dir(&inner).unwrap();
@@ -244,7 +262,7 @@ fn one_file_system_does_not_descend_into_other_mounts() {
 
 #[test]
 fn zero_counts_are_usage_errors() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     std::fs::write(t.path().join("f"), b"x").unwrap();
     let dir = t.path().as_os_str();
     for (job, flag) in [
@@ -264,13 +282,13 @@ fn zero_counts_are_usage_errors() {
 
 #[test]
 fn a_nul_separated_list_read_without_null_suggests_it() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     let (a, b) = (t.path().join("a"), t.path().join("b"));
     std::fs::write(&a, b"x").unwrap();
     std::fs::write(&b, b"y").unwrap();
-    let mut list = a.as_os_str().as_bytes().to_vec();
+    let mut list = a.as_os_str().as_encoded_bytes().to_vec();
     list.push(0);
-    list.extend_from_slice(b.as_os_str().as_bytes());
+    list.extend_from_slice(b.as_os_str().as_encoded_bytes());
     list.push(0);
     let mut child = seekless()
         .args(["order", "--files-from", "-"])
@@ -289,7 +307,7 @@ fn a_nul_separated_list_read_without_null_suggests_it() {
 
 #[test]
 fn bench_refuses_a_plot_it_cannot_write_before_running_and_writes_it_whole() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     let data = t.path().join("data");
     std::fs::create_dir(&data).unwrap();
     for i in 0..5 {
@@ -323,14 +341,14 @@ fn bench_refuses_a_plot_it_cannot_write_before_running_and_writes_it_whole() {
     let left: Vec<_> = std::fs::read_dir(t.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
-        .filter(|n| n.as_bytes().starts_with(b"."))
+        .filter(|n| n.as_encoded_bytes().starts_with(b"."))
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
 
 #[test]
 fn directories_and_files_reached_twice_are_counted_and_named_with_verbose() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     let sub = t.path().join("sub");
     std::fs::create_dir(&sub).unwrap();
     std::fs::write(sub.join("f"), b"x").unwrap();

@@ -1,14 +1,12 @@
 //! `seekless hash` against `sha256sum`, on real filesystems.
 
-mod common;
-
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 
 fn hash(args: &[&std::ffi::OsStr]) -> std::process::Output {
     seekless().arg("hash").args(args).output().unwrap()
@@ -29,7 +27,7 @@ fn hashes_match_sha256sum_on(fs: &str) {
     if !require_root(&test) || !require_tool(&test, &format!("mkfs.{fs}")) {
         return;
     }
-    let lfs = LoopFs::new(fs, 1024);
+    let lfs = LoopFs::new(&test, fs, 1024);
     let names = write_corpus(&lfs.mnt, 40, 21);
     let odd = lfs
         .mnt
@@ -74,7 +72,7 @@ fn hashes_match_sha256sum_on(fs: &str) {
         );
     }
     // sha256sum -c accepts the manifest as a whole.
-    let mfile = tempfile::NamedTempFile::new().unwrap();
+    let mfile = scratch_file(&test);
     std::fs::write(mfile.path(), &manifest).unwrap();
     let c = Command::new("sha256sum")
         .arg("-c")
@@ -127,7 +125,7 @@ fn hashes_match_sha256sum_on_btrfs() {
 
 #[test]
 fn every_algorithm_matches_its_coreutils_tool() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     let mut rng = Rng::new(5);
     for i in 0..20 {
         std::fs::write(t.path().join(format!("f{i}")), rng.bytes(i * 7919)).unwrap();
@@ -147,7 +145,7 @@ fn every_algorithm_matches_its_coreutils_tool() {
             t.path().as_os_str(),
         ]);
         assert!(o.status.success());
-        let m = tempfile::NamedTempFile::new().unwrap();
+        let m = scratch_file(test_name!());
         std::fs::write(m.path(), &o.stdout).unwrap();
         let c = Command::new(tool).arg("-c").arg(m.path()).output().unwrap();
         assert!(c.status.success(), "{tool} -c rejected our {algo} manifest");
@@ -161,7 +159,7 @@ fn every_algorithm_matches_its_coreutils_tool() {
 #[test]
 fn a_file_changed_after_planning_is_reported_and_not_hashed() {
     use std::io::Read;
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     let grow = t.path().join("grows");
     let keep = t.path().join("keeps");
     std::fs::write(&grow, vec![1u8; 100_000]).unwrap();
@@ -206,7 +204,7 @@ fn unreadable_files_are_reported_and_the_rest_hashed() {
         return;
     }
     use std::os::unix::fs::PermissionsExt;
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(t.path().join("ok"), b"fine").unwrap();
     let secret = t.path().join("secret");
@@ -230,7 +228,7 @@ fn unreadable_files_are_reported_and_the_rest_hashed() {
 #[test]
 fn hashing_a_2_gib_file_keeps_memory_bounded() {
     // tmpfs holds the file in RAM (2 GiB of 24); the reader's memory must not grow with it.
-    let t = tempfile::tempdir_in("/dev/shm").unwrap();
+    let t = scratch!("/dev/shm");
     let big = t.path().join("big");
     let mut f = std::fs::File::create(&big).unwrap();
     let chunk = Rng::new(9).bytes(1 << 20);
@@ -272,7 +270,7 @@ fn hashing_a_2_gib_file_keeps_memory_bounded() {
 
 #[test]
 fn summary_reports_the_plan_and_the_read_phase_on_stderr_only() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     let mut rng = Rng::new(11);
     for i in 0..7 {
         std::fs::write(t.path().join(format!("f{i}")), rng.bytes(1000 + i * 4096)).unwrap();
@@ -341,4 +339,33 @@ fn pseudo_files_are_hashed_to_their_end_without_a_false_change() {
         assert!(text.lines().any(|l| l == want), "{want} not in\n{text}");
     }
     assert!(text.lines().any(|l| l.ends_with("  /proc/self/status")));
+}
+
+#[test]
+fn a_panic_fails_the_command_with_its_message_and_a_nonzero_exit() {
+    // Debug builds panic in the sweep on a file of this name when asked to (see
+    // `read::sweep::PANIC_ON_OPEN`); the tests run the debug build.
+    let t = scratch!();
+    for name in ["a", "b", "seekless-test-sweep-panics-here", "c"] {
+        std::fs::write(t.path().join(name), name).unwrap();
+    }
+    let o = seekless()
+        .arg("hash")
+        .arg(t.path())
+        .env("SEEKLESS_INJECT_FAULTS", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(101), "{stderr}");
+    assert!(stderr.contains("injected sweep fault"), "{stderr}");
+    // Without the request, the same tree hashes fine: the hook is opt-in.
+    let o = seekless().arg("hash").arg(t.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        o.stdout
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count(),
+        4
+    );
 }

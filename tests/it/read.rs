@@ -1,13 +1,11 @@
 //! The reader against the kernel: what its prefetches actually bring into the page cache.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use seekless::read::{ReadOptions, Reader};
 use seekless::{Plan, PlanOptions, Quiet};
 
@@ -28,7 +26,9 @@ fn files_larger_than_one_readahead_call_are_prefetched_whole() {
     if !require_root(test) || !require_tool(test, "mkfs.ext4") || !require_tool(test, "fincore") {
         return;
     }
-    let fs = LoopFs::new("ext4", 64);
+    // Counts what is cached: no other test may drop the page cache meanwhile.
+    let _cache = page_cache_watched();
+    let fs = LoopFs::new(test, "ext4", 64);
     let mut rng = Rng::new(21);
     std::fs::write(fs.path("a"), rng.bytes(8192)).unwrap();
     let big = fs.path("b");
@@ -41,7 +41,7 @@ fn files_larger_than_one_readahead_call_are_prefetched_whole() {
     let plan = Arc::new(Plan::build(&[fs.path("")], &PlanOptions::default(), &Quiet));
     assert_eq!(plan.summary().files, 2);
     assert_eq!(
-        plan.filesystems()[0].filesystem.max_prefetch,
+        plan.filesystems()[0].max_prefetch,
         Some(128 * 1024),
         "the cap read from sysfs"
     );
@@ -105,7 +105,9 @@ fn the_sweep_waits_at_the_first_file_and_at_each_wide_gap_on_rotational_disks() 
     if !require_root(test) || !require_tool(test, "mkfs.ext4") || !require_tool(test, "filefrag") {
         return;
     }
-    let fs = LoopFs::new("ext4", 64);
+    // Counts what is cached: no other test may drop the page cache meanwhile.
+    let _cache = page_cache_watched();
+    let fs = LoopFs::new(test, "ext4", 64);
     let mut rng = Rng::new(5);
     // 40 files of 64 KiB written one after the other lie one after the other; reading
     // only some of them leaves gaps of the unread ones between (about 1 MiB, 512 KiB and
@@ -140,10 +142,8 @@ fn the_sweep_waits_at_the_first_file_and_at_each_wide_gap_on_rotational_disks() 
     assert_eq!(stats.gap_waits, 1 + wide_gaps, "{placed:?}");
 
     fs.remount();
-    let off = ReadOptions {
-        gap_barrier: 0,
-        ..ReadOptions::default()
-    };
+    let mut off = ReadOptions::default();
+    off.gap_barrier = 0;
     assert_eq!(read_all(&paths, &want, off).gap_waits, 0, "barrier off");
 
     fs.remount();

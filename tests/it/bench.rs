@@ -1,11 +1,9 @@
 //! `seekless bench`: every contender reads every byte; JSON, plot and exit codes. No timing
 //! assertions.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const CONTENDERS: [&str; 4] = ["given", "inode", "physical-single", "physical"];
@@ -55,7 +53,7 @@ fn assert_read_everything(json: &Value, files: usize, bytes: u64) {
 
 #[test]
 fn every_contender_reads_every_file_with_eviction() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch!();
     let names = write_corpus(dir.path(), 30, 5);
     let total = total_size(dir.path(), &names);
     let (json, stderr) = bench_json(&[os("--cold"), os("evict"), dir.path().as_os_str()]);
@@ -66,7 +64,7 @@ fn every_contender_reads_every_file_with_eviction() {
 
 #[test]
 fn reps_report_every_run() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch!();
     let names = write_corpus(dir.path(), 10, 6);
     let total = total_size(dir.path(), &names);
     let (json, _) = bench_json(&[
@@ -91,7 +89,7 @@ fn reps_report_every_run() {
 
 #[test]
 fn markdown_has_the_origin_rows() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch!();
     write_corpus(dir.path(), 5, 7);
     let out = run(seekless().args(["bench", "--cold", "warm"]).arg(dir.path()));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -112,7 +110,7 @@ fn markdown_has_the_origin_rows() {
 
 #[test]
 fn plot_writes_an_svg_with_two_series() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch!();
     write_corpus(dir.path(), 20, 8);
     let svg = dir.path().join("map.svg");
     run(seekless()
@@ -133,7 +131,7 @@ fn plot_writes_an_svg_with_two_series() {
 
 #[test]
 fn a_missing_input_is_named_once_and_exits_1() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch!();
     std::fs::write(dir.path().join("a"), b"some bytes").unwrap();
     let missing = dir.path().join("no-such-file");
     let out = seekless()
@@ -156,7 +154,9 @@ fn physical_contender_uses_fiemap_on_ext4() {
     if !require_root(test) || !require_tool(test, "mkfs.ext4") {
         return;
     }
-    let lfs = LoopFs::new("ext4", 512);
+    // Drops the whole page cache: not while another test measures it.
+    let _cache = page_cache_dropped();
+    let lfs = LoopFs::new(test, "ext4", 512);
     let names = write_corpus(&lfs.mnt, 40, 9);
     let total = total_size(&lfs.mnt, &names);
     lfs.remount();

@@ -1,11 +1,9 @@
 //! The walk on real filesystems: directory read-ahead through the block device.
 
-mod common;
-
 use std::path::Path;
 use std::process::Output;
 
-use common::*;
+use crate::common::*;
 
 /// Fills `dir` with `n` one-byte files with the longest names (about 4 entries per 1 KiB
 /// block), so it spans many blocks for few inodes: the inode-table reads, which vary
@@ -46,7 +44,9 @@ fn large_directories_on_ext4_are_read_ahead_in_one_request_on_rotational_disks()
     if !require_root(test) || !require_tool(test, "mkfs.ext4") {
         return;
     }
-    let fs = LoopFs::new("ext4", 64);
+    // Counts device reads: no other test may drop the page cache meanwhile.
+    let _cache = page_cache_watched();
+    let fs = LoopFs::new(test, "ext4", 64);
     let data = fs.path("data");
     let big = data.join("big");
     fill_dir(&big, 600); // mkfs picks 1 KiB blocks this small
@@ -107,7 +107,9 @@ fn directories_on_xfs_are_not_read_ahead_through_the_device() {
     if !require_root(test) || !require_tool(test, "mkfs.xfs") {
         return;
     }
-    let fs = LoopFs::new("xfs", 300);
+    // Counts device reads: no other test may drop the page cache meanwhile.
+    let _cache = page_cache_watched();
+    let fs = LoopFs::new(test, "xfs", 300);
     let big = fs.path("big");
     fill_dir(&big, 600);
     assert!(std::fs::metadata(&big).unwrap().len() > 4096);

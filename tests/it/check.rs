@@ -3,15 +3,13 @@
 //! warnings. seekless prints verdicts in read order, not manifest order, so they are
 //! compared as sorted lists.
 
-mod common;
-
 use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::*;
+use crate::common::*;
 
 /// What one checking run printed, and how it ended.
 #[derive(Debug)]
@@ -144,7 +142,7 @@ fn has_line(out: &Outcome, line: &[u8]) -> bool {
 
 #[test]
 fn every_listed_file_gets_the_verdict_sha256sum_gives() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     let mut rng = Rng::new(1);
     for name in ["a", "b", "c"] {
         std::fs::write(t.path().join(name), rng.bytes(5000)).unwrap();
@@ -172,7 +170,7 @@ fn every_listed_file_gets_the_verdict_sha256sum_gives() {
 
 #[test]
 fn a_file_listed_on_several_lines_or_under_several_names_gets_a_verdict_for_each() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     std::fs::write(t.path().join("a"), b"contents").unwrap();
     std::fs::hard_link(t.path().join("a"), t.path().join("link")).unwrap();
     let good = written_by(t.path(), "sha256sum", &[os("a")]);
@@ -194,7 +192,7 @@ fn a_file_listed_on_several_lines_or_under_several_names_gets_a_verdict_for_each
 
 #[test]
 fn a_mismatch_is_failed_and_counted_in_coreutils_words() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     for name in ["a", "b", "c"] {
         std::fs::write(t.path().join(name), name).unwrap();
     }
@@ -213,7 +211,7 @@ fn a_mismatch_is_failed_and_counted_in_coreutils_words() {
 
 #[test]
 fn a_missing_file_is_failed_open_or_read_on_stdout() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     std::fs::write(t.path().join("here"), b"here").unwrap();
     std::fs::write(t.path().join("gone"), b"gone").unwrap();
     let manifest = written_by(t.path(), "sha256sum", &[os("here"), os("gone")]);
@@ -243,7 +241,7 @@ fn a_missing_file_is_failed_open_or_read_on_stdout() {
 
 #[test]
 fn a_directory_in_place_of_a_file_is_failed_open_or_read() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     std::fs::write(t.path().join("f"), b"file").unwrap();
     let manifest = written_by(t.path(), "sha256sum", &[os("f")]);
     let line = String::from_utf8(manifest).unwrap();
@@ -284,7 +282,7 @@ fn an_unreadable_file_is_failed_open_or_read() {
     if is_root() && !require_tool(test, "setpriv") {
         return;
     }
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::write(t.path().join("open"), b"fine").unwrap();
     std::fs::write(t.path().join("secret"), b"no").unwrap();
@@ -337,7 +335,7 @@ fn an_unreadable_file_is_failed_open_or_read() {
 
 #[test]
 fn names_with_newline_backslash_and_cr_are_escaped_like_coreutils() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     let names: [&[u8]; 5] = [b"n\nl", b"b\\s", b"c\rr", b"caf\xe9", b"plain"];
     for name in names {
         std::fs::write(t.path().join(OsStr::from_bytes(name)), name).unwrap();
@@ -395,7 +393,7 @@ fn names_with_newline_backslash_and_cr_are_escaped_like_coreutils() {
 
 #[test]
 fn bsd_tagged_lines_are_checked_when_they_name_the_algorithm() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     for name in ["a", "b", "n\nl"] {
         std::fs::write(t.path().join(name), name).unwrap();
     }
@@ -426,7 +424,7 @@ fn bsd_tagged_lines_are_checked_when_they_name_the_algorithm() {
 
 #[test]
 fn dash_is_standard_input_and_a_file_named_dash_is_listed_as_dot_slash() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     std::fs::write(t.path().join("-"), b"a file named dash\n").unwrap();
     let stdin = b"standard input\n";
 
@@ -474,7 +472,7 @@ fn dash_is_standard_input_and_a_file_named_dash_is_listed_as_dot_slash() {
 
 #[test]
 fn a_manifest_without_checksum_lines_is_named_with_the_algorithm_and_exits_1() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     std::fs::write(t.path().join("garbage"), b"not a checksum\nnor this\n").unwrap();
     std::fs::write(t.path().join("empty"), b"").unwrap();
     std::fs::write(t.path().join("a"), b"a").unwrap();
@@ -505,7 +503,7 @@ fn a_manifest_without_checksum_lines_is_named_with_the_algorithm_and_exits_1() {
 
 #[test]
 fn quiet_status_strict_and_warn_behave_like_coreutils() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     for name in ["a", "b"] {
         std::fs::write(t.path().join(name), name).unwrap();
     }
@@ -545,7 +543,7 @@ fn quiet_status_strict_and_warn_behave_like_coreutils() {
 
 #[test]
 fn warnings_are_given_per_manifest_like_coreutils() {
-    let t = tempfile::tempdir().unwrap();
+    let t = scratch!();
     for name in ["a", "b", "c"] {
         std::fs::write(t.path().join(name), name).unwrap();
     }

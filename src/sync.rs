@@ -1,0 +1,40 @@
+//! Locks, and what a poisoned one means here.
+//!
+//! A lock is poisoned when a thread panicked while holding it. Every panic in a seekless
+//! thread is re-raised on the caller's thread (the walk and the reader join their threads
+//! and resume the first panic), so the run fails either way; meanwhile the data behind
+//! every lock of the crate stays consistent, because each update under a lock is a single
+//! push, insert or counter change that a panic cannot leave half done. So a poisoned lock
+//! is used as it is, rather than turned into a second panic that would hide the first.
+
+use std::sync::{Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// Locks `m`, poisoned or not.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Locks `l` for reading, poisoned or not.
+pub(crate) fn read<T>(l: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Locks `l` for writing, poisoned or not.
+pub(crate) fn write<T>(l: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Takes the value out of a mutex that is no longer shared, poisoned or not.
+pub(crate) fn into_inner<T>(m: Mutex<T>) -> T {
+    m.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Takes the value out of a read-write lock that is no longer shared, poisoned or not.
+pub(crate) fn into_inner_rw<T>(l: RwLock<T>) -> T {
+    l.into_inner().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Waits on `cv`, poisoned or not.
+pub(crate) fn wait<'a, T>(cv: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    cv.wait(guard).unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,29 @@
+//! The integration tests: one binary (`cargo test --test it`), as ripgrep and fd have it,
+//! driving the real `seekless` binary, and the library where a test needs its insides.
+//! One binary links once and runs every test in one process, in parallel;
+//! `cargo test --test it walk::` runs one module.
+//!
+//! The first modules run everywhere, Windows included (`ci/cross-check.sh` runs them
+//! under Wine); their Unix- or Linux-only cases are marked with `cfg` one by one. The
+//! others need Linux throughout.
+
+mod common;
+
+// Everywhere.
+mod inputs; // usage errors, exit codes, filters, lists, duplicates
+mod manifest; // manifests and --check, digests from the library
+mod order; // the listing's orders and a closed pipe
+
+// Linux only.
+#[cfg(target_os = "linux")]
+mod bench; // fragmented corpora (hole punching), drop_caches, FIEMAP
+#[cfg(target_os = "linux")]
+mod check; // --check against GNU coreutils' sha256sum -c / md5sum -c
+#[cfg(target_os = "linux")]
+mod hash; // loop devices, coreutils, /proc and sysfs files, tmpfs
+#[cfg(target_os = "linux")]
+mod read; // the page cache (fincore) and sysfs queue settings
+#[cfg(target_os = "linux")]
+mod scale; // wait4, setrlimit, openat past PATH_MAX
+#[cfg(target_os = "linux")]
+mod walk; // a loop device's read requests
