@@ -38,3 +38,18 @@ pub(crate) fn into_inner_rw<T>(l: RwLock<T>) -> T {
 pub(crate) fn wait<'a, T>(cv: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
     cv.wait(guard).unwrap_or_else(|e| e.into_inner())
 }
+
+/// Joins every thread of a scope and re-raises the first panic among them, with its own
+/// payload (message), on the caller's thread. Waiting for all first means no thread is
+/// left running when the panic moves on.
+pub(crate) fn join_all<T>(handles: Vec<std::thread::ScopedJoinHandle<'_, T>>) {
+    let mut panic = None;
+    for h in handles {
+        if let Err(payload) = h.join() {
+            panic.get_or_insert(payload);
+        }
+    }
+    if let Some(payload) = panic {
+        std::panic::resume_unwind(payload);
+    }
+}

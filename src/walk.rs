@@ -31,7 +31,7 @@ use crate::filter::Filter;
 use crate::os;
 use crate::path_bytes::path_from_bytes;
 use crate::report::Reporter;
-use crate::sync::{into_inner, lock, wait};
+use crate::sync::{into_inner, join_all, lock, wait};
 
 /// One regular file found by the walk: only what later stages need.
 #[derive(Clone, Debug)]
@@ -334,7 +334,7 @@ where
     let threads = opts.threads.max(1);
     // A worker that panicked has marked the queue aborted, so the others stop; its panic
     // is re-raised here, on the caller's thread, once all of them have ended.
-    let panic = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         // Where threads are scarce (a pids or address-space limit), walk with those that
         // could be had, down to this thread alone.
         let mut handles = Vec::with_capacity(threads);
@@ -347,17 +347,8 @@ where
         if handles.is_empty() {
             shared.work();
         }
-        let mut panic = None;
-        for h in handles {
-            if let Err(payload) = h.join() {
-                panic.get_or_insert(payload);
-            }
-        }
-        panic
+        join_all(handles);
     });
-    if let Some(payload) = panic {
-        std::panic::resume_unwind(payload);
-    }
 
     let found = into_inner(shared.found);
     let nodes = into_inner(shared.nodes);

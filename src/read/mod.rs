@@ -231,7 +231,7 @@ impl Reader {
         let work = &work;
         // A panic in `work` or in a sweep ends that worker; the others finish, and the
         // first panic is re-raised here with its own payload.
-        let panic = std::thread::scope(|s| {
+        std::thread::scope(|s| {
             let handles: Vec<_> = (0..workers.max(1))
                 .map(|_| {
                     s.spawn(move || {
@@ -241,17 +241,8 @@ impl Reader {
                     })
                 })
                 .collect();
-            let mut panic = None;
-            for h in handles {
-                if let Err(payload) = h.join() {
-                    panic.get_or_insert(payload);
-                }
-            }
-            panic
+            crate::sync::join_all(handles);
         });
-        if let Some(payload) = panic {
-            std::panic::resume_unwind(payload);
-        }
         self.stats()
     }
 
