@@ -238,7 +238,7 @@ impl Plan {
             locate_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
             let n = planned.fetch_add(1, Ordering::Relaxed) + 1;
             let b = planned_bytes.fetch_add(entry.size, Ordering::Relaxed) + entry.size;
-            if n % 1024 == 0 {
+            if n.is_multiple_of(1024) {
                 reporter.planned(n, b);
             }
             Ok(PlannedFile {
@@ -315,6 +315,34 @@ impl Plan {
             sweeps,
             summary,
         }
+    }
+
+    /// The plan of the files `keep` accepts (given their index and the file), in the same
+    /// order, on the same disks; counts and sweeps are made afresh, the walk's statistics
+    /// and times are kept.
+    pub fn retain(self, mut keep: impl FnMut(u32, &PlannedFile) -> bool) -> Plan {
+        let Plan {
+            files,
+            disks,
+            mut filesystems,
+            summary,
+            ..
+        } = self;
+        let files: Vec<PlannedFile> = files
+            .into_iter()
+            .enumerate()
+            .filter(|(i, f)| keep(*i as u32, f))
+            .map(|(_, f)| f)
+            .collect();
+        for fs in &mut filesystems {
+            fs.files = 0;
+        }
+        let mut plan = Plan::from_located(files, filesystems, disks, &crate::Quiet);
+        plan.summary.walk = summary.walk;
+        plan.summary.walk_time = summary.walk_time;
+        plan.summary.locate_time = summary.locate_time;
+        plan.summary.duplicates = summary.duplicates;
+        plan
     }
 
     /// Every planned file, in given order.

@@ -635,11 +635,11 @@ where
             self.reporter.skipped(&path, "on another filesystem");
             return;
         }
-        if self.opts.follow {
-            if let Some(ancestor) = Ancestor::find(&parent.ancestors, id) {
-                let ancestor = ancestor.to_path_buf();
-                return self.fail(Error::new(&path, ErrorKind::SymlinkLoop { ancestor }));
-            }
+        if self.opts.follow
+            && let Some(ancestor) = Ancestor::find(&parent.ancestors, id)
+        {
+            let ancestor = ancestor.to_path_buf();
+            return self.fail(Error::new(&path, ErrorKind::SymlinkLoop { ancestor }));
         }
         if !self.first_visit(id, &path) {
             return;

@@ -3,4 +3,5 @@
 
 pub mod bench;
 pub mod hash;
+pub mod index;
 pub mod manifest;

@@ -151,10 +151,10 @@ pub fn run(args: Args) -> Result<Code> {
             line.push(b'\n');
             if args.sort_output {
                 sorted.push((file.entry.path.to_path_buf(), line));
-            } else if write_error.is_none() {
-                if let Err(e) = out.write_all(&line) {
-                    write_error = Some(e);
-                }
+            } else if write_error.is_none()
+                && let Err(e) = out.write_all(&line)
+            {
+                write_error = Some(e);
             }
         }
         Err(e) => console.error(&e),
@@ -203,7 +203,7 @@ where
     }
 }
 
-fn read_bar(console: &Console, plan: &Plan) -> ProgressBar {
+pub fn read_bar(console: &Console, plan: &Plan) -> ProgressBar {
     if !console.is_terminal() {
         return ProgressBar::hidden();
     }

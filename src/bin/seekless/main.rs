@@ -3,6 +3,7 @@
 mod bench;
 mod exit;
 mod hash;
+mod index;
 mod inputs;
 mod order;
 mod output;
@@ -27,6 +28,8 @@ enum Command {
     Order(order::Args),
     /// Checksum files (coreutils manifest format), or verify a manifest with --check.
     Hash(hash::Args),
+    /// Catalog images into an SQLite database (dimensions, EXIF, BLAKE3), incrementally.
+    Index(index::Args),
     /// Benchmark on your own data: given, inode and physical order, each from a cold cache.
     Bench(bench::Args),
 }
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
         Command::Order(args) => order::run(args),
         Command::Hash(args) => hash::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Index(args) => index::run(args),
     };
     match result {
         Ok(code) => code.into(),

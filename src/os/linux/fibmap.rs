@@ -70,10 +70,10 @@ pub(super) fn placement(file: &File, size: u64) -> Result<Placement, LocateError
             }),
         }
     }
-    if blocks > MAX_BLOCKS {
-        if let Some(last) = extents.last_mut() {
-            last.length += (blocks - MAX_BLOCKS) * bsz;
-        }
+    if blocks > MAX_BLOCKS
+        && let Some(last) = extents.last_mut()
+    {
+        last.length += (blocks - MAX_BLOCKS) * bsz;
     }
     if let Some(last) = extents.last_mut() {
         last.flags |= ExtentFlags::LAST;

@@ -76,12 +76,11 @@ pub(super) fn prefetch_limit(dev: u64) -> Option<u64> {
 pub(super) fn device_nodes(dev: u64) -> Vec<PathBuf> {
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     let mut nodes = vec![PathBuf::from(format!("/dev/block/{major}:{minor}"))];
-    if let Some(sys) = sys_block_dir(dev) {
-        if let Ok(uevent) = fs::read_to_string(sys.join("uevent")) {
-            if let Some(name) = uevent.lines().find_map(|l| l.strip_prefix("DEVNAME=")) {
-                nodes.push(Path::new("/dev").join(name));
-            }
-        }
+    if let Some(sys) = sys_block_dir(dev)
+        && let Ok(uevent) = fs::read_to_string(sys.join("uevent"))
+        && let Some(name) = uevent.lines().find_map(|l| l.strip_prefix("DEVNAME="))
+    {
+        nodes.push(Path::new("/dev").join(name));
     }
     nodes
 }
@@ -114,10 +113,10 @@ fn sys_block_dir(dev: u64) -> Option<PathBuf> {
 
 /// A partition's disk is its parent directory in sysfs.
 fn whole_disk(sys: &Path) -> PathBuf {
-    if sys.join("partition").exists() {
-        if let Some(parent) = sys.parent() {
-            return parent.to_path_buf();
-        }
+    if sys.join("partition").exists()
+        && let Some(parent) = sys.parent()
+    {
+        return parent.to_path_buf();
     }
     sys.to_path_buf()
 }

@@ -1,0 +1,116 @@
+//! `seekless index`: an image catalog in SQLite, read in physical order (see
+//! `docs/index.md`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use indicatif::ProgressBar;
+use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexEvents, IndexOptions, index_with};
+use seekless::read::ReadStats;
+use seekless::{Filter, Plan, PlannedFile};
+
+use crate::exit::Code;
+use crate::hash::{ReadArgs, read_bar};
+use crate::inputs::{InputArgs, UsageError};
+use crate::output::{print_read_summary, print_summary};
+use crate::progress::Console;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// The catalog: an SQLite database, created if missing (schema: docs/index.md).
+    #[arg(long, value_name = "FILE", required = true)]
+    pub db: PathBuf,
+
+    /// Read every image again, even those the catalog says are unchanged.
+    #[arg(long)]
+    pub rehash: bool,
+
+    /// Catalog every regular file, not only those with an image extension.
+    #[arg(long, conflicts_with = "ext")]
+    pub all_files: bool,
+
+    /// Print the plan's summary, the read phase and the catalog's counts on stderr.
+    #[arg(long)]
+    pub summary: bool,
+
+    /// Say on stderr what was skipped and why.
+    #[arg(short, long)]
+    pub verbose: bool,
+
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+pub fn run(args: Args) -> Result<Code> {
+    let paths = args.input.paths()?;
+    let mut plan_opts = args.input.plan_options()?;
+    if !args.all_files && args.input.ext.is_empty() && args.input.glob.is_empty() {
+        let images: Vec<String> = IMAGE_EXTENSIONS.iter().map(|e| e.to_string()).collect();
+        plan_opts.walk.filter = Filter::new().extensions(&images);
+    }
+    let mut opts = IndexOptions::new(&args.db);
+    opts.rehash = args.rehash;
+    opts.read = args.read.options();
+    opts.workers = args.read.workers();
+    let console = Console::new(args.verbose);
+    let mut events = Progress {
+        console: &console,
+        summary: args.summary,
+        bar: ProgressBar::hidden(),
+        read: None,
+    };
+    let summary = match index_with(&paths, &plan_opts, &opts, &console, &mut events) {
+        Ok(s) => s,
+        Err(e) if e.is_busy() => return Err(UsageError(e.to_string()).into()),
+        Err(e) => return Err(e.into()),
+    };
+    console.finish();
+    if let (true, Some((stats, took))) = (args.summary, &events.read) {
+        print_read_summary(summary.read_files, summary.read_bytes, *took, stats);
+    }
+    if args.summary {
+        eprintln!(
+            "seekless: index: {} seen, {} added, {} changed, {} moved, {} unchanged, {} removed, {} failed",
+            summary.seen,
+            summary.added,
+            summary.changed,
+            summary.moved,
+            summary.unchanged,
+            summary.removed,
+            summary.failed
+        );
+    }
+    Ok(Code::from_errors(console.errors()))
+}
+
+/// The progress bar on a terminal, and `--summary`'s plan and read lines.
+struct Progress<'a> {
+    console: &'a Console,
+    summary: bool,
+    bar: ProgressBar,
+    /// The read phase's statistics and time, once over.
+    read: Option<(ReadStats, Duration)>,
+}
+
+impl IndexEvents for Progress<'_> {
+    fn reading(&mut self, plan: &Arc<Plan>) {
+        if self.summary {
+            print_summary(plan);
+        }
+        self.bar = read_bar(self.console, plan);
+    }
+
+    fn file_done(&mut self, file: &PlannedFile) {
+        self.bar.inc(file.entry.size);
+    }
+
+    fn read_done(&mut self, stats: &ReadStats, took: Duration) {
+        self.bar.finish_and_clear();
+        self.read = Some((*stats, took));
+    }
+}

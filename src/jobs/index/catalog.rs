@@ -1,0 +1,416 @@
+//! The SQLite catalog: schema, the one-writer lock, what is known from earlier runs, and
+//! batched writes. The schema is documented in `docs/index.md`.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use rusqlite::{Connection, params};
+
+use super::inspect::ImageInfo;
+
+/// The schema's version (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS scans (
+    id        INTEGER PRIMARY KEY,
+    started   TEXT NOT NULL,
+    ended     TEXT,
+    seen      INTEGER NOT NULL DEFAULT 0,
+    added     INTEGER NOT NULL DEFAULT 0,
+    changed   INTEGER NOT NULL DEFAULT 0,
+    moved     INTEGER NOT NULL DEFAULT 0,
+    unchanged INTEGER NOT NULL DEFAULT 0,
+    removed   INTEGER NOT NULL DEFAULT 0,
+    failed    INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS images (
+    id            INTEGER PRIMARY KEY,
+    path          TEXT NOT NULL,
+    path_bytes    BLOB NOT NULL UNIQUE,
+    dev           INTEGER NOT NULL,
+    ino           INTEGER NOT NULL,
+    size          INTEGER NOT NULL,
+    mtime_ns      INTEGER NOT NULL,
+    format        TEXT,
+    ext_mismatch  INTEGER NOT NULL DEFAULT 0,
+    width         INTEGER,
+    height        INTEGER,
+    taken         TEXT,
+    make          TEXT,
+    model         TEXT,
+    lens          TEXT,
+    orientation   INTEGER,
+    exposure_time REAL,
+    f_number      REAL,
+    iso           INTEGER,
+    focal_length  REAL,
+    gps_lat       REAL,
+    gps_lon       REAL,
+    gps_alt       REAL,
+    blake3        TEXT,
+    error         TEXT,
+    scan          INTEGER NOT NULL REFERENCES scans(id)
+);
+CREATE INDEX IF NOT EXISTS images_file   ON images(dev, ino);
+CREATE INDEX IF NOT EXISTS images_blake3 ON images(blake3);
+CREATE INDEX IF NOT EXISTS images_taken  ON images(taken);
+";
+
+/// Rows per transaction, at most.
+const BATCH_ROWS: usize = 512;
+/// Time one transaction may stay open, at most: a crash loses no more than this.
+const BATCH_TIME: Duration = Duration::from_secs(1);
+
+/// Why the catalog cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    /// Another `seekless index` is writing it.
+    #[error("{}: the catalog is being written by another seekless index", .0.display())]
+    Busy(
+        /// The catalog.
+        PathBuf,
+    ),
+    /// It was made by a newer seekless.
+    #[error("{}: catalog schema version {version} is newer than this seekless knows ({SCHEMA_VERSION})", .path.display())]
+    NewerSchema {
+        /// The catalog.
+        path: PathBuf,
+        /// Its schema version.
+        version: i64,
+    },
+    /// It cannot be opened, created or written.
+    #[error("{}: {message}", .path.display())]
+    Io {
+        /// The catalog.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// What an earlier run recorded about a path.
+#[derive(Clone, Debug)]
+pub(crate) struct Known {
+    pub id: i64,
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    /// The file was read (its content hash is known); rows of files that could not be
+    /// read are retried.
+    pub read: bool,
+}
+
+/// One row to write.
+pub(crate) struct Row {
+    pub path_bytes: Vec<u8>,
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub info: ImageInfo,
+    pub blake3: Option<String>,
+}
+
+/// The open catalog, locked for writing by this process.
+pub(crate) struct Catalog {
+    conn: Connection,
+    path: PathBuf,
+    /// Holds the writer lock (an OS lock on the database file, released on close or
+    /// death).
+    _lock: File,
+    pub scan: i64,
+}
+
+impl Catalog {
+    /// Opens (creating if needed) the catalog at `path`, takes the writer lock, and starts
+    /// a scan.
+    pub fn open(path: &Path) -> Result<Catalog, CatalogError> {
+        let io = |e: &dyn std::fmt::Display| CatalogError::Io {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        let lock = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(lock_path(path))
+            .map_err(|e| io(&crate::error::describe_io(&e)))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(CatalogError::Busy(path.to_path_buf()));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(&e)),
+        }
+        let conn = Connection::open(path).map_err(|e| io(&e))?;
+        conn.busy_timeout(Duration::from_secs(10))
+            .map_err(|e| io(&e))?;
+        // WAL: readers never block the writer, and a crash leaves the last commit intact.
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+            .map_err(|e| io(&e))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|e| io(&e))?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| io(&e))?;
+        if version > SCHEMA_VERSION {
+            return Err(CatalogError::NewerSchema {
+                path: path.to_path_buf(),
+                version,
+            });
+        }
+        conn.execute_batch(SCHEMA).map_err(|e| io(&e))?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(|e| io(&e))?;
+        conn.execute("INSERT INTO scans (started) VALUES (?1)", [now()])
+            .map_err(|e| io(&e))?;
+        let scan = conn.last_insert_rowid();
+        Ok(Catalog {
+            conn,
+            path: path.to_path_buf(),
+            _lock: lock,
+            scan,
+        })
+    }
+
+    fn err(&self, e: rusqlite::Error) -> CatalogError {
+        CatalogError::Io {
+            path: self.path.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    /// Every row, by path bytes.
+    pub fn known(&self) -> Result<HashMap<Vec<u8>, Known>, CatalogError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT path_bytes, id, dev, ino, size, mtime_ns, blake3 IS NOT NULL FROM images",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, Vec<u8>>(0)?,
+                    Known {
+                        id: r.get(1)?,
+                        dev: r.get::<_, i64>(2)? as u64,
+                        ino: r.get::<_, i64>(3)? as u64,
+                        size: r.get::<_, i64>(4)? as u64,
+                        mtime_ns: r.get(5)?,
+                        read: r.get(6)?,
+                    },
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Moves rows to new paths and deletes rows of files that are gone, in one
+    /// transaction.
+    pub fn relocate(
+        &mut self,
+        moved: &[(i64, Vec<u8>)],
+        removed: &[i64],
+    ) -> Result<(), CatalogError> {
+        let path = self.path.clone();
+        let err = |e: rusqlite::Error| CatalogError::Io {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        let scan = self.scan;
+        let tx = self.conn.transaction().map_err(err)?;
+        {
+            let mut delete = tx
+                .prepare_cached("DELETE FROM images WHERE id = ?1")
+                .map_err(err)?;
+            for id in removed {
+                delete.execute([id]).map_err(err)?;
+            }
+            let mut update = tx
+                .prepare_cached(
+                    "UPDATE images SET path = ?2, path_bytes = ?3, scan = ?4 WHERE id = ?1",
+                )
+                .map_err(err)?;
+            for (id, bytes) in moved {
+                update
+                    .execute(params![id, display(bytes), bytes, scan])
+                    .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)
+    }
+
+    /// Writes rows as they come, committing every [`BATCH_ROWS`] rows or [`BATCH_TIME`].
+    pub fn write_all(&mut self, rows: impl Iterator<Item = Row>) -> Result<(), CatalogError> {
+        let path = self.path.clone();
+        let err = |e: rusqlite::Error| CatalogError::Io {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        let scan = self.scan;
+        let mut rows = rows.peekable();
+        while rows.peek().is_some() {
+            let tx = self.conn.transaction().map_err(err)?;
+            let started = Instant::now();
+            {
+                let mut upsert = tx.prepare_cached(UPSERT).map_err(err)?;
+                for (n, row) in rows.by_ref().enumerate() {
+                    let i = &row.info;
+                    upsert
+                        .execute(params![
+                            display(&row.path_bytes),
+                            row.path_bytes,
+                            row.dev as i64,
+                            row.ino as i64,
+                            row.size as i64,
+                            row.mtime_ns,
+                            i.format,
+                            i.ext_mismatch,
+                            i.width.map(|w| w as i64),
+                            i.height.map(|h| h as i64),
+                            i.taken,
+                            i.make,
+                            i.model,
+                            i.lens,
+                            i.orientation,
+                            i.exposure_time,
+                            i.f_number,
+                            i.iso,
+                            i.focal_length,
+                            i.gps_lat,
+                            i.gps_lon,
+                            i.gps_alt,
+                            row.blake3,
+                            i.error,
+                            scan,
+                        ])
+                        .map_err(err)?;
+                    if n + 1 >= BATCH_ROWS || started.elapsed() >= BATCH_TIME {
+                        break;
+                    }
+                }
+            }
+            tx.commit().map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Records the scan's counts and end.
+    pub fn finish(&self, counts: &super::IndexSummary) -> Result<(), CatalogError> {
+        self.conn
+            .execute(
+                "UPDATE scans SET ended = ?2, seen = ?3, added = ?4, changed = ?5, moved = ?6,
+                 unchanged = ?7, removed = ?8, failed = ?9 WHERE id = ?1",
+                params![
+                    self.scan,
+                    now(),
+                    counts.seen as i64,
+                    counts.added as i64,
+                    counts.changed as i64,
+                    counts.moved as i64,
+                    counts.unchanged as i64,
+                    counts.removed as i64,
+                    counts.failed as i64,
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+}
+
+const UPSERT: &str = "
+INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, format, ext_mismatch, width,
+    height, taken, make, model, lens, orientation, exposure_time, f_number, iso,
+    focal_length, gps_lat, gps_lon, gps_alt, blake3, error, scan)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+    ?19, ?20, ?21, ?22, ?23, ?24, ?25)
+ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
+    ino = excluded.ino, size = excluded.size, mtime_ns = excluded.mtime_ns,
+    format = excluded.format, ext_mismatch = excluded.ext_mismatch, width = excluded.width,
+    height = excluded.height, taken = excluded.taken, make = excluded.make,
+    model = excluded.model, lens = excluded.lens, orientation = excluded.orientation,
+    exposure_time = excluded.exposure_time, f_number = excluded.f_number,
+    iso = excluded.iso, focal_length = excluded.focal_length, gps_lat = excluded.gps_lat,
+    gps_lon = excluded.gps_lon, gps_alt = excluded.gps_alt, blake3 = excluded.blake3,
+    error = excluded.error, scan = excluded.scan
+";
+
+/// The file whose OS lock marks the catalog's one writer. On Unix the database itself:
+/// `flock` there is independent of SQLite's own `fcntl` locks. On Windows locks are
+/// mandatory and would stop SQLite's own reads, so a file beside it.
+#[cfg(unix)]
+fn lock_path(db: &Path) -> PathBuf {
+    db.to_path_buf()
+}
+
+/// See the Unix version.
+#[cfg(not(unix))]
+fn lock_path(db: &Path) -> PathBuf {
+    let mut p = db.as_os_str().to_owned();
+    p.push("-seekless-lock");
+    PathBuf::from(p)
+}
+
+/// A path's bytes as display text (lossy where not UTF-8; `path_bytes` keeps them exact).
+fn display(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Now, as ISO 8601 UTC with milliseconds.
+fn now() -> String {
+    let d = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = d.as_secs() as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, dd) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{dd:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+/// The calendar date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn day_counts_become_calendar_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(20_425), (2025, 12, 3));
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_at_once() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        let first = Catalog::open(&db).unwrap();
+        assert!(matches!(Catalog::open(&db), Err(CatalogError::Busy(_))));
+        drop(first);
+        Catalog::open(&db).unwrap();
+    }
+}
