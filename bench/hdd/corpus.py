@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Deterministic camera-like corpus for the emulated-HDD benchmark, and plan helpers.
 
-  corpus.py gen --layout shuffled|camera|aged --files N [--seed S] DIR
+  corpus.py gen --layout shuffled|camera|aged|jpeg --files N [--seed S] DIR
   corpus.py extents < order.jsonl          # fraction of files with >= 3 extents
   corpus.py stream STATS.json < order.jsonl  # streaming limit (s) from the zone model
+  corpus.py index-targets --runs runs.jsonl --md OUT.md --json OUT.json
+                                           # jpeg layout: seekless index rows and targets
 
 Sizes are lognormal (median ~120 KiB, mean ~149 KiB, clamped to 8 KiB..4 MiB), names are
 DCIM/100CANON/IMG_0001.JPG ... in folders of 500 (101CANON, 102CANON, ...).
@@ -16,6 +18,8 @@ Layouts (all written with the disk model off; the caller syncs afterwards):
             appends (open, append a chunk, fsync, close, next file) so that their extents
             alternate with each other's; ext4 discards an inode's preallocation on close,
             so each append lands after the other files' chunks.
+  jpeg      real JPEGs with EXIF (for `seekless index`), same names, sizes and creation
+            order as `shuffled`; see gen_jpeg. Needs Python Pillow (python3-pil).
 """
 import json
 import math
@@ -61,8 +65,199 @@ def write_file(path, data):
         f.write(data)
 
 
+# ---------------------------------------------------------------------------------------
+# jpeg layout: real JPEGs with EXIF, for `seekless index` (issue 13, item 7).
+#
+# Same names, target sizes and creation order as `shuffled` for the same seed. The pixels
+# are crops of one seeded canvas (smooth colour blobs plus noise, ~3.5 bits per pixel at
+# quality 90, like a camera's fine JPEG); each file's crop size is chosen from the target
+# size and a bits-per-pixel figure calibrated once, then corrected (at most a few encodes)
+# until the file is within JPEG_TOL of its target. EXIF (Canon make/model/lens, date
+# taken with sub-seconds and offset for some, exposure, f-number, ISO, focal length,
+# orientation, GPS for ~40 %) is written by Pillow's Exif support, so no exiftool process
+# runs per file. Everything a file holds derives from (seed, its index), so the corpus is
+# the same for a seed on this machine (same Pillow/libjpeg).
+
+JPEG_Q = 90
+JPEG_TOL = 0.015
+CANVAS_W, CANVAS_H = 4200, 2800      # 11.8 Mpx: a 4 MiB file at ~3.5 bpp fits in one crop
+MODELS = [("Canon EOS 5D Mark IV", "EF24-105mm f/4L IS USM", 24, 105),
+          ("Canon EOS R6", "RF24-105mm F4 L IS USM", 24, 105),
+          ("Canon EOS 80D", "EF-S18-135mm f/3.5-5.6 IS USM", 18, 135),
+          ("Canon EOS 6D", "EF50mm f/1.8 STM", 50, 50)]
+PLACES = [(48.8566, 2.3522, 35.0),     # Paris: N, E
+          (40.7128, -74.0060, 10.0),   # New York: N, W
+          (-33.8688, 151.2093, 58.0),  # Sydney: S, E
+          (-22.9068, -43.1729, 5.0),   # Rio: S, W
+          (31.5590, 35.4732, -430.0)]  # Dead Sea shore: below sea level
+
+
+def need_pil():
+    """Import Pillow; if this Python lacks it (a pyenv shim ahead of the system Python, say),
+    run again with /usr/bin/python3, where Debian's python3-pil lives."""
+    try:
+        import PIL.Image  # noqa: F401
+        return
+    except ImportError:
+        pass
+    alt = "/usr/bin/python3"
+    if (os.environ.get("SEEKLESS_CORPUS_REEXEC") != "1" and os.access(alt, os.X_OK)
+            and os.path.realpath(sys.executable) != os.path.realpath(alt)):
+        os.environ["SEEKLESS_CORPUS_REEXEC"] = "1"
+        os.execv(alt, [alt, os.path.abspath(__file__)] + sys.argv[1:])
+    sys.exit("corpus.py: the jpeg layout needs Python Pillow (apt-get install python3-pil)")
+
+
+def jpeg_canvas(seed):
+    from PIL import Image
+    r = random.Random(seed ^ 0xC0FFEE)
+    W, H = CANVAS_W, CANVAS_H
+    chans = []
+    for _ in range(3):
+        # Low-frequency colour blobs (a 48x32 random field, upscaled) plus per-pixel noise.
+        blobs = Image.frombytes("L", (48, 32), r.randbytes(48 * 32)).resize((W, H), Image.Resampling.BICUBIC)
+        noise = Image.frombytes("L", (W, H), r.randbytes(W * H))
+        chans.append(Image.blend(blobs, noise, 0.20))
+    return Image.merge("RGB", chans)
+
+
+def jpeg_encode(img, exif):
+    import io
+    b = io.BytesIO()
+    img.save(b, "JPEG", quality=JPEG_Q, exif=exif)
+    return b.getvalue()
+
+
+def jpeg_exif(r, i, taken, w, h):
+    from PIL import Image, TiffImagePlugin
+    R = TiffImagePlugin.IFDRational
+    model, lens, fmin, fmax = MODELS[(i // FOLDER) % len(MODELS)]
+    orient = r.choices([1, 6, 8, 3], [80, 12, 7, 1])[0]
+    dt = taken.strftime("%Y:%m:%d %H:%M:%S")
+    ex = Image.Exif()
+    ex[0x010F] = "Canon"                  # Make
+    ex[0x0110] = model                    # Model
+    ex[0x0112] = orient                   # Orientation
+    ex[0x011A] = R(72, 1)                 # XResolution
+    ex[0x011B] = R(72, 1)                 # YResolution
+    ex[0x0128] = 2                        # ResolutionUnit: inches
+    ex[0x0132] = dt                       # DateTime
+    ex[0x0213] = 2                        # YCbCrPositioning: co-sited
+    sub = {
+        0x9000: b"0231",                                                 # ExifVersion
+        0xA000: b"0100",                                                 # FlashpixVersion
+        0xA001: 1,                                                       # ColorSpace: sRGB
+        0x829A: R(1, r.choice([15, 30, 60, 125, 250, 500, 1000, 2000])),  # ExposureTime
+        0x829D: R(r.choice([18, 28, 40, 56, 80, 110]), 10),              # FNumber
+        0x8827: r.choice([100, 200, 400, 800, 1600, 3200, 6400]),       # ISO
+        0x9003: dt,                                                      # DateTimeOriginal
+        0x9004: dt,                                                      # CreateDate
+        0x920A: R(r.randint(fmin, fmax), 1),                             # FocalLength
+        0xA002: w,                                                       # ExifImageWidth
+        0xA003: h,                                                       # ExifImageHeight
+        0xA434: lens,                                                    # LensModel
+    }
+    if r.random() < 0.7:
+        sub[0x9291] = f"{r.randrange(100):02d}"                          # SubSecTimeOriginal
+    if r.random() < 0.5:
+        sub[0x9011] = r.choice(["+02:00", "+01:00", "-05:00", "+10:00"])  # OffsetTimeOriginal
+    ex[0x8769] = sub
+    if r.random() < 0.4:
+        lat, lon, alt = r.choice(PLACES)
+        lat += r.uniform(-0.05, 0.05)
+        lon += r.uniform(-0.05, 0.05)
+        alt += r.uniform(0, 20)
+
+        def dms(x):
+            x = abs(x)
+            d = int(x)
+            m = int((x - d) * 60)
+            return (R(d, 1), R(m, 1), R(round(((x - d) * 60 - m) * 60 * 10000), 10000))
+        ex[0x8825] = {
+            1: "N" if lat >= 0 else "S", 2: dms(lat),      # GPSLatitudeRef, GPSLatitude
+            3: "E" if lon >= 0 else "W", 4: dms(lon),      # GPSLongitudeRef, GPSLongitude
+            5: 0 if alt >= 0 else 1,                       # GPSAltitudeRef (1: below sea level)
+            6: R(round(abs(alt) * 100), 100),              # GPSAltitude
+        }
+    return ex.tobytes()
+
+
+def jpeg_file(canvas, bpp, seed, i, target, taken):
+    """A JPEG of about `target` bytes (within JPEG_TOL, or the closest of a few encodes)."""
+    from PIL import Image
+    r = random.Random(seed * 1_000_003 + i)
+    fx, fy = r.random(), r.random()
+    exif_r = r.getstate()
+    px = max(256.0, (target - 1500) * 8 / bpp)
+    best = None
+    encodes = 0
+    for _ in range(5):
+        w = max(16, round(math.sqrt(px * 1.5)))
+        h = max(16, round(w / 1.5))
+        if w <= canvas.width and h <= canvas.height:
+            x0 = int(fx * (canvas.width - w))
+            y0 = int(fy * (canvas.height - h))
+            img = canvas.crop((x0, y0, x0 + w, y0 + h))
+        else:
+            img = canvas.resize((w, h), Image.Resampling.NEAREST)
+        r.setstate(exif_r)
+        data = jpeg_encode(img, jpeg_exif(r, i, taken, w, h))
+        encodes += 1
+        if best is None or abs(len(data) - target) < abs(len(best) - target):
+            best = data
+        if abs(len(data) - target) <= JPEG_TOL * target:
+            break
+        # Pixels scale the entropy-coded part; headers and EXIF (~1.5 KB) stay.
+        px *= max(0.25, min(4.0, (target - 1500) / max(1.0, len(data) - 1500)))
+    return best, encodes
+
+
+def gen_jpeg(n, seed, root):
+    import datetime
+    import time
+    need_pil()
+    t_start = time.monotonic()
+    rng = random.Random(seed)
+    nm = names(n)
+    sz = sizes(rng, n)            # the same targets as `shuffled` for this seed
+    order = list(range(n))
+    rng.shuffle(order)            # the same creation order as `shuffled`
+    canvas = jpeg_canvas(seed)
+    # bits per pixel of this content at JPEG_Q, from three crops.
+    cal = []
+    for k in range(3):
+        c = canvas.crop((k * 900, k * 500, k * 900 + 900, k * 500 + 600))
+        cal.append(len(jpeg_encode(c, b"")) * 8 / (900 * 600))
+    bpp = sorted(cal)[1]
+    # Dates taken: in name order, seconds to hours apart, from a seeded start.
+    tr = random.Random(seed + 0x7A4E)
+    t = datetime.datetime(2019, 5, 1, 9, 0, 0) + datetime.timedelta(days=tr.randrange(365))
+    taken = []
+    for _ in range(n):
+        taken.append(t)
+        t += datetime.timedelta(seconds=tr.choice([2, 5, 20, 60, 300, 3600, 86400]) + tr.randrange(30))
+    for d in sorted({os.path.dirname(x) for x in nm}):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    real = [0] * n
+    encodes = 0
+    off = 0
+    for i in order:
+        data, e = jpeg_file(canvas, bpp, seed, i, sz[i], taken[i])
+        encodes += e
+        off += abs(len(data) - sz[i]) > JPEG_TOL * sz[i]
+        real[i] = len(data)
+        write_file(os.path.join(root, nm[i]), data)
+    total = sum(real)
+    print(f"corpus: jpeg seed={seed} files={n} bytes={total} mean={total / n / KIB:.1f}KiB "
+          f"min={min(real) // KIB}KiB max={max(real) // KIB}KiB "
+          f"(target mean {sum(sz) / n / KIB:.1f}KiB; q{JPEG_Q}, {bpp:.2f} bpp, {encodes / n:.2f} encodes/file, "
+          f"{off} off target by > {JPEG_TOL * 100:.1f} %; {time.monotonic() - t_start:.1f} s)", file=sys.stderr)
+
+
 def gen(layout, n, seed, root):
     global POOL
+    if layout == "jpeg":
+        return gen_jpeg(n, seed, root)
     rng = random.Random(seed)
     POOL = random.Random(seed ^ 0x5EED).randbytes(8 << 20)
     nm = names(n)
@@ -164,6 +359,94 @@ def stream(stats_path, plan):
     print(json.dumps({"bytes": total, "stream_s": t, "outer": outer, "inner": inner, "disk_size": size}))
 
 
+# ---------------------------------------------------------------------------------------
+# jpeg layout: the table of `seekless index` and its peers, and the issue's targets,
+# appended to the table plot.py wrote (plot.py's own table shows lookup and sort for the
+# sl-* rows only).
+
+IX_LABELS = {
+    "ix-physical": "seekless index (physical order)",
+    "ix-given": "seekless index, directory order, no prefetch",
+    "ix-rerun": "seekless index, re-run, corpus unchanged",
+    "sl-physical": "seekless hash --algo blake3 (physical)",
+    "exiftool": "exiftool -fast -json -r",
+    "dir": "directory order (find \\| xargs cat)",
+    "lookup": "lookup alone (seekless order)",
+}
+
+
+def index_targets(a):
+    import statistics
+    runs = [json.loads(line) for line in open(a["runs"]) if line.strip()]
+    by = {}
+    for r in runs:
+        by.setdefault(r["contender"], []).append(r)
+
+    def med(name, key):
+        xs = [r.get(key) for r in by.get(name, []) if r.get(key) is not None]
+        return statistics.median(xs) if xs else None
+
+    def f(x, fmt="{:.2f}"):
+        return "–" if x is None else fmt.format(x)
+
+    tot = {k: med(k, "wall_s") for k in by}
+    ix = tot.get("ix-physical")
+    rows = []
+    for name in [k for k in IX_LABELS if k in by] + [k for k in by if k not in IX_LABELS]:
+        reps = by[name]
+        mr = sorted(reps, key=lambda r: r["wall_s"])[len(reps) // 2]
+        wl, so = med(name, "walk_locate_s"), med(name, "sort_s")
+        counts = mr.get("index") or {}
+        rows.append({"contender": name, "label": IX_LABELS.get(name, name), "total_s": tot[name],
+                     "lookup_s": wl, "sort_s": so,
+                     "read_s": tot[name] - (wl or 0) - (so or 0) if wl is not None else None,
+                     "vs_index": tot[name] / ix if ix else None,
+                     "read_files": counts.get("read_files"), "unchanged": counts.get("unchanged"),
+                     "failed": counts.get("failed"), "seeks": (mr.get("stats") or {}).get("seeks"),
+                     "reps_s": [r["wall_s"] for r in reps]})
+    targets = []
+
+    def t(name, value, goal, ok):
+        if value is not None:
+            targets.append({"target": name, "value": value, "goal": goal, "met": bool(ok)})
+    g, h = tot.get("ix-given"), tot.get("sl-physical")
+    if ix and g:
+        t("seekless index vs the same job in directory order (--locate given --no-prefetch)", g / ix, ">= 6x", g / ix >= 6)
+    if ix and h:
+        t("seekless index / seekless hash --algo blake3", ix / h, "<= 1.15", ix / h <= 1.15)
+    wl, so = med("ix-physical", "walk_locate_s"), med("ix-physical", "sort_s")
+    if ix and wl is not None:
+        v = (wl + (so or 0)) / ix * 100
+        t("(lookup + sort) / seekless index total (%)", v, "<= 5 %", v <= 5)
+    rr, lk = tot.get("ix-rerun"), tot.get("lookup")
+    if rr and lk:
+        t("re-run on the unchanged corpus / cold lookup alone", rr / lk, "<= 1.5", rr / lk <= 1.5)
+
+    L = ["", "#### seekless index (issue 13): the catalog job and its peers", "",
+         "Lookup and sort: each run's own walk + locate and sort (`--summary`); read = total − "
+         "lookup − sort; catalogs on tmpfs, fresh for ix-physical and ix-given, ix-physical's for "
+         "ix-rerun; lookup alone = cold `seekless order --summary` (wall). Files read and unchanged: "
+         "from `seekless index --summary` (median rep).", "",
+         "| contender | lookup s | sort s | read s | total s | this / index | files read | unchanged | failed | seeks |",
+         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        L.append(f"| {r['label']} | {f(r['lookup_s'], '{:.3f}')} | {f(r['sort_s'], '{:.3f}')} | "
+                 f"{f(r['read_s'])} | {f(r['total_s'])} | {f(r['vs_index'])} | {f(r['read_files'], '{}')} | "
+                 f"{f(r['unchanged'], '{}')} | {f(r['failed'], '{}')} | {f(r['seeks'], '{}')} |")
+    L += ["", "| target | value | goal | met |", "| --- | ---: | --- | --- |"]
+    for x in targets:
+        L.append(f"| {x['target']} | {x['value']:.2f} | {x['goal']} | {'yes' if x['met'] else '**no**'} |")
+    ex = tot.get("exiftool")
+    if ex and ix:
+        L += ["", f"Peer: `exiftool -fast -json -r` {ex:.2f} s = {ex / ix:.2f}× seekless index."]
+    with open(a["md"], "a") as fo:
+        fo.write("\n".join(L) + "\n")
+    doc = json.load(open(a["json"]))
+    doc["index"] = {"rows": rows, "targets": targets}
+    doc["targets"] = doc.get("targets", []) + targets
+    json.dump(doc, open(a["json"], "w"), indent=1)
+
+
 def main():
     a = sys.argv[1:]
     if not a:
@@ -187,6 +470,8 @@ def main():
         extents(read_plan(sys.stdin))
     elif a[0] == "stream":
         stream(a[1], read_plan(sys.stdin))
+    elif a[0] == "index-targets":
+        index_targets({a[i].lstrip("-"): a[i + 1] for i in range(1, len(a) - 1, 2)})
     else:
         sys.exit(__doc__)
 

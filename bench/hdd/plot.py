@@ -63,7 +63,7 @@ def table(a):
             # stats of the median rep
             mr = sorted(by[name], key=lambda r: r["wall_s"])[len(by[name]) // 2]
             st = mr["stats"]
-        is_sl = name.startswith("sl-")
+        is_sl = name.startswith(("sl-", "ix-"))
         # Each seekless run reports its own walk+locate and sort (--summary): the lookup
         # phase of that very run, cold.
         lookup_s = med([r.get("walk_locate_s") for r in by.get(name, [])]) if is_sl else None

@@ -22,6 +22,8 @@ mod check; // --check against GNU coreutils' sha256sum -c / md5sum -c
 #[cfg(target_os = "linux")]
 mod hash; // loop devices, coreutils, /proc and sysfs files, tmpfs
 #[cfg(target_os = "linux")]
+mod index; // exiftool, sqlite3, b3sum, Pillow; SIGSTOP and /proc to freeze a run mid-write
+#[cfg(target_os = "linux")]
 mod read; // the page cache (fincore) and sysfs queue settings
 #[cfg(target_os = "linux")]
 mod scale; // wait4, setrlimit, openat past PATH_MAX

@@ -35,6 +35,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    tune_allocator();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Order(args) => order::run(args),
@@ -66,3 +67,20 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// glibc raises its mmap threshold whenever a large block is freed (up to 32 MiB); large
+/// vectors then grow inside the heap by copying, and the freed copies stay with the
+/// process. A fixed threshold keeps large blocks mapped: they grow by remapping and go back
+/// to the system when freed, so the peak follows what is live (the walk's result list of
+/// a directory of 200,000 entries once peaked at twice its size in a loaded test run).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn tune_allocator() {
+    // SAFETY: mallopt only changes allocator parameters; it is called before any other
+    // thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn tune_allocator() {}

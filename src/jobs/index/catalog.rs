@@ -102,6 +102,15 @@ pub(crate) struct Known {
     /// The file was read (its content hash is known); rows of files that could not be
     /// read are retried.
     pub read: bool,
+    /// This run's walk found the path.
+    pub seen: bool,
+}
+
+impl Known {
+    /// Device, inode, size and mtime.
+    pub fn identity(&self) -> (u64, u64, u64, i64) {
+        (self.dev, self.ino, self.size, self.mtime_ns)
+    }
 }
 
 /// One row to write.
@@ -204,6 +213,7 @@ impl Catalog {
                         size: r.get::<_, i64>(4)? as u64,
                         mtime_ns: r.get(5)?,
                         read: r.get(6)?,
+                        seen: false,
                     },
                 ))
             })

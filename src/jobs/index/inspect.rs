@@ -101,10 +101,11 @@ fn formats_for_extension(ext: &str) -> &'static [&'static str] {
     }
 }
 
-/// Everything `data` (the file's bytes, or its first part for huge files) says, for a file
-/// with extension `ext`. Never panics: a parser panic becomes the error.
-pub fn inspect(data: &[u8], ext: Option<&str>) -> ImageInfo {
-    match catch_unwind(AssertUnwindSafe(|| inspect_inner(data, ext))) {
+/// Everything `data` says, for a file with extension `ext`: the whole file when
+/// `complete`, else its first part (huge files). Never panics: a parser panic becomes the
+/// error.
+pub fn inspect(data: &[u8], ext: Option<&str>, complete: bool) -> ImageInfo {
+    match catch_unwind(AssertUnwindSafe(|| inspect_inner(data, ext, complete))) {
         Ok(info) => info,
         Err(panic) => {
             let what = panic
@@ -121,7 +122,7 @@ pub fn inspect(data: &[u8], ext: Option<&str>) -> ImageInfo {
     }
 }
 
-fn inspect_inner(data: &[u8], ext: Option<&str>) -> ImageInfo {
+fn inspect_inner(data: &[u8], ext: Option<&str>, complete: bool) -> ImageInfo {
     let mut info = ImageInfo {
         format: format_of(data),
         ..ImageInfo::default()
@@ -146,7 +147,10 @@ fn inspect_inner(data: &[u8], ext: Option<&str>) -> ImageInfo {
         }
         Err(e) => info.error = Some(format!("no dimensions in the header: {e}")),
     }
-    if format == "jpeg" && !data.ends_with(&[0xFF, 0xD9]) && info.error.is_none() {
+    // Data after the end-of-image marker is common (camera trailers, motion photos); a
+    // JPEG without one anywhere was cut short.
+    let has_eoi = data.windows(2).skip(2).any(|w| w == [0xFF, 0xD9]);
+    if format == "jpeg" && complete && !has_eoi && info.error.is_none() {
         info.error = Some("truncated JPEG (no end-of-image marker)".into());
     }
     // EXIF lives in JPEG APP1, TIFF IFDs (raw formats too), HEIF/AVIF items, PNG eXIf and
@@ -303,15 +307,16 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
-        let info = inspect(b"this is text", Some("png"));
+        let info = inspect(b"this is text", Some("png"), true);
         assert!(info.error.is_some());
         assert!(info.ext_mismatch);
         let info = inspect(
             &[0xFF, 0xD8, 0xFF, 0xE1, 0xFF, 0xFF, b'E', b'x'],
             Some("jpg"),
+            true,
         );
         assert_eq!(info.format, Some("jpeg"));
         assert!(info.error.is_some());
-        assert!(inspect(b"", Some("jpg")).error.is_some());
+        assert!(inspect(b"", Some("jpg"), true).error.is_some());
     }
 }

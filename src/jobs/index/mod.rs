@@ -26,14 +26,14 @@
 mod catalog;
 pub mod inspect;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
-use catalog::{Catalog, Known, Row};
+use catalog::{Catalog, Row};
 pub use catalog::{CatalogError, SCHEMA_VERSION};
 
 use crate::error::Error;
@@ -157,84 +157,110 @@ pub fn index_with(
 ) -> Result<IndexSummary, IndexError> {
     let mut catalog = Catalog::open(&opts.db)?;
     let own = own_files(&opts.db);
-    let plan = Plan::build(inputs, plan_opts, reporter);
+    // Files the walk found but could not open still get a row, with their error.
+    let unopened = Unopened {
+        reporter,
+        filter: &plan_opts.walk.filter,
+        files: std::sync::Mutex::new(Vec::new()),
+    };
+    let plan = Plan::build(inputs, plan_opts, &unopened);
+    let unopened = crate::sync::into_inner(unopened.files);
     let mut summary = IndexSummary::default();
 
     // Decide per file: unchanged, moved, or to be read.
     let mut known = catalog.known()?;
-    let walked: HashSet<Vec<u8>> = plan
-        .files()
+    let roots: Vec<Vec<u8>> = inputs
         .iter()
-        .map(|f| path_to_bytes(&f.entry.path).into_owned())
+        .map(|p| path_to_bytes(p).into_owned())
         .collect();
-    // Rows of paths the walk did not find, by identity: candidates for moves.
-    let mut gone: HashMap<(u64, u64, u64, i64), i64> = HashMap::new();
-    for (bytes, k) in &known {
-        if !walked.contains(bytes) && k.read {
-            gone.insert((k.dev, k.ino, k.size, k.mtime_ns), k.id);
-        }
-    }
-    let mut to_read: HashSet<u32> = HashSet::new();
-    let mut is_new: HashSet<u32> = HashSet::new();
-    let mut moved: Vec<(i64, Vec<u8>)> = Vec::new();
-    let mut moved_ids: HashSet<i64> = HashSet::new();
+    // First, the files at known paths: unchanged or changed. Rows left unseen after this
+    // are of paths the walk did not find.
+    let mut read = vec![false; plan.files().len()];
+    let mut at_new_path: Vec<u32> = Vec::new();
     for (i, f) in plan.files().iter().enumerate() {
         if is_own(&own, f) {
             reporter.skipped(&f.entry.path, "the catalog itself");
             continue;
         }
         summary.seen += 1;
-        let bytes = path_to_bytes(&f.entry.path);
-        let mtime = mtime_ns(f.entry.modified);
-        let same = |k: &Known| {
-            k.read
-                && (k.dev, k.ino, k.size, k.mtime_ns)
-                    == (f.entry.id.dev, f.entry.id.ino, f.entry.size, mtime)
-        };
-        match known.get(bytes.as_ref()) {
-            Some(k) if same(k) && !opts.rehash => summary.unchanged += 1,
-            Some(_) => {
+        match known.get_mut(path_to_bytes(&f.entry.path).as_ref()) {
+            Some(k) => {
+                k.seen = true;
+                if k.read && k.identity() == identity(f) && !opts.rehash {
+                    summary.unchanged += 1;
+                } else {
+                    summary.changed += 1;
+                    read[i] = true;
+                }
+            }
+            None => at_new_path.push(i as u32),
+        }
+    }
+    // Files that could not be opened: a row each, with the error (retried next run: a row
+    // without a content hash is never "unchanged").
+    let mut failed_rows = Vec::with_capacity(unopened.len());
+    for (path, meta, why) in unopened {
+        summary.seen += 1;
+        summary.failed += 1;
+        let bytes = path_to_bytes(&path).into_owned();
+        match known.get_mut(&bytes) {
+            Some(k) => {
+                k.seen = true;
                 summary.changed += 1;
-                to_read.insert(i as u32);
+            }
+            None => summary.added += 1,
+        }
+        let (dev, ino) =
+            crate::os::file_id(&path, None, &meta).map_or((0, 0), |id| (id.dev, id.ino));
+        failed_rows.push(Row {
+            path_bytes: bytes,
+            dev,
+            ino,
+            size: meta.len(),
+            mtime_ns: mtime_ns(meta.modified().ok()),
+            info: inspect::ImageInfo {
+                error: Some(why),
+                ..inspect::ImageInfo::default()
+            },
+            blake3: None,
+        });
+    }
+    // Rows of files gone from under the scanned paths, by identity: a file at a new path
+    // with the same identity moved there (its row follows it, nothing is read); the rest
+    // are removed.
+    let mut gone: HashMap<(u64, u64, u64, i64), i64> = known
+        .iter()
+        .filter(|(bytes, k)| !k.seen && roots.iter().any(|r| under(bytes, r)))
+        .map(|(_, k)| (k.identity(), k.id))
+        .collect();
+    let mut moved: Vec<(i64, Vec<u8>)> = Vec::new();
+    for i in at_new_path {
+        let f = &plan.files()[i as usize];
+        match gone.remove(&identity(f)) {
+            Some(id) if !opts.rehash => {
+                summary.moved += 1;
+                moved.push((id, path_to_bytes(&f.entry.path).into_owned()));
+            }
+            Some(id) => {
+                // Read again under its new path; the old row goes.
+                gone.insert(identity(f), id);
+                summary.added += 1;
+                read[i as usize] = true;
             }
             None => {
-                let key = (f.entry.id.dev, f.entry.id.ino, f.entry.size, mtime);
-                match gone.remove(&key) {
-                    Some(id) if !opts.rehash => {
-                        summary.moved += 1;
-                        moved_ids.insert(id);
-                        moved.push((id, bytes.into_owned()));
-                    }
-                    _ => {
-                        summary.added += 1;
-                        to_read.insert(i as u32);
-                        is_new.insert(i as u32);
-                    }
-                }
+                summary.added += 1;
+                read[i as usize] = true;
             }
         }
     }
-    // Rows of files gone from under the scanned paths (and not moved) are removed.
-    let roots: Vec<Vec<u8>> = inputs
-        .iter()
-        .map(|p| path_to_bytes(p).into_owned())
-        .collect();
-    let removed: Vec<i64> = known
-        .iter()
-        .filter(|(bytes, k)| {
-            !walked.contains(*bytes)
-                && !moved_ids.contains(&k.id)
-                && roots.iter().any(|r| under(bytes, r))
-        })
-        .map(|(_, k)| k.id)
-        .collect();
+    let removed: Vec<i64> = gone.into_values().collect();
     summary.removed = removed.len() as u64;
     catalog.relocate(&moved, &removed)?;
-    known.clear();
-    known.shrink_to_fit();
+    catalog.write_all(failed_rows.into_iter())?;
+    drop(known);
 
     // Read what must be read, in physical order; one writer thread writes the rows.
-    let plan = Arc::new(plan.retain(|i, _| to_read.contains(&i)));
+    let plan = Arc::new(plan.retain(|i, _| read[i as usize]));
     events.reading(&plan);
     let started = Instant::now();
     let (tx, rx) = crossbeam_channel::bounded::<Row>(1024);
@@ -265,7 +291,7 @@ pub fn index_with(
         let (files, bytes, failed) = crate::sync::into_inner(counts);
         summary.read_files = files;
         summary.read_bytes = bytes;
-        summary.failed = failed;
+        summary.failed += failed;
         crate::sync::into_inner(events).read_done(&stats, started.elapsed());
         match writer.join() {
             Ok(result) => result,
@@ -314,7 +340,8 @@ fn read_one(
         });
         match result {
             Ok(_) => {
-                row.info = inspect::inspect(&head, ext.as_deref());
+                let complete = head.len() as u64 == entry.size;
+                row.info = inspect::inspect(&head, ext.as_deref(), complete);
                 row.blake3 = Some(hasher.finalize().to_hex().to_string());
                 if let Some(why) = &row.info.error {
                     let why = std::io::Error::other(why.clone());
@@ -372,6 +399,50 @@ fn is_own(own: &[PathBuf], f: &PlannedFile) -> bool {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     std::fs::canonicalize(dir).is_ok_and(|d| own.contains(&d.join(name)))
+}
+
+/// Passes the walk's reports on, and keeps the regular files among the paths that failed
+/// (with their metadata and error) when the filter would have taken them.
+struct Unopened<'a> {
+    reporter: &'a dyn Reporter,
+    filter: &'a crate::Filter,
+    files: std::sync::Mutex<Vec<(PathBuf, std::fs::Metadata, String)>>,
+}
+
+impl Reporter for Unopened<'_> {
+    fn error(&self, err: &Error) {
+        self.reporter.error(err);
+        let path = err.path();
+        let Ok(meta) = crate::os::symlink_metadata(path) else {
+            return;
+        };
+        let name = path.file_name().unwrap_or_default();
+        if meta.is_file() && (self.filter.is_empty() || self.filter.keeps(path, name)) {
+            let why = match err.io_error() {
+                Some(e) => crate::error::describe_io(e),
+                None => err.kind().to_string(),
+            };
+            crate::sync::lock(&self.files).push((path.to_path_buf(), meta, why));
+        }
+    }
+
+    fn skipped(&self, path: &Path, why: &str) {
+        self.reporter.skipped(path, why);
+    }
+
+    fn planned(&self, files: u64, bytes: u64) {
+        self.reporter.planned(files, bytes);
+    }
+}
+
+/// What identifies a file's content without reading it: device, inode, size, mtime.
+fn identity(f: &PlannedFile) -> (u64, u64, u64, i64) {
+    (
+        f.entry.id.dev,
+        f.entry.id.ino,
+        f.entry.size,
+        mtime_ns(f.entry.modified),
+    )
 }
 
 /// Whether `path` is `root` or lies under it.
