@@ -185,17 +185,9 @@ impl Plan {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn build(inputs: &[PathBuf], opts: &PlanOptions, reporter: &dyn Reporter) -> Plan {
-        Self::build_on(inputs, opts, reporter, &Devices::default())
-    }
-
-    /// [`build`](Self::build) with a device registry that may already know some devices.
-    pub(crate) fn build_on(
-        inputs: &[PathBuf],
-        opts: &PlanOptions,
-        reporter: &dyn Reporter,
-        devices: &Devices,
-    ) -> Plan {
         let started = Instant::now();
+        // Shared by the walk (directory read-ahead) and the locate stage.
+        let devices = &Devices::default();
         // This plan's state per filesystem (the ladder follows `opts`): read for every
         // file, written once per filesystem.
         let filesystems: RwLock<HashMap<u64, Arc<FsState>>> = RwLock::new(HashMap::new());
@@ -285,17 +277,33 @@ impl Plan {
     /// Walk statistics and times are left empty.
     pub(crate) fn from_located(
         mut files: Vec<PlannedFile>,
-        mut filesystems: Vec<FilesystemReport>,
+        filesystems: Vec<FilesystemReport>,
         disks: Vec<Disk>,
         reporter: &dyn Reporter,
     ) -> Plan {
         let sorting = Instant::now();
         let duplicates = dedup(&mut files, reporter);
+        let mut plan = Plan::ordered(files, filesystems, disks);
+        plan.summary.duplicates = duplicates;
+        plan.summary.sort_time = sorting.elapsed();
+        plan
+    }
+
+    /// Sweeps and counts for distinct files: the part of
+    /// [`from_located`](Self::from_located) that
+    /// [`retain`](Self::retain) needs too.
+    fn ordered(
+        files: Vec<PlannedFile>,
+        mut filesystems: Vec<FilesystemReport>,
+        disks: Vec<Disk>,
+    ) -> Plan {
+        for fs in &mut filesystems {
+            fs.files = 0;
+        }
         for f in &files {
             filesystems[f.filesystem as usize].files += 1;
         }
         let sweeps = sweeps(&files, disks.len());
-        let sort_time = sorting.elapsed();
         let summary = Summary {
             files: files.len() as u64,
             bytes: files.iter().map(|f| f.entry.size).sum(),
@@ -304,8 +312,6 @@ impl Plan {
                 .iter()
                 .filter(|f| f.placement.physical().is_none() && f.entry.size > 0)
                 .count() as u64,
-            duplicates,
-            sort_time,
             ..Summary::default()
         };
         Plan {
@@ -318,13 +324,13 @@ impl Plan {
     }
 
     /// The plan of the files `keep` accepts (given their index and the file), in the same
-    /// order, on the same disks; counts and sweeps are made afresh, the walk's statistics
-    /// and times are kept.
+    /// order, on the same disks; sweeps and counts are made afresh, the walk's statistics,
+    /// times and duplicates are kept.
     pub fn retain(self, mut keep: impl FnMut(u32, &PlannedFile) -> bool) -> Plan {
         let Plan {
             files,
             disks,
-            mut filesystems,
+            filesystems,
             summary,
             ..
         } = self;
@@ -334,14 +340,15 @@ impl Plan {
             .filter(|(i, f)| keep(*i as u32, f))
             .map(|(_, f)| f)
             .collect();
-        for fs in &mut filesystems {
-            fs.files = 0;
-        }
-        let mut plan = Plan::from_located(files, filesystems, disks, &crate::Quiet);
-        plan.summary.walk = summary.walk;
-        plan.summary.walk_time = summary.walk_time;
-        plan.summary.locate_time = summary.locate_time;
-        plan.summary.duplicates = summary.duplicates;
+        let mut plan = Plan::ordered(files, filesystems, disks);
+        let counts = std::mem::take(&mut plan.summary);
+        plan.summary = Summary {
+            files: counts.files,
+            bytes: counts.bytes,
+            fragmented: counts.fragmented,
+            unlocated: counts.unlocated,
+            ..summary
+        };
         plan
     }
 

@@ -25,6 +25,28 @@ pub trait Reporter: Sync {
     }
 }
 
+/// Passes everything on to `inner`, and hands each error to `on_error` too: for a caller
+/// that must know which paths failed.
+pub(crate) struct Tee<'a, F> {
+    pub inner: &'a dyn Reporter,
+    pub on_error: F,
+}
+
+impl<F: Fn(&Error) + Sync> Reporter for Tee<'_, F> {
+    fn error(&self, err: &Error) {
+        self.inner.error(err);
+        (self.on_error)(err);
+    }
+
+    fn skipped(&self, path: &std::path::Path, why: &str) {
+        self.inner.skipped(path, why);
+    }
+
+    fn planned(&self, files: u64, bytes: u64) {
+        self.inner.planned(files, bytes);
+    }
+}
+
 /// A reporter that ignores everything.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Quiet;

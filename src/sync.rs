@@ -53,3 +53,13 @@ pub(crate) fn join_all<T>(handles: Vec<std::thread::ScopedJoinHandle<'_, T>>) {
         std::panic::resume_unwind(payload);
     }
 }
+
+/// The message of a panic's payload (`panic!` with a literal or a format string), or ""
+/// for another payload.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}

@@ -75,6 +75,9 @@ pub struct WalkOptions {
     /// readable: root or the `disk` group). ext4 otherwise reads an indexed directory
     /// one block at a time, each waiting for the last.
     pub dir_readahead: bool,
+    /// Walk directories named as inputs. Off, such an input is an error ("Is a
+    /// directory"), as for a list of files (a manifest), where it stands for one file.
+    pub descend_into_inputs: bool,
 }
 
 impl Default for WalkOptions {
@@ -88,6 +91,7 @@ impl Default for WalkOptions {
             // bench/hdd/README.md (lookup vs `--walk-threads`).
             threads: 64,
             dir_readahead: true,
+            descend_into_inputs: true,
         }
     }
 }
@@ -384,6 +388,10 @@ where
             Err(e) => return self.fail(Error::io(path, e)),
         };
         let ft = meta.file_type();
+        if ft.is_dir() && !self.opts.descend_into_inputs {
+            let why = std::io::Error::new(std::io::ErrorKind::IsADirectory, "Is a directory");
+            return self.fail(Error::io(path, why));
+        }
         if ft.is_dir() {
             let id = match os::file_id(path, None, &meta) {
                 Ok(id) => id,
@@ -560,24 +568,15 @@ where
                 self.skip_special(&path, &ft);
             }
         }
-        // Hand all but the first batch to other threads (pushed last first, so they are
-        // taken in inode order), and do the first here. Each batch is its own allocation
-        // of `BATCH` entries: splitting one list in place would leave every batch with the
-        // capacity of what remained after it, quadratic in the directory's size.
-        let mut files = files.into_iter();
-        let first: Vec<_> = files.by_ref().take(BATCH).collect();
-        let mut rest: Vec<Vec<(PathBuf, Position, bool)>> = Vec::new();
-        loop {
-            let batch: Vec<_> = files.by_ref().take(BATCH).collect();
-            if batch.is_empty() {
-                break;
-            }
-            rest.push(batch);
+        // Hand all but the first batch to other threads, and do the first here. Batches
+        // are cut off the end, so each is an allocation of its own size (cutting off the
+        // front would leave each batch the capacity of everything after it: quadratic in
+        // the directory's size), and pushed last first, so they are taken in inode order.
+        while files.len() > BATCH {
+            let start = (files.len() - 1) / BATCH * BATCH;
+            self.push_work(Work::Files(files.split_off(start)));
         }
-        for batch in rest.into_iter().rev() {
-            self.push_work(Work::Files(batch));
-        }
-        self.files(first, out);
+        self.files(files, out);
     }
 
     /// Before a directory larger than one block is listed, starts reading its blocks
@@ -917,12 +916,7 @@ pub(crate) mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-            let _ = tx.send(r.err().map(|p| {
-                p.downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default()
-            }));
+            let _ = tx.send(r.err().map(|p| crate::sync::panic_text(&*p)));
         });
         match rx.recv_timeout(std::time::Duration::from_secs(60)) {
             Ok(Some(message)) => message,

@@ -18,7 +18,7 @@
 //! ```
 
 use std::collections::HashSet;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -29,7 +29,7 @@ use crate::error::Error;
 use crate::jobs::manifest::{Checklist, Verdict};
 use crate::plan::{Plan, PlanOptions, PlannedFile};
 use crate::read::{ReadOptions, ReadStats, Reader};
-use crate::report::Reporter;
+use crate::report::{Reporter, Tee};
 use crate::sync::lock;
 
 /// A checksum algorithm.
@@ -249,30 +249,21 @@ fn check_round(
     reporter: &dyn Reporter,
     events: &mut dyn CheckEvents,
 ) -> std::io::Result<()> {
-    let mut unreadable: HashSet<&OsStr> = HashSet::new();
-    let mut files = Vec::with_capacity(pending.len());
-    for path in pending {
-        let why = match crate::os::metadata(path) {
-            Ok(meta) if meta.is_dir() => {
-                std::io::Error::new(std::io::ErrorKind::IsADirectory, "Is a directory")
-            }
-            Ok(_) => {
-                files.push(path.clone());
-                continue;
-            }
-            Err(e) => e,
-        };
-        reporter.error(&Error::io(path, why));
-        unreadable.insert(path.as_os_str());
-    }
-    let recorder = FailedPaths {
-        reporter,
-        failed: Mutex::new(HashSet::new()),
+    // Listed paths are files: a directory is "Is a directory" (`sha256sum -c` says so
+    // too), not a tree to walk. Paths the walk reports failing get their verdict first.
+    let mut opts = opts.clone();
+    opts.walk.descend_into_inputs = false;
+    let failed: Mutex<HashSet<OsString>> = Mutex::new(HashSet::new());
+    let recorder = Tee {
+        inner: reporter,
+        on_error: |err: &Error| {
+            lock(&failed).insert(err.path().as_os_str().to_owned());
+        },
     };
-    let plan = Arc::new(Plan::build(&files, opts, &recorder));
-    let failed = crate::sync::into_inner(recorder.failed);
+    let plan = Arc::new(Plan::build(pending, &opts, &recorder));
+    let failed = crate::sync::into_inner(failed);
     for path in pending {
-        if unreadable.contains(path.as_os_str()) || failed.contains(path.as_os_str()) {
+        if failed.contains(path.as_os_str()) {
             for verdict in list.judge(path, None) {
                 events.verdict(path, verdict)?;
             }
@@ -296,27 +287,5 @@ fn check_round(
     match write_error {
         Some(e) => Err(e),
         None => Ok(()),
-    }
-}
-
-/// Passes planning errors on and remembers the paths that failed, so the listed files
-/// the planner could not open get their verdict.
-struct FailedPaths<'a> {
-    reporter: &'a dyn Reporter,
-    failed: Mutex<HashSet<OsString>>,
-}
-
-impl Reporter for FailedPaths<'_> {
-    fn error(&self, err: &Error) {
-        lock(&self.failed).insert(err.path().as_os_str().to_owned());
-        self.reporter.error(err);
-    }
-
-    fn skipped(&self, path: &Path, why: &str) {
-        self.reporter.skipped(path, why);
-    }
-
-    fn planned(&self, files: u64, bytes: u64) {
-        self.reporter.planned(files, bytes);
     }
 }

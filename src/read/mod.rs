@@ -45,6 +45,8 @@ use crossbeam_channel::Receiver;
 use crate::error::{Change, Error, ErrorKind};
 use crate::os;
 use crate::plan::{Plan, PlannedFile};
+#[cfg(test)]
+pub(crate) use sweep::PANIC_ON_OPEN;
 use sweep::{Message, Slot, SweepRun};
 use window::Window;
 

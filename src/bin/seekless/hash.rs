@@ -5,10 +5,8 @@ use std::io::{self, BufReader, BufWriter, Write};
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 use anyhow::Result;
-use indicatif::{ProgressBar, ProgressStyle};
 use seekless::jobs::hash::{Algorithm, CheckEvents, check_listed, hash_plan, hash_stream};
 use seekless::jobs::manifest::{Checklist, Verdict, format_line, format_verdict, name_in_manifest};
 use seekless::read::{ReadOptions, ReadStats};
@@ -16,8 +14,8 @@ use seekless::{Plan, PlannedFile, Reporter};
 
 use crate::exit::Code;
 use crate::inputs::InputArgs;
-use crate::output::{path_bytes, print_read_summary, print_summary};
-use crate::progress::Console;
+use crate::output::path_bytes;
+use crate::progress::{Console, ReadProgress};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -140,26 +138,37 @@ pub fn run(args: Args) -> Result<Code> {
     let opts = args.input.plan_options()?;
     let console = Console::new(args.verbose);
     let plan = Arc::new(Plan::build(&paths, &opts, &console));
-    let bar = read_bar(&console, &plan);
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     let mut sorted: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     let mut write_error: Option<io::Error> = None;
-    hash_with_progress(&args, &plan, &bar, |file, result| match result {
-        Ok(hex) => {
-            let mut line = format_line(&hex, name_in_manifest(&path_bytes(&file.entry.path)));
-            line.push(b'\n');
-            if args.sort_output {
-                sorted.push((file.entry.path.to_path_buf(), line));
-            } else if write_error.is_none()
-                && let Err(e) = out.write_all(&line)
-            {
-                write_error = Some(e);
+    let mut progress = ReadProgress::new(&console, args.summary);
+    progress.start(&plan);
+    let stats = hash_plan(
+        plan.clone(),
+        args.algo.into(),
+        &args.read.options(),
+        args.read.workers(),
+        |file, result| {
+            progress.file(file.entry.size, result.is_ok());
+            match result {
+                Ok(hex) => {
+                    let name = path_bytes(&file.entry.path);
+                    let mut line = format_line(&hex, name_in_manifest(&name));
+                    line.push(b'\n');
+                    if args.sort_output {
+                        sorted.push((file.entry.path.to_path_buf(), line));
+                    } else if write_error.is_none()
+                        && let Err(e) = out.write_all(&line)
+                    {
+                        write_error = Some(e);
+                    }
+                }
+                Err(e) => console.error(&e),
             }
-        }
-        Err(e) => console.error(&e),
-    });
-    bar.finish_and_clear();
+        },
+    );
+    progress.finish(&stats);
     if let Some(e) = write_error {
         return Err(e.into());
     }
@@ -169,54 +178,6 @@ pub fn run(args: Args) -> Result<Code> {
     }
     out.flush()?;
     Ok(Code::from_errors(console.errors()))
-}
-
-/// Hashes the plan with the command line's algorithm and read options, advancing `bar`.
-///
-/// With `--summary`, the plan's summary goes to stderr before reading and the read phase's
-/// line after it.
-fn hash_with_progress<F>(args: &Args, plan: &Arc<Plan>, bar: &ProgressBar, mut done: F)
-where
-    F: FnMut(&PlannedFile, Result<String, seekless::Error>) + Send,
-{
-    if args.summary {
-        print_summary(plan);
-    }
-    let started = Instant::now();
-    let (mut read, mut read_bytes) = (0u64, 0u64);
-    let stats = hash_plan(
-        plan.clone(),
-        args.algo.into(),
-        &args.read.options(),
-        args.read.workers(),
-        |file, result| {
-            bar.inc(file.entry.size);
-            if result.is_ok() {
-                read += 1;
-                read_bytes += file.entry.size;
-            }
-            done(file, result);
-        },
-    );
-    if args.summary {
-        print_read_summary(read, read_bytes, started.elapsed(), &stats);
-    }
-}
-
-pub fn read_bar(console: &Console, plan: &Plan) -> ProgressBar {
-    if !console.is_terminal() {
-        return ProgressBar::hidden();
-    }
-    console.finish();
-    let bar = ProgressBar::new(plan.summary().bytes);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
-    bar.set_message(format!("{} files", plan.summary().files));
-    bar
 }
 
 /// `--check`: verify manifests, reading the listed files in physical order, with
@@ -271,10 +232,7 @@ fn check(args: Args) -> Result<Code> {
         out: BufWriter::with_capacity(1 << 16, io::stdout()),
         quiet: args.quiet,
         status: args.status,
-        summary: args.summary,
-        console: &console,
-        bar: ProgressBar::hidden(),
-        read: (0, 0),
+        progress: ReadProgress::new(&console, args.summary),
     };
     for i in 0..list.stdin_lines() {
         let digest = hash_stream(io::stdin().lock(), algo)
@@ -318,40 +276,25 @@ fn check(args: Args) -> Result<Code> {
 }
 
 /// Prints verdict lines, minding `--quiet` (no OK lines) and `--status` (none at all),
-/// with a progress bar on a terminal and `--summary`'s lines per round.
+/// and shows each round's read.
 struct CheckPrinter<'a> {
     out: BufWriter<io::Stdout>,
     quiet: bool,
     status: bool,
-    summary: bool,
-    console: &'a Console,
-    bar: ProgressBar,
-    /// Files and bytes read in the current round.
-    read: (u64, u64),
+    progress: ReadProgress<'a>,
 }
 
 impl CheckEvents for CheckPrinter<'_> {
     fn reading(&mut self, plan: &Arc<Plan>) {
-        if self.summary {
-            print_summary(plan);
-        }
-        self.bar = read_bar(self.console, plan);
-        self.read = (0, 0);
+        self.progress.start(plan);
     }
 
     fn file_done(&mut self, file: &PlannedFile, hashed: bool) {
-        self.bar.inc(file.entry.size);
-        if hashed {
-            self.read.0 += 1;
-            self.read.1 += file.entry.size;
-        }
+        self.progress.file(file.entry.size, hashed);
     }
 
-    fn round_done(&mut self, _plan: &Plan, stats: &ReadStats, took: std::time::Duration) {
-        self.bar.finish_and_clear();
-        if self.summary {
-            print_read_summary(self.read.0, self.read.1, took, stats);
-        }
+    fn round_done(&mut self, _plan: &Plan, stats: &ReadStats, _took: std::time::Duration) {
+        self.progress.finish(stats);
     }
 
     fn verdict(&mut self, path: &Path, verdict: Verdict) -> io::Result<()> {

@@ -6,16 +6,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use indicatif::ProgressBar;
 use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexEvents, IndexOptions, index_with};
 use seekless::read::ReadStats;
 use seekless::{Filter, Plan, PlannedFile};
 
 use crate::exit::Code;
-use crate::hash::{ReadArgs, read_bar};
+use crate::hash::ReadArgs;
 use crate::inputs::{InputArgs, UsageError};
-use crate::output::{print_read_summary, print_summary};
-use crate::progress::Console;
+use crate::progress::{Console, ReadProgress};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -58,21 +56,13 @@ pub fn run(args: Args) -> Result<Code> {
     opts.read = args.read.options();
     opts.workers = args.read.workers();
     let console = Console::new(args.verbose);
-    let mut events = Progress {
-        console: &console,
-        summary: args.summary,
-        bar: ProgressBar::hidden(),
-        read: None,
-    };
+    let mut events = Progress(ReadProgress::new(&console, args.summary));
     let summary = match index_with(&paths, &plan_opts, &opts, &console, &mut events) {
         Ok(s) => s,
         Err(e) if e.is_busy() => return Err(UsageError(e.to_string()).into()),
         Err(e) => return Err(e.into()),
     };
     console.finish();
-    if let (true, Some((stats, took))) = (args.summary, &events.read) {
-        print_read_summary(summary.read_files, summary.read_bytes, *took, stats);
-    }
     if args.summary {
         eprintln!(
             "seekless: index: {} seen, {} added, {} changed, {} moved, {} unchanged, {} removed, {} failed",
@@ -88,29 +78,19 @@ pub fn run(args: Args) -> Result<Code> {
     Ok(Code::from_errors(console.errors()))
 }
 
-/// The progress bar on a terminal, and `--summary`'s plan and read lines.
-struct Progress<'a> {
-    console: &'a Console,
-    summary: bool,
-    bar: ProgressBar,
-    /// The read phase's statistics and time, once over.
-    read: Option<(ReadStats, Duration)>,
-}
+/// The read phase on stderr, as for `hash`.
+struct Progress<'a>(ReadProgress<'a>);
 
 impl IndexEvents for Progress<'_> {
     fn reading(&mut self, plan: &Arc<Plan>) {
-        if self.summary {
-            print_summary(plan);
-        }
-        self.bar = read_bar(self.console, plan);
+        self.0.start(plan);
     }
 
-    fn file_done(&mut self, file: &PlannedFile) {
-        self.bar.inc(file.entry.size);
+    fn file_done(&mut self, file: &PlannedFile, read: bool) {
+        self.0.file(file.entry.size, read);
     }
 
-    fn read_done(&mut self, stats: &ReadStats, took: Duration) {
-        self.bar.finish_and_clear();
-        self.read = Some((*stats, took));
+    fn read_done(&mut self, stats: &ReadStats, _took: Duration) {
+        self.0.finish(stats);
     }
 }

@@ -70,3 +70,72 @@ impl Reporter for Console {
             .set_message(format!("{files} files, {}", indicatif::HumanBytes(bytes)));
     }
 }
+
+/// The read phase as the user sees it: a byte progress bar on a terminal, and with
+/// `--summary` the plan's summary before reading and the read phase's line after it.
+/// `hash`, `hash --check` (once per round) and `index` share it.
+pub struct ReadProgress<'a> {
+    console: &'a Console,
+    summary: bool,
+    bar: ProgressBar,
+    started: std::time::Instant,
+    /// Files read whole and their bytes, in this phase.
+    files: u64,
+    bytes: u64,
+}
+
+impl<'a> ReadProgress<'a> {
+    pub fn new(console: &'a Console, summary: bool) -> Self {
+        Self {
+            console,
+            summary,
+            bar: ProgressBar::hidden(),
+            started: std::time::Instant::now(),
+            files: 0,
+            bytes: 0,
+        }
+    }
+
+    /// The read of `plan` starts.
+    pub fn start(&mut self, plan: &seekless::Plan) {
+        if self.summary {
+            crate::output::print_summary(plan);
+        }
+        if self.console.is_terminal() {
+            self.console.finish();
+            self.bar = ProgressBar::new(plan.summary().bytes);
+            self.bar.set_style(
+                ProgressStyle::with_template(
+                    "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} {msg}",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            self.bar
+                .set_message(format!("{} files", plan.summary().files));
+        }
+        self.started = std::time::Instant::now();
+        (self.files, self.bytes) = (0, 0);
+    }
+
+    /// One file of `size` bytes is done: read whole (`read`), or failed.
+    pub fn file(&mut self, size: u64, read: bool) {
+        self.bar.inc(size);
+        if read {
+            self.files += 1;
+            self.bytes += size;
+        }
+    }
+
+    /// The read is over.
+    pub fn finish(&mut self, stats: &seekless::read::ReadStats) {
+        self.bar.finish_and_clear();
+        if self.summary {
+            crate::output::print_read_summary(
+                self.files,
+                self.bytes,
+                self.started.elapsed(),
+                stats,
+            );
+        }
+    }
+}

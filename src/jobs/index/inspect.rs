@@ -108,11 +108,7 @@ pub fn inspect(data: &[u8], ext: Option<&str>, complete: bool) -> ImageInfo {
     match catch_unwind(AssertUnwindSafe(|| inspect_inner(data, ext, complete))) {
         Ok(info) => info,
         Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let what = crate::sync::panic_text(&*panic);
             ImageInfo {
                 format: format_of(data),
                 error: Some(format!("the image parser failed: {what}")),

@@ -40,7 +40,7 @@ use crate::error::Error;
 use crate::path_bytes::path_to_bytes;
 use crate::plan::{Plan, PlanOptions, PlannedFile};
 use crate::read::{ReadOptions, ReadStats, Reader};
-use crate::report::Reporter;
+use crate::report::{Reporter, Tee};
 
 /// The extensions of the files catalogued by default (case-insensitive).
 pub const IMAGE_EXTENSIONS: &[&str] = &[
@@ -123,9 +123,9 @@ pub trait IndexEvents: Send {
     fn reading(&mut self, plan: &Arc<Plan>) {
         let _ = plan;
     }
-    /// One file was read (or failed).
-    fn file_done(&mut self, file: &PlannedFile) {
-        let _ = file;
+    /// One file was read (`read`), or failed.
+    fn file_done(&mut self, file: &PlannedFile, read: bool) {
+        let _ = (file, read);
     }
     /// The read is over.
     fn read_done(&mut self, stats: &ReadStats, took: Duration) {
@@ -157,14 +157,29 @@ pub fn index_with(
 ) -> Result<IndexSummary, IndexError> {
     let mut catalog = Catalog::open(&opts.db)?;
     let own = own_files(&opts.db);
-    // Files the walk found but could not open still get a row, with their error.
-    let unopened = Unopened {
-        reporter,
-        filter: &plan_opts.walk.filter,
-        files: std::sync::Mutex::new(Vec::new()),
+    // Files the walk found but could not open still get a row, with their error: keep
+    // the regular files among the failed paths that the filter would have taken.
+    let unopened = std::sync::Mutex::new(Vec::new());
+    let filter = &plan_opts.walk.filter;
+    let recorder = Tee {
+        inner: reporter,
+        on_error: |err: &Error| {
+            let path = err.path();
+            let Ok(meta) = crate::os::symlink_metadata(path) else {
+                return;
+            };
+            let name = path.file_name().unwrap_or_default();
+            if meta.is_file() && (filter.is_empty() || filter.keeps(path, name)) {
+                let why = match err.io_error() {
+                    Some(e) => crate::error::describe_io(e),
+                    None => err.kind().to_string(),
+                };
+                crate::sync::lock(&unopened).push((path.to_path_buf(), meta, why));
+            }
+        },
     };
-    let plan = Plan::build(inputs, plan_opts, &unopened);
-    let unopened = crate::sync::into_inner(unopened.files);
+    let plan = Plan::build(inputs, plan_opts, &recorder);
+    let unopened = crate::sync::into_inner(unopened);
     let mut summary = IndexSummary::default();
 
     // Decide per file: unchanged, moved, or to be read.
@@ -266,33 +281,28 @@ pub fn index_with(
     let (tx, rx) = crossbeam_channel::bounded::<Row>(1024);
     let written = std::thread::scope(|s| {
         let writer = s.spawn(|| catalog.write_all(rx.into_iter()));
-        let events = std::sync::Mutex::new(&mut *events);
-        let counts = std::sync::Mutex::new((0u64, 0u64, 0u64));
+        // The counts and the caller's events, updated together once per file.
+        let progress = std::sync::Mutex::new((&mut summary, &mut *events));
         let stats = Reader::new(plan.clone(), opts.read.clone()).par_for_each(
             opts.workers,
             |planned, item| {
                 let (row, read) = read_one(planned, item, reporter);
                 {
-                    let mut c = crate::sync::lock(&counts);
+                    let (summary, events) = &mut *crate::sync::lock(&progress);
                     if read {
-                        c.0 += 1;
-                        c.1 += planned.entry.size;
+                        summary.read_files += 1;
+                        summary.read_bytes += planned.entry.size;
                     }
-                    if row.info.error.is_some() {
-                        c.2 += 1;
-                    }
+                    summary.failed += u64::from(row.info.error.is_some());
+                    events.file_done(planned, read);
                 }
-                crate::sync::lock(&events).file_done(planned);
                 // Fails only when the writer stopped on a database error, returned below.
                 let _ = tx.send(row);
             },
         );
         drop(tx);
-        let (files, bytes, failed) = crate::sync::into_inner(counts);
-        summary.read_files = files;
-        summary.read_bytes = bytes;
-        summary.failed += failed;
-        crate::sync::into_inner(events).read_done(&stats, started.elapsed());
+        let (_, events) = crate::sync::into_inner(progress);
+        events.read_done(&stats, started.elapsed());
         match writer.join() {
             Ok(result) => result,
             Err(panic) => std::panic::resume_unwind(panic),
@@ -314,10 +324,8 @@ fn read_one(
         static HEAD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     let entry = &planned.entry;
-    let ext = entry
-        .path
-        .extension()
-        .map(|e| e.to_string_lossy().into_owned());
+    // A name whose extension is not UTF-8 has no known extension.
+    let ext = entry.path.extension().and_then(|e| e.to_str());
     let mut row = Row {
         path_bytes: path_to_bytes(&entry.path).into_owned(),
         dev: entry.id.dev,
@@ -341,7 +349,7 @@ fn read_one(
         match result {
             Ok(_) => {
                 let complete = head.len() as u64 == entry.size;
-                row.info = inspect::inspect(&head, ext.as_deref(), complete);
+                row.info = inspect::inspect(&head, ext, complete);
                 row.blake3 = Some(hasher.finalize().to_hex().to_string());
                 if let Some(why) = &row.info.error {
                     let why = std::io::Error::other(why.clone());
@@ -401,40 +409,6 @@ fn is_own(own: &[PathBuf], f: &PlannedFile) -> bool {
     std::fs::canonicalize(dir).is_ok_and(|d| own.contains(&d.join(name)))
 }
 
-/// Passes the walk's reports on, and keeps the regular files among the paths that failed
-/// (with their metadata and error) when the filter would have taken them.
-struct Unopened<'a> {
-    reporter: &'a dyn Reporter,
-    filter: &'a crate::Filter,
-    files: std::sync::Mutex<Vec<(PathBuf, std::fs::Metadata, String)>>,
-}
-
-impl Reporter for Unopened<'_> {
-    fn error(&self, err: &Error) {
-        self.reporter.error(err);
-        let path = err.path();
-        let Ok(meta) = crate::os::symlink_metadata(path) else {
-            return;
-        };
-        let name = path.file_name().unwrap_or_default();
-        if meta.is_file() && (self.filter.is_empty() || self.filter.keeps(path, name)) {
-            let why = match err.io_error() {
-                Some(e) => crate::error::describe_io(e),
-                None => err.kind().to_string(),
-            };
-            crate::sync::lock(&self.files).push((path.to_path_buf(), meta, why));
-        }
-    }
-
-    fn skipped(&self, path: &Path, why: &str) {
-        self.reporter.skipped(path, why);
-    }
-
-    fn planned(&self, files: u64, bytes: u64) {
-        self.reporter.planned(files, bytes);
-    }
-}
-
 /// What identifies a file's content without reading it: device, inode, size, mtime.
 fn identity(f: &PlannedFile) -> (u64, u64, u64, i64) {
     (
@@ -466,6 +440,21 @@ fn mtime_ns(t: Option<SystemTime>) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_panic_while_reading_fails_the_run_instead_of_hanging_on_the_writer() {
+        let t = tempfile::tempdir().unwrap();
+        let photos = t.path().join("photos");
+        std::fs::create_dir(&photos).unwrap();
+        for name in ["a.gif", crate::read::PANIC_ON_OPEN, "b.gif"] {
+            std::fs::write(photos.join(name), b"GIF89a\x01\0\x01\0\0\0\0;").unwrap();
+        }
+        let opts = IndexOptions::new(t.path().join("c.db"));
+        let message = crate::walk::tests::panic_message(move || {
+            let _ = index(&[photos], &PlanOptions::default(), &opts, &crate::Quiet);
+        });
+        assert!(message.contains("injected sweep fault"), "{message}");
+    }
 
     #[test]
     fn paths_under_a_root_are_its_own_and_its_descendants() {
