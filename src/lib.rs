@@ -75,4 +75,4 @@ pub use path_bytes::{path_from_bytes, path_to_bytes};
 pub use placement::{Extent, ExtentFlags, Placement, Strategy};
 pub use plan::{FilesystemReport, Order, Plan, PlanOptions, PlannedFile, Summary, Sweep};
 pub use report::{Quiet, Reporter};
-pub use walk::{Entry, WalkOptions, WalkStats, read_path_list, walk};
+pub use walk::{Entry, Other, WalkOptions, WalkStats, Walked, read_path_list, walk};

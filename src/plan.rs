@@ -24,7 +24,7 @@ use crate::os;
 use crate::placement::{Placement, Strategy};
 use crate::report::Reporter;
 use crate::sync::{into_inner_rw, read, write};
-use crate::walk::{self, Entry, WalkOptions, WalkStats};
+use crate::walk::{self, Entry, Other, WalkOptions, WalkStats, Walked};
 
 /// How to build a plan.
 #[derive(Clone, Debug, Default)]
@@ -152,6 +152,10 @@ fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 #[derive(Debug)]
 pub struct Plan {
     files: Vec<PlannedFile>,
+    /// Second and later sightings of planned files, in given order.
+    aliases: Vec<Entry>,
+    /// Directories, symlinks and special files, when the walk kept them.
+    others: Vec<Other>,
     disks: Vec<Disk>,
     filesystems: Vec<FilesystemReport>,
     sweeps: Vec<Sweep>,
@@ -241,7 +245,11 @@ impl Plan {
                 base: fs.device.base,
             })
         };
-        let (files, walk_stats) = walk::walk_on(inputs, &opts.walk, reporter, &visit, devices);
+        let Walked {
+            files,
+            others,
+            stats: walk_stats,
+        } = walk::walk_on(inputs, &opts.walk, reporter, &visit, devices);
         let walk_time = started.elapsed();
 
         let mut fs_list: Vec<FsState> = into_inner_rw(filesystems)
@@ -263,6 +271,7 @@ impl Plan {
             })
             .collect();
         let mut plan = Plan::from_located(files, filesystems, devices.disks(), reporter);
+        plan.others = others;
         plan.summary.walk_time = walk_time;
         plan.summary.locate_time = Duration::from_nanos(locate_nanos.into_inner());
         plan.summary.duplicates += walk_stats.revisited_dirs;
@@ -282,9 +291,10 @@ impl Plan {
         reporter: &dyn Reporter,
     ) -> Plan {
         let sorting = Instant::now();
-        let duplicates = dedup(&mut files, reporter);
+        let aliases = dedup(&mut files, reporter);
         let mut plan = Plan::ordered(files, filesystems, disks);
-        plan.summary.duplicates = duplicates;
+        plan.summary.duplicates = aliases.len() as u64;
+        plan.aliases = aliases;
         plan.summary.sort_time = sorting.elapsed();
         plan
     }
@@ -316,6 +326,8 @@ impl Plan {
         };
         Plan {
             files,
+            aliases: Vec::new(),
+            others: Vec::new(),
             disks,
             filesystems,
             sweeps,
@@ -329,6 +341,8 @@ impl Plan {
     pub fn retain(self, mut keep: impl FnMut(u32, &PlannedFile) -> bool) -> Plan {
         let Plan {
             files,
+            aliases,
+            others,
             disks,
             filesystems,
             summary,
@@ -341,6 +355,8 @@ impl Plan {
             .map(|(_, f)| f)
             .collect();
         let mut plan = Plan::ordered(files, filesystems, disks);
+        plan.aliases = aliases;
+        plan.others = others;
         let counts = std::mem::take(&mut plan.summary);
         plan.summary = Summary {
             files: counts.files,
@@ -355,6 +371,19 @@ impl Plan {
     /// Every planned file, in given order.
     pub fn files(&self) -> &[PlannedFile] {
         &self.files
+    }
+
+    /// Files reached more than once (by hard links or overlapping inputs): every sighting
+    /// after the first, in given order. Each has the [`FileId`](crate::FileId) of a
+    /// planned file.
+    pub fn aliases(&self) -> &[Entry] {
+        &self.aliases
+    }
+
+    /// Directories, symlinks and special files, in given order, when the walk kept them
+    /// ([`WalkOptions::others`]).
+    pub fn others(&self) -> &[Other] {
+        &self.others
     }
 
     /// The disks files were found on.
@@ -420,12 +449,12 @@ impl Plan {
 }
 
 /// Removes second and later sightings of the same file, keeping the earliest in given
-/// order, and tells `reporter` of each. Returns how many were removed.
-fn dedup(files: &mut Vec<PlannedFile>, reporter: &dyn Reporter) -> u64 {
+/// order, and tells `reporter` of each. Returns the sightings removed, in given order.
+fn dedup(files: &mut Vec<PlannedFile>, reporter: &dyn Reporter) -> Vec<Entry> {
     let mut by_id: Vec<u32> = (0..files.len() as u32).collect();
     by_id.sort_unstable_by_key(|&i| (files[i as usize].entry.id, i));
     let mut drop = vec![false; files.len()];
-    let mut removed = 0;
+    let mut removed = 0usize;
     // The earliest sighting of the file at hand.
     let mut first = by_id.first().copied().unwrap_or(0);
     for pair in by_id.windows(2) {
@@ -441,15 +470,19 @@ fn dedup(files: &mut Vec<PlannedFile>, reporter: &dyn Reporter) -> u64 {
             );
         }
     }
+    let mut aliases = Vec::with_capacity(removed);
     if removed > 0 {
         let mut i = 0;
-        files.retain(|_| {
+        files.retain_mut(|f| {
             let keep = !drop[i];
             i += 1;
+            if !keep {
+                aliases.push(f.entry.clone());
+            }
             keep
         });
     }
-    removed
+    aliases
 }
 
 /// Groups files by disk and sorts each group: located files by disk offset, then the rest

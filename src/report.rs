@@ -23,6 +23,12 @@ pub trait Reporter: Sync {
     fn planned(&self, files: u64, bytes: u64) {
         let _ = (files, bytes);
     }
+
+    /// Something the user should hear of that is not a failure (an archive leaving itself
+    /// out, a socket it cannot store, names made relative), about `path` if given.
+    fn warning(&self, path: Option<&std::path::Path>, what: &str) {
+        let _ = (path, what);
+    }
 }
 
 /// Passes everything on to `inner`, and hands each error to `on_error` too: for a caller
@@ -44,6 +50,10 @@ impl<F: Fn(&Error) + Sync> Reporter for Tee<'_, F> {
 
     fn planned(&self, files: u64, bytes: u64) {
         self.inner.planned(files, bytes);
+    }
+
+    fn warning(&self, path: Option<&std::path::Path>, what: &str) {
+        self.inner.warning(path, what);
     }
 }
 

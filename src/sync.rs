@@ -54,6 +54,13 @@ pub(crate) fn join_all<T>(handles: Vec<std::thread::ScopedJoinHandle<'_, T>>) {
     }
 }
 
+/// Joins one scoped thread, re-raising its panic on the caller's thread.
+pub(crate) fn join<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|payload| std::panic::resume_unwind(payload))
+}
+
 /// The message of a panic's payload (`panic!` with a literal or a format string), or ""
 /// for another payload.
 pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {

@@ -58,6 +58,30 @@ impl Entry {
     }
 }
 
+/// An entry of the tree that is not a regular file: a directory, symlink, FIFO, socket or
+/// device node. Kept when [`WalkOptions::others`] is set (an archiver needs them).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Other {
+    /// The path, as given or joined from the given directory.
+    pub path: Box<Path>,
+    /// Its metadata when found: of the link itself for a symlink, of what a followed
+    /// link points to otherwise.
+    pub metadata: Metadata,
+}
+
+/// What a walk found, in given order.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Walked<T> {
+    /// What the visitor made of each regular file.
+    pub files: Vec<T>,
+    /// Directories, symlinks and special files, when [`WalkOptions::others`] is set.
+    pub others: Vec<Other>,
+    /// Counts.
+    pub stats: WalkStats,
+}
+
 /// How to walk.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -78,6 +102,11 @@ pub struct WalkOptions {
     /// Walk directories named as inputs. Off, such an input is an error ("Is a
     /// directory"), as for a list of files (a manifest), where it stands for one file.
     pub descend_into_inputs: bool,
+    /// Also keep every directory, symlink and special file met ([`Walked::others`]), as an
+    /// archiver must. Symlinks are then entries of their own: not skipped, and, unless
+    /// [`follow`](Self::follow) is set, not followed even when named as inputs (as `tar`
+    /// stores a link named on its command line as the link).
+    pub others: bool,
 }
 
 impl Default for WalkOptions {
@@ -92,6 +121,7 @@ impl Default for WalkOptions {
             threads: 64,
             dir_readahead: true,
             descend_into_inputs: true,
+            others: false,
         }
     }
 }
@@ -253,6 +283,7 @@ struct Shared<'a, V, T> {
     queue: Mutex<Queue>,
     wake: Condvar,
     found: Mutex<Vec<(Position, T)>>,
+    others: Mutex<Vec<(Position, Other)>>,
     nodes: Mutex<Vec<DirNode>>,
     seen_dirs: Mutex<HashSet<FileId>>,
     dirs: AtomicU64,
@@ -267,7 +298,8 @@ struct Shared<'a, V, T> {
 }
 
 /// Walks `inputs`, calling `visit` (from worker threads) with each regular file and its
-/// open descriptor. Returns what `visit` returned, in given order, and the walk's counts.
+/// open descriptor. Returns what `visit` returned, in given order, the other entries when
+/// asked for, and the walk's counts.
 ///
 /// A visitor error is reported and counted like any other per-path error.
 pub fn walk<T, V>(
@@ -275,7 +307,7 @@ pub fn walk<T, V>(
     opts: &WalkOptions,
     reporter: &dyn Reporter,
     visit: &V,
-) -> (Vec<T>, WalkStats)
+) -> Walked<T>
 where
     T: Send,
     V: Fn(Entry, &File) -> Result<T, Error> + Sync,
@@ -290,7 +322,7 @@ pub(crate) fn walk_on<T, V>(
     reporter: &dyn Reporter,
     visit: &V,
     devices: &Devices,
-) -> (Vec<T>, WalkStats)
+) -> Walked<T>
 where
     T: Send,
     V: Fn(Entry, &File) -> Result<T, Error> + Sync,
@@ -307,6 +339,7 @@ where
         }),
         wake: Condvar::new(),
         found: Mutex::new(Vec::new()),
+        others: Mutex::new(Vec::new()),
         nodes: Mutex::new(vec![DirNode {
             parent: INPUTS,
             pos: 0,
@@ -356,7 +389,8 @@ where
 
     let found = into_inner(shared.found);
     let nodes = into_inner(shared.nodes);
-    let items = given_order(&nodes, found);
+    let files = given_order(&nodes, found);
+    let others = given_order(&nodes, into_inner(shared.others));
     let stats = WalkStats {
         dirs: shared.dirs.into_inner(),
         files: shared.files.into_inner(),
@@ -368,7 +402,11 @@ where
         dirs_read_ahead: shared.dirs_read_ahead.into_inner(),
         revisited_dirs: shared.revisited_dirs.into_inner(),
     };
-    (items, stats)
+    Walked {
+        files,
+        others,
+        stats,
+    }
 }
 
 impl<T, V> Shared<'_, V, T>
@@ -381,13 +419,31 @@ where
         self.reporter.error(&err);
     }
 
+    /// Keeps a directory, symlink or special file, if others are kept.
+    fn other(&self, path: &Path, at: Position, metadata: Metadata) {
+        if self.opts.others {
+            let other = Other {
+                path: path.into(),
+                metadata,
+            };
+            lock(&self.others).push((at, other));
+        }
+    }
+
     fn input(&self, path: &Path, at: Position, out: &mut Collector<'_, T>) {
-        // Inputs that are symlinks are followed.
-        let meta = match os::metadata(path) {
+        // Inputs that are symlinks are followed, except by an archiver not following links.
+        let meta = match if self.opts.others && !self.opts.follow {
+            os::symlink_metadata(path)
+        } else {
+            os::metadata(path)
+        } {
             Ok(m) => m,
             Err(e) => return self.fail(Error::io(path, e)),
         };
         let ft = meta.file_type();
+        if ft.is_symlink() {
+            return self.other(path, at, meta);
+        }
         if ft.is_dir() && !self.opts.descend_into_inputs {
             let why = std::io::Error::new(std::io::ErrorKind::IsADirectory, "Is a directory");
             return self.fail(Error::io(path, why));
@@ -408,11 +464,13 @@ where
                     parent: None,
                 })
             });
+            let size = meta.len();
+            self.other(path, at, meta);
             self.push(PendingDir {
                 path: path.to_path_buf(),
                 node,
                 dev: id.dev,
-                size: meta.len(),
+                size,
                 root_dev: id.dev,
                 ancestors,
             });
@@ -420,6 +478,8 @@ where
             if let Some(item) = self.file(path.to_path_buf(), true) {
                 out.push(at, item);
             }
+        } else if self.opts.others {
+            self.other(path, at, meta);
         } else {
             // Named explicitly but not readable as a file: say so, it is an error.
             self.special.fetch_add(1, Ordering::Relaxed);
@@ -547,6 +607,13 @@ where
             } else if ft.is_dir() {
                 self.subdir(&job, path, at, false);
             } else if ft.is_symlink() {
+                if !self.opts.follow && self.opts.others {
+                    match os::symlink_metadata(&path) {
+                        Ok(m) => self.other(&path, at, m),
+                        Err(e) => self.fail(Error::io(&path, e)),
+                    }
+                    continue;
+                }
                 if !self.opts.follow {
                     self.symlinks.fetch_add(1, Ordering::Relaxed);
                     self.reporter.skipped(&path, "symbolic link");
@@ -561,7 +628,13 @@ where
                         }
                         files.push((path, at, true));
                     }
+                    Ok(m) if self.opts.others => self.other(&path, at, m),
                     Ok(m) => self.skip_special(&path, &m.file_type()),
+                    Err(e) => self.fail(Error::io(&path, e)),
+                }
+            } else if self.opts.others {
+                match os::symlink_metadata(&path) {
+                    Ok(m) => self.other(&path, at, m),
                     Err(e) => self.fail(Error::io(&path, e)),
                 }
             } else {
@@ -651,11 +724,13 @@ where
                 parent: parent.ancestors.clone(),
             })
         });
+        let size = meta.len();
+        self.other(&path, at, meta);
         self.push(PendingDir {
             path,
             node,
             dev: id.dev,
-            size: meta.len(),
+            size,
             root_dev: parent.root_dev,
             ancestors,
         });
@@ -817,7 +892,7 @@ pub(crate) mod tests {
     use std::fs;
 
     fn names(dir: &Path, opts: &WalkOptions) -> Vec<String> {
-        let (items, _) = walk(&[dir.to_path_buf()], opts, &Quiet, &|e: Entry, _: &File| {
+        let items = walk(&[dir.to_path_buf()], opts, &Quiet, &|e: Entry, _: &File| {
             // `/`-joined components, so the expectations hold with `\` separators too.
             let rel = e.path.strip_prefix(dir).unwrap();
             let parts: Vec<_> = rel
@@ -826,7 +901,7 @@ pub(crate) mod tests {
                 .collect();
             Ok(parts.join("/"))
         });
-        items
+        items.files
     }
 
     #[test]
@@ -897,7 +972,11 @@ pub(crate) mod tests {
             ..WalkOptions::default()
         };
         let errors = Errors(Mutex::new(Vec::new()));
-        let (items, stats) = walk(
+        let Walked {
+            files: items,
+            stats,
+            ..
+        } = walk(
             &[t.path().to_path_buf()],
             &opts,
             &errors,

@@ -5,3 +5,4 @@ pub mod bench;
 pub mod hash;
 pub mod index;
 pub mod manifest;
+pub mod tar;

@@ -12,11 +12,15 @@
 //!   [`map_extents`], [`EXTENT_STRATEGIES`];
 //! - devices: [`disk_of`];
 //! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`];
+//! - archiving: [`data_regions`], [`read_link`], [`xattrs`], [`user_name`], [`group_name`];
 //! - walking: [`open_block_device`] and [`read_dir_ahead`] (Linux; elsewhere never); [`metadata`], [`symlink_metadata`]
 //!   and [`read_dir`] for paths of any length (Linux; elsewhere the standard library's).
 
 #[cfg(any(target_os = "linux", target_os = "macos"))]
 mod unix;
+
+mod archive;
+pub(crate) use archive::{data_regions, group_name, read_link, user_name, xattrs};
 
 #[cfg(target_os = "linux")]
 mod linux;

@@ -327,9 +327,43 @@ impl FileReader {
         self.seq
     }
 
-    /// Bytes read so far.
+    /// Bytes read so far (or the offset [`seek_to`](Self::seek_to) moved to, plus what
+    /// was read since).
     pub fn position(&self) -> u64 {
         self.pos
+    }
+
+    /// The open file's current metadata (`fstat`).
+    pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        self.file.metadata()
+    }
+
+    /// The byte ranges that hold data, in order, for a file with holes (from `SEEK_DATA`
+    /// and `SEEK_HOLE`; elsewhere, or on filesystems without them, the whole file). Holes
+    /// read as zeros. Read them with [`seek_to`](Self::seek_to) and `read`.
+    /// `size` is the file's size now (its metadata's).
+    pub fn data_regions(&mut self, size: u64) -> Result<Vec<std::ops::Range<u64>>, Error> {
+        let regions = os::data_regions(&self.file, size);
+        // The probes moved the offset: put it back where reading left it.
+        let back = self.seek_file(self.pos);
+        let regions = regions.map_err(|e| Error::io(&*self.planned().entry.path, e))?;
+        back?;
+        Ok(regions)
+    }
+
+    /// Continues reading at `offset` (to skip a hole).
+    pub fn seek_to(&mut self, offset: u64) -> Result<(), Error> {
+        self.seek_file(offset)?;
+        self.pos = offset;
+        Ok(())
+    }
+
+    fn seek_file(&mut self, offset: u64) -> Result<(), Error> {
+        use std::io::Seek;
+        self.file
+            .seek(io::SeekFrom::Start(offset))
+            .map(drop)
+            .map_err(|e| Error::io(&*self.planned().entry.path, e))
     }
 
     /// Checks, after reading to the end, that the file did not change while it was read:

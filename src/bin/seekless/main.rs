@@ -8,6 +8,7 @@ mod inputs;
 mod order;
 mod output;
 mod progress;
+mod tar;
 
 use std::process::ExitCode;
 
@@ -30,6 +31,8 @@ enum Command {
     Hash(hash::Args),
     /// Catalog images into an SQLite database (dimensions, EXIF, BLAKE3), incrementally.
     Index(index::Args),
+    /// Write a tar archive (POSIX pax, as GNU tar reads) of files read in physical order.
+    Tar(tar::Args),
     /// Benchmark on your own data: given, inode and physical order, each from a cold cache.
     Bench(bench::Args),
 }
@@ -42,6 +45,7 @@ fn main() -> ExitCode {
         Command::Hash(args) => hash::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Index(args) => index::run(args),
+        Command::Tar(args) => tar::run(args),
     };
     match result {
         Ok(code) => code.into(),

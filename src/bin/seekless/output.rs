@@ -128,10 +128,20 @@ impl AtomicFile {
         &self.path
     }
 
+    /// The temporary file, to write to.
+    pub fn file(&mut self) -> &mut std::fs::File {
+        self.file.as_mut().expect("not committed yet")
+    }
+
     /// Writes `data`, flushes it to the disk and renames the file into place.
     pub fn commit(mut self, data: &[u8]) -> io::Result<()> {
-        let mut file = self.file.take().expect("committed once");
-        file.write_all(data)?;
+        self.file().write_all(data)?;
+        self.finish()
+    }
+
+    /// Flushes what was written to the disk and renames the file into place.
+    pub fn finish(mut self) -> io::Result<()> {
+        let file = self.file.take().expect("committed once");
         file.sync_all()?;
         drop(file);
         std::fs::rename(&self.temp, &self.path)

@@ -64,6 +64,13 @@ impl Reporter for Console {
         }
     }
 
+    fn warning(&self, path: Option<&Path>, what: &str) {
+        self.bar.suspend(|| match path {
+            Some(path) => eprintln!("seekless: {}: {what}", path.display()),
+            None => eprintln!("seekless: {what}"),
+        });
+    }
+
     fn planned(&self, files: u64, bytes: u64) {
         self.bar.set_prefix("planning");
         self.bar

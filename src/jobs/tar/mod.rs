@@ -1,0 +1,661 @@
+//! `tar`: an archive every tar reads, written while the files are read in physical order.
+//!
+//! The archive is POSIX pax (see [`format`]): directories, symlinks and special files first
+//! (in the order `find` lists them, so extraction creates directories before their
+//! files), then regular files in the order the disks yield them, each followed by hard
+//! links to it. Metadata as GNU tar keeps it: mode, owner (ids and names), mtime with
+//! nanoseconds, extended attributes on request; sparse files keep their holes.
+//!
+//! Faults are handled as GNU tar handles them: a file that changed while it was read is
+//! reported ("file changed as we read it"); one that shrank is padded with zeros to the
+//! size its header promised, one that grew is cut at it, so the archive stays valid; files
+//! that vanished or cannot be read are reported and left out. Only a failure to write the
+//! archive stops the run.
+//!
+//! ```
+//! use seekless::jobs::tar::{TarOptions, archive};
+//! use seekless::{PlanOptions, Quiet};
+//!
+//! let dir = tempfile::tempdir()?;
+//! std::fs::create_dir(dir.path().join("photos"))?;
+//! std::fs::write(dir.path().join("photos/a.jpg"), b"not really a jpeg")?;
+//! let mut out = Vec::new();
+//! let summary = archive(&[dir.path().join("photos")], &PlanOptions::default(),
+//!                       &TarOptions::default(), &Quiet, &mut out)?;
+//! assert_eq!((summary.files, summary.dirs, summary.failed), (1, 1, 0));
+//! assert_eq!(out.len() % 10240, 0);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+mod format;
+mod sink;
+
+use std::collections::HashMap;
+use std::fs::Metadata;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+use crate::file_id::FileId;
+use crate::path_bytes::path_to_bytes;
+use crate::plan::{Plan, PlanOptions, PlannedFile};
+use crate::read::{FileReader, ReadOptions, ReadStats, Reader};
+use crate::report::Reporter;
+use crate::walk::{Entry, Other};
+use crate::{os, sync};
+use format::{Kind, Member};
+use sink::{FillError, Sink};
+
+pub use sink::Compression;
+
+/// How to archive.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct TarOptions {
+    /// How to read.
+    pub read: ReadOptions,
+    /// Store extended attributes (PAX `SCHILY.xattr.*`, as GNU tar's `--xattrs`).
+    pub xattrs: bool,
+    /// How to compress the output.
+    pub compression: Compression,
+    /// Files never stored: the archive being written (and what it replaces). Each is
+    /// reported as "file is the archive; not dumped", as GNU tar does.
+    pub exclude: Vec<FileId>,
+}
+
+/// What an archive run stored and skipped.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+#[non_exhaustive]
+pub struct TarSummary {
+    /// Members written (of every kind).
+    pub members: u64,
+    /// Regular files stored with their content.
+    pub files: u64,
+    /// Content bytes of those files (their real sizes).
+    pub bytes: u64,
+    /// Directories.
+    pub dirs: u64,
+    /// Symlinks.
+    pub symlinks: u64,
+    /// Hard links (second and later names of a file).
+    pub hardlinks: u64,
+    /// FIFOs and device nodes.
+    pub specials: u64,
+    /// Files stored sparse.
+    pub sparse: u64,
+    /// Files that changed while they were read (stored, but not as they are now).
+    pub changed: u64,
+    /// Paths that could not be stored.
+    pub failed: u64,
+    /// Bytes of the archive before compression.
+    pub archive_bytes: u64,
+}
+
+/// What [`archive_with`] tells its caller as it goes; all optional.
+pub trait TarEvents: Send {
+    /// The plan is made; regular files are about to be read.
+    fn reading(&mut self, plan: &Arc<Plan>) {
+        let _ = plan;
+    }
+    /// A member was written (its name in the archive).
+    fn member(&mut self, name: &[u8]) {
+        let _ = name;
+    }
+    /// A planned file was stored (`stored`), or failed.
+    fn file_done(&mut self, file: &PlannedFile, stored: bool) {
+        let _ = (file, stored);
+    }
+    /// The read is over.
+    fn read_done(&mut self, stats: &ReadStats, took: Duration) {
+        let _ = (stats, took);
+    }
+}
+
+struct NoEvents;
+impl TarEvents for NoEvents {}
+
+/// Writes a tar archive of `inputs` to `out`. Per-path problems go to `reporter` and are
+/// counted; the run goes on. Fails only when the archive cannot be written.
+pub fn archive(
+    inputs: &[PathBuf],
+    plan_opts: &PlanOptions,
+    opts: &TarOptions,
+    reporter: &dyn Reporter,
+    out: &mut (dyn Write + Send),
+) -> io::Result<TarSummary> {
+    archive_with(inputs, plan_opts, opts, reporter, &mut NoEvents, out)
+}
+
+/// [`archive`], telling `events` how it goes.
+pub fn archive_with(
+    inputs: &[PathBuf],
+    plan_opts: &PlanOptions,
+    opts: &TarOptions,
+    reporter: &dyn Reporter,
+    events: &mut dyn TarEvents,
+    out: &mut (dyn Write + Send),
+) -> io::Result<TarSummary> {
+    let mut plan_opts = plan_opts.clone();
+    plan_opts.walk.others = true;
+    let plan = Plan::build(inputs, &plan_opts, reporter);
+    let plan = if opts.exclude.is_empty() {
+        plan
+    } else {
+        plan.retain(|_, f| {
+            let own = opts.exclude.contains(&f.entry.id);
+            if own {
+                reporter.warning(Some(&f.entry.path), "file is the archive; not dumped");
+            }
+            !own
+        })
+    };
+    let plan = Arc::new(plan);
+    let compression = opts.compression;
+    std::thread::scope(|s| {
+        let (sink, writer) = sink::channel();
+        let writing = s.spawn(move || sink::run_writer(writer, out, compression));
+        let mut job = Job {
+            opts,
+            reporter,
+            events,
+            sink,
+            names: Names::default(),
+            stripped: Vec::new(),
+            summary: TarSummary::default(),
+            buf: Vec::new(),
+        };
+        let archived = job.run(&plan);
+        let summary = job.summary;
+        // The writer ends once the sink is gone.
+        drop(job.sink);
+        let written = sync::join(writing);
+        // The writer's own error explains a stopped sink best.
+        written?;
+        archived.map(|()| summary)
+    })
+}
+
+/// One archive being written.
+struct Job<'a> {
+    opts: &'a TarOptions,
+    reporter: &'a dyn Reporter,
+    events: &'a mut dyn TarEvents,
+    sink: Sink,
+    names: Names,
+    /// Prefixes removed from member names so far (each is announced once).
+    stripped: Vec<Vec<u8>>,
+    summary: TarSummary,
+    /// Headers of the member at hand.
+    buf: Vec<u8>,
+}
+
+impl Job<'_> {
+    fn run(&mut self, plan: &Arc<Plan>) -> io::Result<()> {
+        for other in plan.others() {
+            self.other(other)?;
+        }
+        // Second names of files, to store as hard links after the first.
+        let mut aliases: HashMap<FileId, Vec<&Entry>> = HashMap::new();
+        for alias in plan.aliases() {
+            aliases.entry(alias.id).or_default().push(alias);
+        }
+        let exclude = self.opts.exclude.clone();
+
+        self.events.reading(plan);
+        let started = Instant::now();
+        let mut reader = Reader::new(plan.clone(), self.opts.read.clone());
+        for item in reader.by_ref() {
+            let file = match item {
+                Ok(file) => file,
+                Err(e) => {
+                    self.fail(&e);
+                    continue;
+                }
+            };
+            let index = file.index() as usize;
+            let planned = &plan.files()[index];
+            match self.file(file)? {
+                Some(name) => {
+                    if let Some(links) = aliases.get(&planned.entry.id) {
+                        for alias in links.iter().filter(|e| !exclude.contains(&e.id)) {
+                            self.hard_link(alias, &name)?;
+                        }
+                    }
+                    self.events.file_done(planned, true);
+                }
+                None => self.events.file_done(planned, false),
+            }
+        }
+        self.events.read_done(&reader.stats(), started.elapsed());
+        drop(reader);
+
+        let end = format::trailer(self.sink.written());
+        self.sink.write(&end)?;
+        self.summary.archive_bytes = self.sink.written();
+        self.sink.finish()
+    }
+
+    fn fail(&mut self, err: &Error) {
+        self.summary.failed += 1;
+        self.reporter.error(err);
+    }
+
+    /// The member name of `path`, as GNU tar makes it: leading `/` and `../` removed (and
+    /// announced once per prefix), `/` appended for directories.
+    fn member_name(&mut self, path: &Path, dir: bool) -> Vec<u8> {
+        let bytes = path_to_bytes(path);
+        let mut name: &[u8] = &bytes;
+        let mut cut = 0;
+        loop {
+            if let Some(rest) = name.strip_prefix(b"/") {
+                name = rest;
+            } else if let Some(rest) = name.strip_prefix(b"../") {
+                name = rest;
+            } else if name == b".." {
+                name = b"";
+            } else {
+                break;
+            }
+            cut = bytes.len() - name.len();
+        }
+        if cut > 0 {
+            let prefix = bytes[..cut].to_vec();
+            if !self.stripped.contains(&prefix) {
+                let text = String::from_utf8_lossy(&prefix).into_owned();
+                self.reporter.warning(
+                    None,
+                    &format!("Removing leading `{text}' from member names"),
+                );
+                self.stripped.push(prefix);
+            }
+        }
+        let mut name = if name.is_empty() {
+            b".".to_vec()
+        } else {
+            name.to_vec()
+        };
+        if dir && !name.ends_with(b"/") {
+            name.push(b'/');
+        }
+        name
+    }
+
+    fn xattrs_of(&mut self, path: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+        if !self.opts.xattrs {
+            return Vec::new();
+        }
+        match os::xattrs(path) {
+            Ok(x) => x,
+            Err(e) => {
+                self.fail(&Error::io(path, e));
+                Vec::new()
+            }
+        }
+    }
+
+    /// Writes the headers in `self.buf`, and names the member.
+    fn put_headers(&mut self, name: &[u8]) -> io::Result<()> {
+        self.sink.write(&self.buf)?;
+        self.buf.clear();
+        self.summary.members += 1;
+        self.events.member(name);
+        Ok(())
+    }
+
+    /// A directory, symlink or special file: headers only.
+    fn other(&mut self, other: &Other) -> io::Result<()> {
+        let st = Stat::of(&other.metadata);
+        let Some(kind) = st.kind else {
+            if st.socket {
+                self.reporter.warning(Some(&other.path), "socket ignored");
+            }
+            return Ok(());
+        };
+        let link = match kind {
+            Kind::Symlink => match os::read_link(&other.path) {
+                Ok(target) => path_to_bytes(&target).into_owned(),
+                Err(e) => {
+                    self.fail(&Error::io(&*other.path, e));
+                    return Ok(());
+                }
+            },
+            _ => Vec::new(),
+        };
+        let name = self.member_name(&other.path, kind == Kind::Dir);
+        let xattrs = self.xattrs_of(&other.path);
+        let (uname, gname) = self.names.of(&st);
+        Member {
+            name: &name,
+            kind,
+            link: &link,
+            mode: st.mode,
+            uid: st.uid,
+            gid: st.gid,
+            uname: uname.as_deref(),
+            gname: gname.as_deref(),
+            mtime: st.mtime,
+            device: st.device,
+            xattrs: &xattrs,
+            size: 0,
+            sparse: None,
+        }
+        .write_headers(&mut self.buf);
+        self.put_headers(&name)?;
+        match kind {
+            Kind::Dir => self.summary.dirs += 1,
+            Kind::Symlink => self.summary.symlinks += 1,
+            _ => self.summary.specials += 1,
+        }
+        Ok(())
+    }
+
+    /// A second name of a file already stored as `target`.
+    fn hard_link(&mut self, alias: &Entry, target: &[u8]) -> io::Result<()> {
+        let name = self.member_name(&alias.path, false);
+        if name == target {
+            // The same path given twice: stored once.
+            return Ok(());
+        }
+        let meta = match os::symlink_metadata(&alias.path) {
+            Ok(m) => m,
+            Err(e) => {
+                self.fail(&Error::io(&*alias.path, e));
+                return Ok(());
+            }
+        };
+        let st = Stat::of(&meta);
+        let (uname, gname) = self.names.of(&st);
+        Member {
+            name: &name,
+            kind: Kind::HardLink,
+            link: target,
+            mode: st.mode,
+            uid: st.uid,
+            gid: st.gid,
+            uname: uname.as_deref(),
+            gname: gname.as_deref(),
+            mtime: st.mtime,
+            device: (0, 0),
+            xattrs: &[],
+            size: 0,
+            sparse: None,
+        }
+        .write_headers(&mut self.buf);
+        self.put_headers(&name)?;
+        self.summary.hardlinks += 1;
+        Ok(())
+    }
+
+    /// A regular file: headers, then its content as it streams in, padded or cut to the
+    /// size the header gave. Returns its member name, or `None` if it was not stored.
+    fn file(&mut self, mut file: FileReader) -> io::Result<Option<Vec<u8>>> {
+        let path: PathBuf = file.planned().entry.path.to_path_buf();
+        let before = match file.metadata() {
+            Ok(m) => m,
+            Err(e) => {
+                self.fail(&Error::io(&path, e));
+                return Ok(None);
+            }
+        };
+        let st = Stat::of(&before);
+        let size = st.size;
+        // Where the data lies, for a file with fewer blocks than its size (GNU tar's test).
+        let mut regions = None;
+        if st.allocated.is_some_and(|a| a < size) {
+            match file.data_regions(size) {
+                Ok(r) if r.iter().map(|r| r.end - r.start).sum::<u64>() < size => {
+                    regions = Some(r);
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    self.fail(&e);
+                    return Ok(None);
+                }
+            }
+        }
+        let name = self.member_name(&path, false);
+        let xattrs = self.xattrs_of(&path);
+        let (uname, gname) = self.names.of(&st);
+        let member = Member {
+            name: &name,
+            kind: Kind::File,
+            link: b"",
+            mode: st.mode,
+            uid: st.uid,
+            gid: st.gid,
+            uname: uname.as_deref(),
+            gname: gname.as_deref(),
+            mtime: st.mtime,
+            device: (0, 0),
+            xattrs: &xattrs,
+            size,
+            sparse: regions.as_deref(),
+        };
+        let stored = member.stored_size();
+        member.write_headers(&mut self.buf);
+        self.put_headers(&name)?;
+        if regions.is_some() {
+            self.summary.sparse += 1;
+        }
+        #[cfg(any(test, debug_assertions))]
+        fault_point(&path);
+
+        // Content: each data region in turn (the whole file when not sparse).
+        let whole = std::iter::once(0..size).collect::<Vec<_>>();
+        let mut missing = 0u64;
+        let mut read_error = None;
+        for region in regions.as_deref().unwrap_or(&whole[..]) {
+            if file.position() != region.start
+                && let Err(e) = file.seek_to(region.start)
+            {
+                read_error.get_or_insert(e);
+            }
+            let mut left = region.end - region.start;
+            while left > 0 && read_error.is_none() {
+                let got = self.sink.fill(left, |buf| {
+                    loop {
+                        match file.read(buf) {
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                            other => break other,
+                        }
+                    }
+                });
+                match got {
+                    Ok(0) => break,
+                    Ok(n) => left -= n as u64,
+                    Err(FillError::Write(e)) => return Err(e),
+                    Err(FillError::Read(e)) => {
+                        read_error = Some(Error::io(&path, e));
+                    }
+                }
+            }
+            if left > 0 {
+                missing += left;
+                self.sink.zeros(left)?;
+            }
+        }
+        self.sink.zeros(format::padding(stored) as u64)?;
+        self.summary.files += 1;
+        self.summary.bytes += size;
+
+        if let Some(e) = read_error {
+            // Stored, with zeros where it could not be read: the archive stays valid.
+            self.fail(&e);
+            return Ok(Some(name));
+        }
+        let after = file.metadata().ok();
+        let changed = if missing > 0 {
+            let s = if missing == 1 { "" } else { "s" };
+            Some(format!(
+                "File shrank by {missing} byte{s}; padding with zeros"
+            ))
+        } else if after.is_none_or(|a| Stat::of(&a).changed_from(&st)) {
+            Some("file changed as we read it".to_string())
+        } else {
+            None
+        };
+        if let Some(what) = changed {
+            self.summary.changed += 1;
+            self.fail(&Error::io(&path, io::Error::other(what)));
+        }
+        Ok(Some(name))
+    }
+}
+
+/// The metadata a header needs, from `stat`.
+struct Stat {
+    /// `None` for a socket (or anything else tar cannot store).
+    kind: Option<Kind>,
+    socket: bool,
+    mode: u32,
+    uid: u64,
+    gid: u64,
+    mtime: (i64, u32),
+    ctime: (i64, i64),
+    device: (u32, u32),
+    size: u64,
+    /// Bytes allocated on disk, where known.
+    allocated: Option<u64>,
+}
+
+impl Stat {
+    #[cfg(unix)]
+    fn of(meta: &Metadata) -> Stat {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let ft = meta.file_type();
+        let kind = if ft.is_file() {
+            Some(Kind::File)
+        } else if ft.is_dir() {
+            Some(Kind::Dir)
+        } else if ft.is_symlink() {
+            Some(Kind::Symlink)
+        } else if ft.is_fifo() {
+            Some(Kind::Fifo)
+        } else if ft.is_char_device() {
+            Some(Kind::CharDevice)
+        } else if ft.is_block_device() {
+            Some(Kind::BlockDevice)
+        } else {
+            None
+        };
+        let rdev = meta.rdev() as libc::dev_t;
+        Stat {
+            kind,
+            socket: ft.is_socket(),
+            mode: meta.mode() & 0o7777,
+            uid: u64::from(meta.uid()),
+            gid: u64::from(meta.gid()),
+            mtime: (meta.mtime(), meta.mtime_nsec() as u32),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            device: (libc::major(rdev) as u32, libc::minor(rdev) as u32),
+            size: meta.len(),
+            allocated: Some(meta.blocks().saturating_mul(512)),
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn of(meta: &Metadata) -> Stat {
+        let ft = meta.file_type();
+        let kind = if ft.is_dir() {
+            Kind::Dir
+        } else if ft.is_symlink() {
+            Kind::Symlink
+        } else {
+            Kind::File
+        };
+        let mode = match kind {
+            Kind::Dir => 0o755,
+            _ if meta.permissions().readonly() => 0o444,
+            _ => 0o644,
+        };
+        let since = |t: std::io::Result<std::time::SystemTime>| match t
+            .ok()
+            .map(|t| t.duration_since(std::time::UNIX_EPOCH))
+        {
+            Some(Ok(d)) => (d.as_secs() as i64, d.subsec_nanos()),
+            _ => (0, 0),
+        };
+        let mtime = since(meta.modified());
+        Stat {
+            kind: Some(kind),
+            socket: false,
+            mode,
+            uid: 0,
+            gid: 0,
+            mtime,
+            ctime: (mtime.0, i64::from(mtime.1)),
+            device: (0, 0),
+            size: meta.len(),
+            allocated: None,
+        }
+    }
+
+    /// Whether a file's content may differ from what this described (size, mtime or ctime
+    /// moved, as GNU tar checks).
+    fn changed_from(&self, before: &Stat) -> bool {
+        self.size != before.size || self.mtime != before.mtime || self.ctime != before.ctime
+    }
+}
+
+/// A user or group name.
+type Name = Option<Arc<[u8]>>;
+
+/// User and group names by id, looked up once each.
+#[derive(Default)]
+struct Names {
+    users: HashMap<u64, Name>,
+    groups: HashMap<u64, Name>,
+}
+
+impl Names {
+    fn of(&mut self, st: &Stat) -> (Name, Name) {
+        let user = self
+            .users
+            .entry(st.uid)
+            .or_insert_with(|| {
+                u32::try_from(st.uid)
+                    .ok()
+                    .and_then(os::user_name)
+                    .map(Arc::from)
+            })
+            .clone();
+        let group = self
+            .groups
+            .entry(st.gid)
+            .or_insert_with(|| {
+                u32::try_from(st.gid)
+                    .ok()
+                    .and_then(os::group_name)
+                    .map(Arc::from)
+            })
+            .clone();
+        (user, group)
+    }
+}
+
+/// Fault injection, for tests of files that change while they are archived: right after
+/// its header is written, a file whose name starts with `seekless-fault-shrink` is cut to
+/// half its size, and one starting with `seekless-fault-grow` gets 1000 bytes more — in
+/// unit tests always, in debug builds of the binary when `SEEKLESS_INJECT_FAULTS=1`.
+/// Release builds have no such hook.
+#[cfg(any(test, debug_assertions))]
+fn fault_point(path: &Path) {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let armed = cfg!(test) || std::env::var_os("SEEKLESS_INJECT_FAULTS").is_some_and(|v| v == "1");
+    if !armed {
+        return;
+    }
+    let open = || std::fs::OpenOptions::new().write(true).open(path);
+    if name.starts_with("seekless-fault-shrink")
+        && let Ok(f) = open()
+        && let Ok(m) = f.metadata()
+    {
+        let _ = f.set_len(m.len() / 2);
+    } else if name.starts_with("seekless-fault-grow")
+        && let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path)
+    {
+        let _ = f.write_all(&[b'+'; 1000]);
+    }
+}
