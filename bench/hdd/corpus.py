@@ -6,6 +6,9 @@
   corpus.py stream STATS.json < order.jsonl  # streaming limit (s) from the zone model
   corpus.py index-targets --runs runs.jsonl --md OUT.md --json OUT.json
                                            # jpeg layout: seekless index rows and targets
+  corpus.py tar-targets --runs runs.jsonl --stream s.json --extents e.json --archives a.jsonl
+                        --cpus N --md OUT.md --json OUT.json
+                                           # --set tar: seekless tar rows and targets
 
 Sizes are lognormal (median ~120 KiB, mean ~149 KiB, clamped to 8 KiB..4 MiB), names are
 DCIM/100CANON/IMG_0001.JPG ... in folders of 500 (101CANON, 102CANON, ...).
@@ -447,6 +450,164 @@ def index_targets(a):
     json.dump(doc, open(a["json"], "w"), indent=1)
 
 
+# ---------------------------------------------------------------------------------------
+# --set tar (issue 14): `seekless tar` and its peers, with each run's CPU time and peak RSS
+# (GNU time, the "time" field of runs.jsonl) and the untimed archive check (archives.jsonl:
+# archive bytes and regular-file members as GNU tar lists them), appended to plot.py's table.
+
+TAR_LABELS = {
+    "sl-tar": "seekless tar",
+    "sl-tar-zstd": "seekless tar --zstd",
+    "sl-tar-gzip": "seekless tar --gzip",
+    "sl-physical": "seekless hash --algo blake3 (physical)",
+    "tar-inode": "tar --sort=inode -cf -",
+    "tar": "GNU tar -cf -",
+    "dir": "directory order (find \\| xargs cat)",
+}
+
+
+def tar_targets(a):
+    import statistics
+    runs = [json.loads(line) for line in open(a["runs"]) if line.strip()]
+    nbytes = json.load(open(a["stream"]))["bytes"]
+    nfiles = json.load(open(a["extents"]))["files"] if a.get("extents") else None
+    cpus = int(a.get("cpus") or os.cpu_count() or 1)
+    arch = {}
+    if a.get("archives") and os.path.exists(a["archives"]):
+        for line in open(a["archives"]):
+            if line.strip():
+                x = json.loads(line)
+                arch[x["contender"]] = x
+    by = {}
+    for r in runs:
+        if r["contender"] != "lookup":
+            by.setdefault(r["contender"], []).append(r)
+
+    def f(x, fmt="{:.2f}"):
+        return "–" if x is None else fmt.format(x)
+
+    def medk(reps, key):
+        xs = [r.get(key) for r in reps if r.get(key) is not None]
+        return statistics.median(xs) if xs else None
+
+    tot = {k: statistics.median([r["wall_s"] for r in v]) for k, v in by.items()}
+    sl = tot.get("sl-tar")
+    rows = []
+    for name in [k for k in TAR_LABELS if k in by] + [k for k in by if k not in TAR_LABELS]:
+        reps = by[name]
+        mr = sorted(reps, key=lambda r: r["wall_s"])[len(reps) // 2]
+        tm = mr.get("time") or {}
+        cpu = (tm["user_s"] + tm["sys_s"]) if "user_s" in tm else None
+        rss = [r["time"]["max_rss_kib"] for r in reps if (r.get("time") or {}).get("max_rss_kib") is not None]
+        ar = arch.get(name) or {}
+        rows.append({"contender": name, "label": TAR_LABELS.get(name, name), "total_s": tot[name],
+                     "reps_s": [r["wall_s"] for r in reps], "mb_s": nbytes / tot[name] / 1e6,
+                     "lookup_s": medk(reps, "walk_locate_s"), "sort_s": medk(reps, "sort_s"),
+                     "user_s": tm.get("user_s"), "sys_s": tm.get("sys_s"),
+                     # CPU seconds of the median rep over its own wall (GNU time's): cores busy
+                     "cores_busy": cpu / tm["wall_s"] if cpu is not None and tm.get("wall_s") else None,
+                     "max_rss_mib": max(rss) / 1024 if rss else None,
+                     "vs_sl_tar": tot[name] / sl if sl else None,
+                     "archive_bytes": ar.get("archive_bytes"), "members": ar.get("members"),
+                     "seeks": (mr.get("stats") or {}).get("seeks")})
+    get = {r["contender"]: r for r in rows}
+    targets = []
+
+    def t(name, value, goal, ok):
+        if value is not None:
+            targets.append({"target": name, "value": value, "goal": goal, "met": None if ok is None else bool(ok)})
+    if sl:
+        for peer, goal, label in (("tar", 6, "GNU tar -cf"), ("tar-inode", 3, "tar --sort=inode")):
+            if peer in tot:
+                v = tot[peer] / sl
+                t(f"seekless tar vs {label} ({peer} / sl-tar)", v, f">= {goal}x", v >= goal)
+        if "sl-physical" in tot:
+            v = sl / tot["sl-physical"]
+            t("seekless tar / seekless hash --algo blake3", v, "<= 1.15", v <= 1.15)
+        t("seekless tar peak RSS (MiB, max of reps)", get["sl-tar"]["max_rss_mib"], "report", None)
+    z = get.get("sl-tar-zstd")
+    limit = None
+    if z:
+        t("seekless tar --zstd rate (MB/s of corpus)", z["mb_s"], "report", None)
+        if sl:
+            t("seekless tar --zstd / seekless tar (wall)", z["total_s"] / sl, "report", None)
+        t(f"seekless tar --zstd CPU (user+sys) / wall (cores busy of {cpus})", z["cores_busy"], "report", None)
+        t("seekless tar --zstd peak RSS (MiB, max of reps)", z["max_rss_mib"], "report", None)
+        zb, pb = z.get("archive_bytes"), (get.get("sl-tar") or {}).get("archive_bytes")
+        if zb and pb:
+            t("zstd archive / plain archive (bytes)", zb / pb, "report", None)
+        # What limits --zstd: if it takes as long as the plain archive, the disk; if it is
+        # slower and its CPU seconds fill a core (or all of them), the CPU.
+        r, busy = (z["total_s"] / sl if sl else None), z["cores_busy"]
+        if r is not None and r <= 1.10:
+            limit = f"disk: its wall is within {(r - 1) * 100:+.0f} % of plain seekless tar's"
+        elif r is not None and busy is not None and busy >= 0.85:
+            limit = (f"CPU: {r:.2f}x plain seekless tar's wall, {busy:.2f} of {cpus} cores busy"
+                     + (" (all of them)" if busy >= 0.85 * cpus else " (not all of them)"))
+        elif r is not None:
+            limit = f"unclear: {r:.2f}x plain seekless tar's wall, but only {f(busy)} of {cpus} cores busy"
+    gz = get.get("sl-tar-gzip")
+    if gz:
+        t("seekless tar --gzip rate (MB/s of corpus)", gz["mb_s"], "report", None)
+        t(f"seekless tar --gzip CPU (user+sys) / wall (cores busy of {cpus})", gz["cores_busy"], "report", None)
+    checks = []
+    for name, ar in arch.items():
+        ok = nfiles is None or ar.get("members") == nfiles
+        if name in ("tar", "sl-tar"):
+            ok = ok and (ar.get("archive_bytes") or 0) >= nbytes
+        checks.append({"contender": name, "archive_bytes": ar.get("archive_bytes"),
+                       "members": ar.get("members"), "ok": ok})
+    # The timed runs' own counts (`seekless tar --summary`): every file written, none
+    # changed while read or failed.
+    for name, reps in by.items():
+        for r in reps:
+            c = r.get("tar")
+            if c is None:
+                continue
+            ok = c.get("failed") == 0 and c.get("changed") == 0 and (nfiles is None or c.get("files") == nfiles)
+            if not ok:
+                checks.append({"contender": f"{name} rep {r['rep']} (--summary)", "archive_bytes": None,
+                               "members": c.get("members"), "files": c.get("files"), "changed": c.get("changed"),
+                               "failed": c.get("failed"), "ok": False})
+
+    L = ["", "#### seekless tar (issue 14): the archive job and its peers", "",
+         "Every archive is written to a pipe (`-f - | cat > /dev/null`). Lookup: each seekless run's "
+         "own walk + locate (`--summary`). User, sys and cores busy (= (user + sys) / wall) are GNU "
+         "time's for the median rep's whole command (bash, the tool, `cat`); peak RSS is the largest "
+         "process's, max of the reps. Archive MB and members: an untimed run with the disk model off "
+         "after the timed ones (members = regular files GNU tar lists).", "",
+         "| contender | lookup s | total s | MB/s | this / sl-tar | user s | sys s | cores busy | peak RSS MiB | archive MB | members | seeks |",
+         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        L.append(f"| {r['label']} | {f(r['lookup_s'], '{:.3f}')} | {f(r['total_s'])} | {f(r['mb_s'], '{:.1f}')} | "
+                 f"{f(r['vs_sl_tar'])} | {f(r['user_s'])} | {f(r['sys_s'])} | {f(r['cores_busy'])} | "
+                 f"{f(r['max_rss_mib'], '{:.1f}')} | {f(r['archive_bytes'] and r['archive_bytes'] / 1e6, '{:.1f}')} | "
+                 f"{f(r['members'], '{}')} | {f(r['seeks'], '{}')} |")
+    L += ["", "| target | value | goal | met |", "| --- | ---: | --- | --- |"]
+    for x in targets:
+        met = "–" if x["met"] is None else ("yes" if x["met"] else "**no**")
+        L.append(f"| {x['target']} | {x['value']:.2f} | {x['goal']} | {met} |")
+    if limit:
+        L += ["", f"What limits seekless tar --zstd: {limit}."]
+    bad = [c for c in checks if not c["ok"]]
+    if checks:
+        L += ["", ("Archive check: every archive holds all " + f"{nfiles} files, and every timed seekless tar "
+                   "run wrote them all (none changed or failed)." if not bad else
+                   "Archive check **failed**: " + "; ".join(
+                       f"{c['contender']}: {c['members']} members, {c['archive_bytes']} bytes"
+                       + (f", {c['files']} files, {c['changed']} changed, {c['failed']} failed" if "files" in c else "")
+                       for c in bad)
+                   + f" (corpus: {nfiles} files, {nbytes} bytes).")]
+    with open(a["md"], "a") as fo:
+        fo.write("\n".join(L) + "\n")
+    doc = json.load(open(a["json"]))
+    doc["tar"] = {"rows": rows, "targets": targets, "zstd_limit": limit, "cpus": cpus, "archives": checks}
+    doc["targets"] = doc.get("targets", []) + [x for x in targets if x["met"] is not None]
+    json.dump(doc, open(a["json"], "w"), indent=1)
+    if bad:
+        print("tar-targets: archive check FAILED: " + json.dumps(bad), file=sys.stderr)
+
+
 def main():
     a = sys.argv[1:]
     if not a:
@@ -472,6 +633,8 @@ def main():
         stream(a[1], read_plan(sys.stdin))
     elif a[0] == "index-targets":
         index_targets({a[i].lstrip("-"): a[i + 1] for i in range(1, len(a) - 1, 2)})
+    elif a[0] == "tar-targets":
+        tar_targets({a[i].lstrip("-"): a[i + 1] for i in range(1, len(a) - 1, 2)})
     else:
         sys.exit(__doc__)
 

@@ -22,6 +22,9 @@ LABELS = {
     "sl-physical-nobarrier": "seekless physical --gap-barrier-kb 0",
     "sl-physical-w128": "seekless physical --window-mb 128",
     "sl-physical-w256": "seekless physical --window-mb 256",
+    "sl-tar": "seekless tar (-f - | cat)",
+    "sl-tar-zstd": "seekless tar --zstd (-f - | cat)",
+    "sl-tar-gzip": "seekless tar --gzip (-f - | cat)",
     "stream": "streaming limit (bytes / zone rate)",
 }
 
@@ -63,6 +66,8 @@ def table(a):
             # stats of the median rep
             mr = sorted(by[name], key=lambda r: r["wall_s"])[len(by[name]) // 2]
             st = mr["stats"]
+        tm = {} if name == "stream" else (mr.get("time") or {})
+        rss = [r["time"]["max_rss_kib"] for r in by.get(name, []) if (r.get("time") or {}).get("max_rss_kib") is not None]
         is_sl = name.startswith(("sl-", "ix-"))
         # Each seekless run reports its own walk+locate and sort (--summary): the lookup
         # phase of that very run, cold.
@@ -88,6 +93,11 @@ def table(a):
             "requests": st.get("reads"),
             "positioning_ms_per_request": st.get("positioning_ms_per_request"),
             "mean_candidates": st.get("mean_candidates"),
+            # GNU time (bench/hdd/run): the median rep's user and system CPU seconds, and
+            # the largest max RSS (KiB) of any rep, of the whole command.
+            "user_s": tm.get("user_s"),
+            "sys_s": tm.get("sys_s"),
+            "max_rss_kib": max(rss) if rss else None,
         }
         rows.append(row)
     get = {r["contender"]: r for r in rows}

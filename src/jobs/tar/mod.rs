@@ -246,6 +246,18 @@ impl Job<'_> {
     /// announced once per prefix), `/` appended for directories.
     fn member_name(&mut self, path: &Path, dir: bool) -> Vec<u8> {
         let bytes = path_to_bytes(path);
+        // Windows: `/` separators, and no drive (`C:`) in a member name.
+        #[cfg(windows)]
+        let bytes: Vec<u8> = {
+            let mut b: Vec<u8> = bytes
+                .iter()
+                .map(|&c| if c == b'\\' { b'/' } else { c })
+                .collect();
+            if b.len() >= 2 && b[1] == b':' {
+                b.drain(..2);
+            }
+            b
+        };
         let mut name: &[u8] = &bytes;
         let mut cut = 0;
         loop {
@@ -657,5 +669,156 @@ fn fault_point(path: &Path) {
         && let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path)
     {
         let _ = f.write_all(&[b'+'; 1000]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Quiet;
+    use std::fs;
+
+    /// A member read back: name, type flag, link target, content.
+    type Got = (String, char, String, Vec<u8>);
+
+    /// Archives `inputs` and reads the archive back with the `tar` crate.
+    fn round_trip(inputs: &[PathBuf]) -> (Vec<Got>, TarSummary) {
+        let mut out = Vec::new();
+        let summary = archive(
+            inputs,
+            &PlanOptions::default(),
+            &TarOptions::default(),
+            &Quiet,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out.len() as u64 % format::RECORD, 0);
+        let mut members = Vec::new();
+        let mut archive = tar::Archive::new(&out[..]);
+        for entry in archive.entries().unwrap() {
+            let mut entry = entry.unwrap();
+            let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+            let kind = entry.header().entry_type().as_byte() as char;
+            let link = entry
+                .link_name_bytes()
+                .map(|l| String::from_utf8_lossy(&l).into_owned())
+                .unwrap_or_default();
+            let mut data = Vec::new();
+            entry.read_to_end(&mut data).unwrap();
+            members.push((name, kind, link, data));
+        }
+        (members, summary)
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn directories_come_first_then_files_each_with_its_hard_links() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("r");
+        fs::create_dir_all(root.join("d/e")).unwrap();
+        fs::write(root.join("d/a"), b"alpha").unwrap();
+        fs::write(root.join("b"), vec![7u8; 70_000]).unwrap();
+        fs::hard_link(root.join("d/a"), root.join("d/e/a2")).unwrap();
+        std::os::unix::fs::symlink("d/a", root.join("s")).unwrap();
+        let (members, summary) = round_trip(std::slice::from_ref(&root));
+        let base = format!("{}/", root.display())
+            .trim_start_matches('/')
+            .to_string();
+        let rel = |m: &Got| m.0.trim_start_matches(&base).to_string();
+        let dirs: Vec<_> = members.iter().take_while(|m| m.1 != '0').collect();
+        assert!(dirs.iter().all(|m| matches!(m.1, '5' | '2')), "{dirs:?}");
+        assert_eq!(rel(dirs[0]), "", "the input directory first");
+        let pos = |name: &str| members.iter().position(|m| rel(m) == name).unwrap();
+        assert!(pos("d/") < pos("d/e/"));
+        let (first, second) = if members[pos("d/a")].1 == '0' {
+            ("d/a", "d/e/a2")
+        } else {
+            ("d/e/a2", "d/a")
+        };
+        assert_eq!(members[pos(first)].3, b"alpha");
+        assert_eq!(members[pos(second)].1, '1', "hard link");
+        assert_eq!(pos(second), pos(first) + 1, "right after its target");
+        assert_eq!(members[pos(second)].2, members[pos(first)].0);
+        assert_eq!(members[pos("b")].3, vec![7u8; 70_000]);
+        assert_eq!(
+            (summary.files, summary.hardlinks, summary.failed),
+            (2, 1, 0)
+        );
+        assert_eq!(
+            (members[pos("s")].1, members[pos("s")].2.as_str()),
+            ('2', "d/a")
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_that_shrinks_is_padded_and_one_that_grows_is_cut_and_both_are_reported() {
+        let t = tempfile::tempdir().unwrap();
+        let shrink = t.path().join("seekless-fault-shrink-x");
+        let grow = t.path().join("seekless-fault-grow-x");
+        fs::write(&shrink, vec![1u8; 10_000]).unwrap();
+        fs::write(&grow, vec![2u8; 10_000]).unwrap();
+        let (members, summary) = round_trip(&[shrink, grow]);
+        let mut want = vec![1u8; 5_000];
+        want.resize(10_000, 0);
+        assert_eq!(members[0].3, want);
+        assert_eq!(members[1].3, vec![2u8; 10_000]);
+        assert_eq!((summary.changed, summary.failed), (2, 2));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn sparse_files_keep_only_their_data() {
+        use std::io::{Seek, SeekFrom};
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("sparse");
+        let mut f = fs::File::create(&path).unwrap();
+        f.seek(SeekFrom::Start(64 << 20)).unwrap();
+        f.write_all(&[9u8; 4096]).unwrap();
+        f.set_len(256 << 20).unwrap();
+        drop(f);
+        let mut out = Vec::new();
+        let summary = archive(
+            std::slice::from_ref(&path),
+            &PlanOptions::default(),
+            &TarOptions::default(),
+            &Quiet,
+            &mut out,
+        )
+        .unwrap();
+        if summary.sparse == 0 {
+            eprintln!("SKIP: the filesystem under the temporary directory does not make holes");
+            return;
+        }
+        assert!(out.len() < 1 << 20, "archive of {} bytes", out.len());
+        assert!(
+            out.windows(20).any(|w| w == b"GNU.sparse.realsize="),
+            "a GNU sparse 1.0 member"
+        );
+    }
+
+    #[test]
+    fn the_archive_itself_is_left_out() {
+        let t = tempfile::tempdir().unwrap();
+        fs::write(t.path().join("keep"), b"k").unwrap();
+        let own = t.path().join("own.tar");
+        fs::write(&own, b"previous archive").unwrap();
+        let meta = fs::metadata(&own).unwrap();
+        let id = crate::os::file_id(&own, None, &meta).unwrap();
+        let opts = TarOptions {
+            exclude: vec![id],
+            ..TarOptions::default()
+        };
+        let mut out = Vec::new();
+        let summary = archive(
+            &[t.path().to_path_buf()],
+            &PlanOptions::default(),
+            &opts,
+            &Quiet,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(summary.files, 1);
+        assert!(!out.windows(7).any(|w| w == b"own.tar"));
     }
 }
