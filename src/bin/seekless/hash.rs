@@ -66,7 +66,8 @@ pub struct Args {
 
 #[derive(clap::Args, Debug)]
 pub struct ReadArgs {
-    /// Worker threads hashing (default: one per CPU).
+    /// Worker threads processing files (hash, index; tar writes from one; default: one
+    /// per CPU).
     #[arg(short = 'j', long, value_name = "N")]
     pub jobs: Option<NonZeroUsize>,
 
