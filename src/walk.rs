@@ -5,7 +5,9 @@
 //!   laid out by number (on a cold disk this turns metadata reads into a sweep too).
 //! - Before a directory is listed, its blocks may be read ahead in one request through the
 //!   block device ([`WalkOptions::dir_readahead`]; ext2/3/4 on rotational disks, as root).
-//! - FIFOs, sockets and device nodes are skipped and counted, never opened.
+//! - FIFOs, sockets and device nodes are skipped and counted, never opened; with
+//!   [`WalkOptions::others`] they are kept as [`Other`] entries, with directories and
+//!   symlinks (an archiver stores them all).
 //! - Symlinks inside directories are skipped unless `follow` is set; with it, a link back
 //!   to a directory being walked is reported as a loop. Symlinks named as inputs are
 //!   always followed (like `sha256sum FILE` or `tar` with `-h` on the command line).
