@@ -2,7 +2,9 @@
 //! only parses and prints.
 
 pub mod bench;
+pub mod copy;
 pub mod hash;
 pub mod index;
 pub mod manifest;
+mod stat;
 pub mod tar;

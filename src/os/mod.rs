@@ -13,6 +13,8 @@
 //! - devices: [`disk_of`];
 //! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`];
 //! - archiving: [`data_regions`], [`read_link`], [`xattrs`], [`user_name`], [`group_name`];
+//! - copying: [`clone_file`], [`copy_range`], [`make_node`], [`set_times_nofollow`],
+//!   [`set_xattr`], [`sync_filesystem`];
 //! - walking: [`open_block_device`] and [`read_dir_ahead`] (Linux; elsewhere never); [`metadata`], [`symlink_metadata`]
 //!   and [`read_dir`] for paths of any length (Linux; elsewhere the standard library's).
 
@@ -20,7 +22,11 @@
 mod unix;
 
 mod archive;
+mod write;
 pub(crate) use archive::{data_regions, group_name, read_link, user_name, xattrs};
+pub(crate) use write::{
+    clone_file, copy_range, make_node, set_times_nofollow, set_xattr, sync_filesystem,
+};
 
 #[cfg(target_os = "linux")]
 mod linux;

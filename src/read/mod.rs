@@ -333,6 +333,13 @@ impl FileReader {
         self.pos
     }
 
+    /// The open file, for calls that take their own offsets or none (`copy_file_range`,
+    /// `FICLONE`, `fstat`). Reading through it bypasses the reader's accounting: use
+    /// `read` for that.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
     /// The open file's current metadata (`fstat`).
     pub fn metadata(&self) -> io::Result<std::fs::Metadata> {
         self.file.metadata()

@@ -1,6 +1,7 @@
 //! The `seekless` command: a thin layer of parsing and printing over the library.
 
 mod bench;
+mod copy;
 mod exit;
 mod hash;
 mod index;
@@ -33,6 +34,9 @@ enum Command {
     Index(index::Args),
     /// Write a tar archive (POSIX pax, as GNU tar reads) of files read in physical order.
     Tar(tar::Args),
+    /// Copy a tree (cp -a semantics) read in physical order, atomically per file,
+    /// incrementally.
+    Copy(copy::Args),
     /// Benchmark on your own data: given, inode and physical order, each from a cold cache.
     Bench(bench::Args),
 }
@@ -46,6 +50,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Index(args) => index::run(args),
         Command::Tar(args) => tar::run(args),
+        Command::Copy(args) => copy::run(args),
     };
     match result {
         Ok(code) => code.into(),

@@ -31,12 +31,12 @@ mod format;
 mod sink;
 
 use std::collections::HashMap;
-use std::fs::Metadata;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::stat::{NodeKind, Stat};
 use crate::error::Error;
 use crate::file_id::FileId;
 use crate::path_bytes::path_to_bytes;
@@ -319,11 +319,19 @@ impl Job<'_> {
     /// A directory, symlink or special file: headers only.
     fn other(&mut self, other: &Other) -> io::Result<()> {
         let st = Stat::of(&other.metadata);
-        let Some(kind) = st.kind else {
-            if st.socket {
-                self.reporter.warning(Some(&other.path), "socket ignored");
+        let kind = match st.kind {
+            NodeKind::File => Kind::File,
+            NodeKind::Dir => Kind::Dir,
+            NodeKind::Symlink => Kind::Symlink,
+            NodeKind::Fifo => Kind::Fifo,
+            NodeKind::CharDevice => Kind::CharDevice,
+            NodeKind::BlockDevice => Kind::BlockDevice,
+            NodeKind::Socket | NodeKind::Unknown => {
+                if st.kind == NodeKind::Socket {
+                    self.reporter.warning(Some(&other.path), "socket ignored");
+                }
+                return Ok(());
             }
-            return Ok(());
         };
         let link = match kind {
             Kind::Symlink => match os::read_link(&other.path) {
@@ -415,7 +423,7 @@ impl Job<'_> {
         let size = st.size;
         // Where the data lies, for a file with fewer blocks than its size (GNU tar's test).
         let mut regions = None;
-        if st.allocated.is_some_and(|a| a < size) {
+        if st.has_holes() {
             match file.data_regions(size) {
                 Ok(r) if r.iter().map(|r| r.end - r.start).sum::<u64>() < size => {
                     regions = Some(r);
@@ -513,101 +521,6 @@ impl Job<'_> {
             self.fail(&Error::io(&path, io::Error::other(what)));
         }
         Ok(Some(name))
-    }
-}
-
-/// The metadata a header needs, from `stat`.
-struct Stat {
-    /// `None` for a socket (or anything else tar cannot store).
-    kind: Option<Kind>,
-    socket: bool,
-    mode: u32,
-    uid: u64,
-    gid: u64,
-    mtime: (i64, u32),
-    ctime: (i64, i64),
-    device: (u32, u32),
-    size: u64,
-    /// Bytes allocated on disk, where known.
-    allocated: Option<u64>,
-}
-
-impl Stat {
-    #[cfg(unix)]
-    fn of(meta: &Metadata) -> Stat {
-        use std::os::unix::fs::{FileTypeExt, MetadataExt};
-        let ft = meta.file_type();
-        let kind = if ft.is_file() {
-            Some(Kind::File)
-        } else if ft.is_dir() {
-            Some(Kind::Dir)
-        } else if ft.is_symlink() {
-            Some(Kind::Symlink)
-        } else if ft.is_fifo() {
-            Some(Kind::Fifo)
-        } else if ft.is_char_device() {
-            Some(Kind::CharDevice)
-        } else if ft.is_block_device() {
-            Some(Kind::BlockDevice)
-        } else {
-            None
-        };
-        let rdev = meta.rdev() as libc::dev_t;
-        Stat {
-            kind,
-            socket: ft.is_socket(),
-            mode: meta.mode() & 0o7777,
-            uid: u64::from(meta.uid()),
-            gid: u64::from(meta.gid()),
-            mtime: (meta.mtime(), meta.mtime_nsec() as u32),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-            device: (libc::major(rdev) as u32, libc::minor(rdev) as u32),
-            size: meta.len(),
-            allocated: Some(meta.blocks().saturating_mul(512)),
-        }
-    }
-
-    #[cfg(not(unix))]
-    fn of(meta: &Metadata) -> Stat {
-        let ft = meta.file_type();
-        let kind = if ft.is_dir() {
-            Kind::Dir
-        } else if ft.is_symlink() {
-            Kind::Symlink
-        } else {
-            Kind::File
-        };
-        let mode = match kind {
-            Kind::Dir => 0o755,
-            _ if meta.permissions().readonly() => 0o444,
-            _ => 0o644,
-        };
-        let since = |t: std::io::Result<std::time::SystemTime>| match t
-            .ok()
-            .map(|t| t.duration_since(std::time::UNIX_EPOCH))
-        {
-            Some(Ok(d)) => (d.as_secs() as i64, d.subsec_nanos()),
-            _ => (0, 0),
-        };
-        let mtime = since(meta.modified());
-        Stat {
-            kind: Some(kind),
-            socket: false,
-            mode,
-            uid: 0,
-            gid: 0,
-            mtime,
-            ctime: (mtime.0, i64::from(mtime.1)),
-            device: (0, 0),
-            size: meta.len(),
-            allocated: None,
-        }
-    }
-
-    /// Whether a file's content may differ from what this described (size, mtime or ctime
-    /// moved, as GNU tar checks).
-    fn changed_from(&self, before: &Stat) -> bool {
-        self.size != before.size || self.mtime != before.mtime || self.ctime != before.ctime
     }
 }
 

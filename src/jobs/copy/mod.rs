@@ -1,0 +1,1028 @@
+//! `copy`: a tree copied with `cp -a`'s semantics, its files read in physical order, each
+//! written under a temporary name and renamed into place when complete.
+//!
+//! - Directories are made first (in the order `find` lists them), their metadata set last;
+//!   symlinks, FIFOs and device nodes (as root) are recreated, never opened.
+//! - Regular files: a file whose destination has the same size and mtime is skipped
+//!   without being read (rsync's quick check; `checksum` compares content instead).
+//!   Others are read in physical order with the disk's queue kept full and written by
+//!   worker threads to `.NAME.seekless-tmp-PID-N` beside their destination, given the
+//!   source's owner (as root), mode, times and extended attributes, and renamed. A file
+//!   that changes while it is copied is reported and not put in place.
+//! - Hard links among the files copied stay links.
+//! - Within one filesystem, blocks are shared (`FICLONE`) or copied in the kernel
+//!   (`copy_file_range`) where the filesystem can, instead of read and written.
+//! - The destination is flushed (`syncfs`) before the copy reports success.
+//!
+//! An interrupted run leaves no partial file under a final name; its temporaries are
+//! removed by the next run, which copies only what is missing or changed.
+//!
+//! ```
+//! use seekless::jobs::copy::{CopyOptions, CopyRoot, copy};
+//! use seekless::{PlanOptions, Quiet};
+//!
+//! let src = tempfile::tempdir()?;
+//! let dst = tempfile::tempdir()?;
+//! std::fs::write(src.path().join("a"), b"hello")?;
+//! let roots = [CopyRoot::new(src.path(), dst.path().join("copy"))];
+//! let summary = copy(&roots, &PlanOptions::default(), &CopyOptions::default(), &Quiet)?;
+//! assert_eq!((summary.copied, summary.failed), (1, 0));
+//! assert_eq!(std::fs::read(dst.path().join("copy/a"))?, b"hello");
+//! // Again: nothing to do.
+//! let again = copy(&roots, &PlanOptions::default(), &CopyOptions::default(), &Quiet)?;
+//! assert_eq!((again.copied, again.skipped), (0, 1));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod target;
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::error::Error;
+use crate::file_id::FileId;
+use crate::jobs::hash::{Algorithm, Hasher};
+use crate::jobs::stat::{NodeKind, Stat};
+use crate::os;
+use crate::plan::{Plan, PlanOptions, PlannedFile};
+use crate::read::{FileReader, ReadOptions, ReadStats, Reader};
+use crate::report::Reporter;
+use crate::sync::{into_inner, lock};
+use crate::walk::Other;
+use target::TempFile;
+
+/// One source and where it goes: `source` itself becomes `dest` (a directory's contents
+/// go under `dest`).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CopyRoot {
+    /// A file or directory to copy.
+    pub source: PathBuf,
+    /// What it becomes.
+    pub dest: PathBuf,
+}
+
+impl CopyRoot {
+    /// `source` copied as `dest`.
+    pub fn new(source: impl Into<PathBuf>, dest: impl Into<PathBuf>) -> CopyRoot {
+        CopyRoot {
+            source: source.into(),
+            dest: dest.into(),
+        }
+    }
+}
+
+/// How to copy.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CopyOptions {
+    /// How to read.
+    pub read: ReadOptions,
+    /// Threads writing files.
+    pub workers: usize,
+    /// Copy extended attributes (where the destination has none, silently not).
+    pub xattrs: bool,
+    /// `fsync` each file before renaming it into place.
+    pub fsync: bool,
+    /// Flush the destination filesystems (`syncfs`) at the end.
+    pub sync: bool,
+    /// Compare content, not size and mtime, to decide what is unchanged.
+    pub checksum: bool,
+    /// Remove destination entries that the source does not have.
+    pub delete: bool,
+    /// After the copy, read each file copied back from the destination (its cache dropped
+    /// first) and compare its BLAKE3 hash with the source's.
+    pub verify: bool,
+    /// Hash every source file (skipped ones too: they are read, not written) with this
+    /// algorithm and report it ([`CopyEvents::hashed`]): a manifest as a by-product.
+    pub hash: Option<Algorithm>,
+    /// Within one filesystem, share blocks or copy in the kernel where possible.
+    pub fast_path: bool,
+}
+
+impl Default for CopyOptions {
+    fn default() -> Self {
+        Self {
+            read: ReadOptions::default(),
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            xattrs: true,
+            fsync: false,
+            sync: true,
+            checksum: false,
+            delete: false,
+            verify: false,
+            hash: None,
+            fast_path: true,
+        }
+    }
+}
+
+/// How a file's content was put in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// Read (in physical order) and written.
+    ReadWrite,
+    /// Blocks shared with the source (`FICLONE`).
+    Clone,
+    /// Copied inside the kernel (`copy_file_range`).
+    CopyRange,
+}
+
+/// What a copy did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+#[non_exhaustive]
+pub struct CopySummary {
+    /// Files the destination did not have.
+    pub copied: u64,
+    /// Files the destination had, different.
+    pub updated: u64,
+    /// Files the destination had, the same (not written).
+    pub skipped: u64,
+    /// Destination entries removed (`delete`).
+    pub deleted: u64,
+    /// Paths that failed.
+    pub failed: u64,
+    /// Content bytes written (or cloned).
+    pub bytes: u64,
+    /// Directories made or brought up to date.
+    pub dirs: u64,
+    /// Symlinks, FIFOs and device nodes made.
+    pub others: u64,
+    /// Hard links made.
+    pub hardlinks: u64,
+    /// Files compared after the copy (`verify`), and those that differed.
+    pub verified: u64,
+    /// Files whose copy did not match the source (`verify`).
+    pub mismatched: u64,
+    /// Temporaries of interrupted runs removed.
+    pub leftovers_removed: u64,
+    /// How each source filesystem's files were copied: (its `st_dev`, the method).
+    pub methods: Vec<(u64, Method)>,
+    /// The run stopped early (the destination is full, or cannot be written).
+    pub stopped: bool,
+}
+
+/// What [`copy_with`] tells its caller as it goes; all optional. Called from worker
+/// threads, one call at a time.
+pub trait CopyEvents: Send {
+    /// The plan is made; the files to read are about to be read.
+    fn reading(&mut self, plan: &Arc<Plan>) {
+        let _ = plan;
+    }
+    /// A planned file is done: copied, or failed (`done` false).
+    fn file_done(&mut self, file: &PlannedFile, done: bool) {
+        let _ = (file, done);
+    }
+    /// A source file's hash ([`CopyOptions::hash`]).
+    fn hashed(&mut self, file: &PlannedFile, hex: &str) {
+        let _ = (file, hex);
+    }
+    /// The read is over.
+    fn read_done(&mut self, stats: &ReadStats, took: Duration) {
+        let _ = (stats, took);
+    }
+}
+
+struct NoEvents;
+impl CopyEvents for NoEvents {}
+
+/// Why a copy could not run at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CopyError {
+    /// The destination cannot be written (found before anything was read).
+    #[error("{path}: cannot write the destination: {source}")]
+    Destination {
+        /// The directory tried.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// Copies every root. Per-path problems go to `reporter` and are counted; the run goes on
+/// (and stops early only when the destination is full).
+pub fn copy(
+    roots: &[CopyRoot],
+    plan_opts: &PlanOptions,
+    opts: &CopyOptions,
+    reporter: &dyn Reporter,
+) -> Result<CopySummary, CopyError> {
+    copy_with(roots, plan_opts, opts, reporter, &mut NoEvents)
+}
+
+/// What to do with a planned file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Action {
+    /// Not at the destination: copy.
+    Copy,
+    /// At the destination, different: copy over it.
+    Update,
+    /// Same size at the destination; compare content (`checksum`).
+    Compare,
+    /// Unchanged; read only to hash it (`hash`).
+    HashOnly,
+    /// Unchanged: nothing to do.
+    Skip,
+}
+
+/// [`copy`], telling `events` how it goes.
+pub fn copy_with(
+    roots: &[CopyRoot],
+    plan_opts: &PlanOptions,
+    opts: &CopyOptions,
+    reporter: &dyn Reporter,
+    events: &mut dyn CopyEvents,
+) -> Result<CopySummary, CopyError> {
+    // The destination must be writable before anything is read.
+    for root in roots {
+        let dir = match os::metadata(&root.source) {
+            Ok(m) if m.is_dir() => root.dest.clone(),
+            _ => root
+                .dest
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_path_buf(),
+        };
+        fs::create_dir_all(&dir)
+            .and_then(|()| TempFile::create(&dir.join("probe")).map(drop))
+            .map_err(|source| CopyError::Destination {
+                path: dir.clone(),
+                source,
+            })?;
+    }
+
+    let mut plan_opts = plan_opts.clone();
+    plan_opts.walk.others = true;
+    let sources: Vec<PathBuf> = roots.iter().map(|r| r.source.clone()).collect();
+    let plan = Plan::build(&sources, &plan_opts, reporter);
+    let map = Mapping { roots };
+    let as_root = os::is_root();
+    let mut summary = CopySummary::default();
+
+    // Directories first, then symlinks and special files.
+    let mut dirs: Vec<(PathBuf, Other)> = Vec::new();
+    let mut wanted: HashSet<PathBuf> = HashSet::new();
+    for other in plan.others() {
+        let Some(dest) = map.dest_of(&other.path) else {
+            continue;
+        };
+        if opts.delete {
+            wanted.insert(dest.clone());
+        }
+        if other.metadata.is_dir() {
+            match make_dir(&dest) {
+                Ok(existed) => {
+                    if existed {
+                        summary.leftovers_removed += target::remove_leftovers(&dest);
+                    }
+                    dirs.push((dest, other.clone()));
+                }
+                Err(e) => fail(&mut summary, reporter, Error::io(&dest, e)),
+            }
+        }
+    }
+    for other in plan.others() {
+        if other.metadata.is_dir() {
+            continue;
+        }
+        let Some(dest) = map.dest_of(&other.path) else {
+            continue;
+        };
+        match make_other(other, &dest, as_root, opts.xattrs, reporter) {
+            Ok(true) => summary.others += 1,
+            Ok(false) => {}
+            Err(e) => fail(&mut summary, reporter, e),
+        }
+    }
+
+    // Decide per file, from the destination's metadata alone.
+    let mut actions = Vec::with_capacity(plan.files().len());
+    for f in plan.files() {
+        let Some(dest) = map.dest_of(&f.entry.path) else {
+            actions.push(Action::Skip);
+            continue;
+        };
+        if opts.delete {
+            wanted.insert(dest.clone());
+        }
+        let action = match os::symlink_metadata(&dest) {
+            Err(_) => Action::Copy,
+            Ok(d) if !d.is_file() => Action::Update,
+            Ok(d) if d.len() != f.entry.size => Action::Update,
+            Ok(_) if opts.checksum => Action::Compare,
+            Ok(d) if d.modified().ok() != f.entry.modified => Action::Update,
+            Ok(_) if opts.hash.is_some() => Action::HashOnly,
+            Ok(_) => Action::Skip,
+        };
+        if action == Action::Skip {
+            summary.skipped += 1;
+        }
+        actions.push(action);
+    }
+    for alias in plan.aliases() {
+        if let Some(dest) = map.dest_of(&alias.path).filter(|_| opts.delete) {
+            wanted.insert(dest);
+        }
+    }
+    // The first name of each file that has others, whether or not it is read.
+    let alias_ids: HashSet<FileId> = plan.aliases().iter().map(|a| a.id).collect();
+    let firsts: HashMap<FileId, PathBuf> = plan
+        .files()
+        .iter()
+        .filter(|f| alias_ids.contains(&f.entry.id))
+        .map(|f| (f.entry.id, f.entry.path.to_path_buf()))
+        .collect();
+    let plan = plan.retain(|i, _| actions[i as usize] != Action::Skip);
+    // `retain` keeps the order: the actions of the files kept, by their new index.
+    let actions: Vec<Action> = actions.into_iter().filter(|a| *a != Action::Skip).collect();
+    let plan = Arc::new(plan);
+
+    // The read: workers write what the sweeps hand them.
+    let shared = Shared {
+        map: &map,
+        opts,
+        reporter,
+        as_root,
+        actions: &actions,
+        events: Mutex::new(events),
+        stop: AtomicBool::new(false),
+        copied: AtomicU64::new(0),
+        updated: AtomicU64::new(0),
+        skipped: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+        methods: Mutex::new(HashMap::new()),
+        hashes: Mutex::new(Vec::new()),
+    };
+    lock(&shared.events).reading(&plan);
+    let started = Instant::now();
+    let stats = Reader::new(plan.clone(), opts.read.clone())
+        .par_for_each(opts.workers, |planned, file| shared.one(planned, file));
+    lock(&shared.events).read_done(&stats, started.elapsed());
+    summary.copied += shared.copied.into_inner();
+    summary.updated += shared.updated.into_inner();
+    summary.skipped += shared.skipped.into_inner();
+    summary.failed += shared.failed.into_inner();
+    summary.bytes += shared.bytes.into_inner();
+    summary.stopped = shared.stop.into_inner();
+    let mut methods: Vec<(u64, Method)> = into_inner(shared.methods).into_iter().collect();
+    methods.sort_unstable_by_key(|m| m.0);
+    summary.methods = methods;
+    let hashes = into_inner(shared.hashes);
+
+    if !summary.stopped {
+        // Hard links: every second name of a file that is in place, linked to its first.
+        for alias in plan.aliases() {
+            let (Some(first), Some(dest)) = (firsts.get(&alias.id), map.dest_of(&alias.path))
+            else {
+                continue;
+            };
+            let Some(first_dest) = map.dest_of(first) else {
+                continue;
+            };
+            if first_dest == dest {
+                continue;
+            }
+            match link_in_place(&first_dest, &dest) {
+                Ok(true) => summary.hardlinks += 1,
+                Ok(false) => {}
+                Err(e) => fail(&mut summary, reporter, Error::io(&dest, e)),
+            }
+        }
+
+        if opts.delete {
+            for root in roots {
+                if os::metadata(&root.source).is_ok_and(|m| m.is_dir()) {
+                    summary.deleted +=
+                        delete_extra(&root.dest, &wanted, reporter, &mut summary.failed);
+                }
+            }
+        }
+    }
+
+    // Directory metadata last, deepest first, so setting it is not undone by writing
+    // inside them.
+    for (dest, other) in dirs.iter().rev() {
+        let st = Stat::of(&other.metadata);
+        let done = (if opts.xattrs {
+            target::copy_xattrs(&other.path, dest)
+        } else {
+            Ok(())
+        })
+        .and_then(|()| target::apply(dest, None, &st, as_root));
+        match done {
+            Ok(()) => summary.dirs += 1,
+            Err(e) => fail(&mut summary, reporter, Error::io(dest, e)),
+        }
+    }
+
+    if opts.sync || opts.verify {
+        for root in roots {
+            let dir = if root.dest.is_dir() {
+                root.dest.clone()
+            } else {
+                root.dest.parent().unwrap_or(Path::new(".")).to_path_buf()
+            };
+            if let Err(e) = File::open(&dir).and_then(|d| os::sync_filesystem(&d)) {
+                fail(&mut summary, reporter, Error::io(&dir, e));
+            }
+        }
+    }
+
+    if opts.verify {
+        verify(&hashes, &plan_opts, opts, reporter, &mut summary);
+    }
+    Ok(summary)
+}
+
+fn fail(summary: &mut CopySummary, reporter: &dyn Reporter, err: Error) {
+    summary.failed += 1;
+    reporter.error(&err);
+}
+
+/// Where walked paths go.
+struct Mapping<'a> {
+    roots: &'a [CopyRoot],
+}
+
+impl Mapping<'_> {
+    /// The destination of a path the walk found under one of the roots.
+    fn dest_of(&self, path: &Path) -> Option<PathBuf> {
+        self.roots.iter().find_map(|r| {
+            let rest = path.strip_prefix(&r.source).ok()?;
+            Some(if rest.as_os_str().is_empty() {
+                r.dest.clone()
+            } else {
+                r.dest.join(rest)
+            })
+        })
+    }
+}
+
+/// Makes directory `dest` (its parents exist). Returns whether it existed already. A
+/// non-directory in its place is replaced.
+fn make_dir(dest: &Path) -> io::Result<bool> {
+    match os::symlink_metadata(dest) {
+        Ok(m) if m.is_dir() => return Ok(true),
+        Ok(_) => fs::remove_file(dest)?,
+        Err(_) => {}
+    }
+    match fs::create_dir(dest) {
+        Ok(()) => Ok(false),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dest.is_dir() => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+/// Recreates a symlink, FIFO or device node at `dest` (through a temporary name), unless
+/// the same is there already. Returns whether it made one.
+fn make_other(
+    other: &Other,
+    dest: &Path,
+    as_root: bool,
+    xattrs: bool,
+    reporter: &dyn Reporter,
+) -> Result<bool, Error> {
+    let st = Stat::of(&other.metadata);
+    let existing = os::symlink_metadata(dest).ok().map(|m| Stat::of(&m));
+    let temp = target::temp_beside(dest);
+    let io = |e| Error::io(dest, e);
+    match st.kind {
+        NodeKind::Symlink => {
+            let link = os::read_link(&other.path).map_err(|e| Error::io(&*other.path, e))?;
+            if existing.is_some_and(|d| d.kind == NodeKind::Symlink)
+                && os::read_link(dest).is_ok_and(|t| t == link)
+            {
+                return Ok(false);
+            }
+            make_symlink(&link, &temp).map_err(io)?;
+        }
+        NodeKind::Fifo | NodeKind::CharDevice | NodeKind::BlockDevice => {
+            if existing.is_some_and(|d| d.kind == st.kind && d.rdev == st.rdev) {
+                return Ok(false);
+            }
+            if st.kind != NodeKind::Fifo && !as_root {
+                reporter.warning(Some(&other.path), "device node not copied (needs root)");
+                return Ok(false);
+            }
+            let type_bits = match st.kind {
+                NodeKind::Fifo => 0o010000,
+                NodeKind::CharDevice => 0o020000,
+                _ => 0o060000,
+            };
+            os::make_node(&temp, type_bits | st.mode, st.rdev).map_err(io)?;
+        }
+        _ => {
+            reporter.warning(Some(&other.path), "socket ignored");
+            return Ok(false);
+        }
+    }
+    let placed = (if xattrs {
+        target::copy_xattrs(&other.path, &temp)
+    } else {
+        Ok(())
+    })
+    .and_then(|()| target::apply(&temp, None, &st, as_root))
+    .and_then(|()| fs::rename(&temp, dest));
+    if let Err(e) = placed {
+        let _ = fs::remove_file(&temp);
+        return Err(io(e));
+    }
+    Ok(true)
+}
+
+#[cfg(unix)]
+fn make_symlink(target: &Path, at: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, at)
+}
+
+#[cfg(windows)]
+fn make_symlink(target: &Path, at: &Path) -> io::Result<()> {
+    std::os::windows::fs::symlink_file(target, at)
+}
+
+#[cfg(not(any(unix, windows)))]
+fn make_symlink(_target: &Path, _at: &Path) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// Makes `dest` a hard link to `first` (through a temporary name), unless it is one.
+fn link_in_place(first: &Path, dest: &Path) -> io::Result<bool> {
+    let a = fs::metadata(first)?;
+    if let Ok(b) = os::symlink_metadata(dest) {
+        let id = |m: &fs::Metadata, p: &Path| os::file_id(p, None, m).ok();
+        if id(&a, first).is_some() && id(&a, first) == id(&b, dest) {
+            return Ok(false);
+        }
+    }
+    let temp = target::temp_beside(dest);
+    fs::hard_link(first, &temp)?;
+    fs::rename(&temp, dest).inspect_err(|_| {
+        let _ = fs::remove_file(&temp);
+    })?;
+    Ok(true)
+}
+
+/// Removes what is under `dest` but not in `wanted`. Returns how many entries were
+/// removed (a directory with its contents counts once).
+fn delete_extra(
+    dest: &Path,
+    wanted: &HashSet<PathBuf>,
+    reporter: &dyn Reporter,
+    failed: &mut u64,
+) -> u64 {
+    let mut removed = 0;
+    let mut stack = vec![dest.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = os::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if wanted.contains(&path) {
+                if is_dir {
+                    stack.push(path);
+                }
+                continue;
+            }
+            let gone = if is_dir {
+                fs::remove_dir_all(&path)
+            } else {
+                fs::remove_file(&path)
+            };
+            match gone {
+                Ok(()) => removed += 1,
+                Err(e) => {
+                    *failed += 1;
+                    reporter.error(&Error::io(&path, e));
+                }
+            }
+        }
+    }
+    removed
+}
+
+/// The read phase's state, shared by the workers.
+struct Shared<'a> {
+    map: &'a Mapping<'a>,
+    opts: &'a CopyOptions,
+    reporter: &'a dyn Reporter,
+    as_root: bool,
+    actions: &'a [Action],
+    events: Mutex<&'a mut dyn CopyEvents>,
+    /// The destination is full: the rest is not written.
+    stop: AtomicBool,
+    copied: AtomicU64,
+    updated: AtomicU64,
+    skipped: AtomicU64,
+    failed: AtomicU64,
+    bytes: AtomicU64,
+    methods: Mutex<HashMap<u64, Method>>,
+    /// (destination, BLAKE3 of the source) of each file copied, for `verify`.
+    hashes: Mutex<Vec<(PathBuf, String)>>,
+}
+
+/// The content hashes kept while reading: the manifest's algorithm, and BLAKE3 for
+/// `verify` and `checksum` (one hasher when the manifest's is BLAKE3 too).
+struct Hashes {
+    manifest: Option<Hasher>,
+    check: Option<Hasher>,
+    /// The manifest's hash is the check hash.
+    shared: bool,
+}
+
+impl Hashes {
+    fn new(manifest: Option<Algorithm>, check: bool) -> Hashes {
+        let shared = check && manifest == Some(Algorithm::Blake3);
+        Hashes {
+            manifest: manifest.map(Algorithm::hasher),
+            check: (check && !shared).then(|| Algorithm::Blake3.hasher()),
+            shared,
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.manifest.is_some() || self.check.is_some()
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        if let Some(h) = &mut self.manifest {
+            h.update(data);
+        }
+        if let Some(h) = &mut self.check {
+            h.update(data);
+        }
+    }
+
+    /// (the manifest's hex, the BLAKE3 hex to check with).
+    fn finish(self) -> (Option<String>, Option<String>) {
+        let manifest = self.manifest.map(Hasher::finish_hex);
+        let check = if self.shared {
+            manifest.clone()
+        } else {
+            self.check.map(Hasher::finish_hex)
+        };
+        (manifest, check)
+    }
+}
+
+impl Shared<'_> {
+    fn fail(&self, err: Error) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        self.reporter.error(&err);
+    }
+
+    /// One file from the sweeps.
+    fn one(&self, planned: &PlannedFile, file: Result<FileReader, Error>) {
+        let file = match file {
+            Ok(f) if !self.stop.load(Ordering::Relaxed) => f,
+            Ok(_) => return,
+            Err(e) => {
+                self.fail(e);
+                lock(&self.events).file_done(planned, false);
+                return;
+            }
+        };
+        let index = file.index() as usize;
+        let action = self.actions[index];
+        let done = match self.handle(planned, file, action) {
+            Ok(()) => true,
+            Err(e) => {
+                if is_full(&e) {
+                    self.stop.store(true, Ordering::Relaxed);
+                }
+                self.fail(e);
+                false
+            }
+        };
+        lock(&self.events).file_done(planned, done);
+    }
+
+    fn handle(
+        &self,
+        planned: &PlannedFile,
+        mut file: FileReader,
+        action: Action,
+    ) -> Result<(), Error> {
+        let src = &*planned.entry.path;
+        let dest = self
+            .map
+            .dest_of(src)
+            .expect("planned files have a destination");
+        let needs_check = self.opts.verify || action == Action::Compare;
+        let mut hashes = Hashes::new(self.opts.hash, needs_check);
+        let before = file.metadata().map_err(|e| Error::io(src, e))?;
+        let st = Stat::of(&before);
+
+        match action {
+            Action::HashOnly | Action::Compare => {
+                let (_, complete) =
+                    read_all(&mut file, &mut hashes, None, st.size).map_err(|e| e.at(src))?;
+                let after = file.metadata().ok();
+                if !complete || after.is_none_or(|a| Stat::of(&a).changed_from(&st)) {
+                    return Err(changed_error(src));
+                }
+                let (manifest, check) = hashes.finish();
+                self.report_hash(planned, manifest);
+                if action == Action::HashOnly {
+                    self.skipped.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                let ours = check.unwrap_or_default();
+                let theirs =
+                    hash_path(&dest, Algorithm::Blake3).map_err(|e| Error::io(&dest, e))?;
+                if ours == theirs {
+                    self.skipped.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                // Different: copy it, reading the source again (rare).
+                let mut again = crate::os::open_to_read(src).map_err(|e| Error::io(src, e))?;
+                let temp = TempFile::create(&dest).map_err(|e| Error::io(&dest, e))?;
+                let mut buf = vec![0u8; 1 << 20];
+                let mut written = 0u64;
+                loop {
+                    let n = again.read(&mut buf).map_err(|e| Error::io(src, e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    temp.file()
+                        .write_all(&buf[..n])
+                        .map_err(|e| Error::io(&temp.path, e))?;
+                    written += n as u64;
+                }
+                let complete = written == st.size;
+                self.finish(src, &dest, temp, &st, complete, &again.metadata().ok())?;
+                self.updated.fetch_add(1, Ordering::Relaxed);
+                if self.opts.verify {
+                    self.keep_hash(&dest, ours);
+                }
+                return Ok(());
+            }
+            Action::Copy | Action::Update | Action::Skip => {}
+        }
+
+        let temp = TempFile::create(&dest).map_err(|e| Error::io(&dest, e))?;
+        let hashing = hashes.any();
+        let mut method = Method::ReadWrite;
+        let mut done = None;
+        if self.opts.fast_path && !hashing && self.same_filesystem(planned, &dest) {
+            if os::clone_file(file.file(), temp.file()).is_ok() {
+                method = Method::Clone;
+                done = Some((st.size, true));
+            } else if st.has_holes() {
+                // copy_file_range may fill holes in: read what is data, write only that.
+            } else if let Ok(n) = os::copy_range(file.file(), temp.file(), st.size) {
+                method = Method::CopyRange;
+                done = Some((n, n == st.size));
+            }
+        }
+        let (written, complete) = match done {
+            Some(d) => d,
+            None => {
+                let sparse = st.has_holes();
+                read_all(&mut file, &mut hashes, Some((temp.file(), sparse)), st.size)
+                    .map_err(|e| e.at_either(src, &temp.path))?
+            }
+        };
+        lock(&self.methods)
+            .entry(planned.entry.id.dev)
+            .or_insert(method);
+        self.finish(src, &dest, temp, &st, complete, &file.metadata().ok())?;
+        self.bytes.fetch_add(written, Ordering::Relaxed);
+        match action {
+            Action::Copy => self.copied.fetch_add(1, Ordering::Relaxed),
+            _ => self.updated.fetch_add(1, Ordering::Relaxed),
+        };
+        let (manifest, check) = hashes.finish();
+        self.report_hash(planned, manifest);
+        if let Some(check) = check.filter(|_| self.opts.verify) {
+            self.keep_hash(&dest, check);
+        }
+        Ok(())
+    }
+
+    /// Whether the destination is on the planned file's filesystem.
+    fn same_filesystem(&self, planned: &PlannedFile, dest: &Path) -> bool {
+        let dir = dest.parent().unwrap_or(Path::new("."));
+        os::metadata(dir)
+            .ok()
+            .and_then(|m| os::file_id(dir, None, &m).ok())
+            .is_some_and(|id| id.dev == planned.entry.id.dev)
+    }
+
+    /// Checks the source did not change, gives the temporary its metadata and puts it in
+    /// place.
+    fn finish(
+        &self,
+        src: &Path,
+        dest: &Path,
+        temp: TempFile,
+        st: &Stat,
+        complete: bool,
+        after: &Option<fs::Metadata>,
+    ) -> Result<(), Error> {
+        let changed = after.as_ref().is_none_or(|a| Stat::of(a).changed_from(st));
+        if changed || !complete {
+            return Err(changed_error(src));
+        }
+        if st.has_holes() {
+            temp.file()
+                .set_len(st.size)
+                .map_err(|e| Error::io(&temp.path, e))?;
+        }
+        let io = |e| Error::io(dest, e);
+        if self.opts.xattrs {
+            target::copy_xattrs(src, &temp.path).map_err(io)?;
+        }
+        target::apply(&temp.path, Some(temp.file()), st, self.as_root).map_err(io)?;
+        if self.opts.fsync {
+            temp.file().sync_all().map_err(io)?;
+        }
+        if os::symlink_metadata(dest).is_ok_and(|m| m.is_dir()) {
+            return Err(io(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                "a directory is in the way",
+            )));
+        }
+        temp.commit(dest).map_err(io)
+    }
+
+    fn report_hash(&self, planned: &PlannedFile, hex: Option<String>) {
+        if let Some(hex) = hex {
+            lock(&self.events).hashed(planned, &hex);
+        }
+    }
+
+    fn keep_hash(&self, dest: &Path, hex: String) {
+        lock(&self.hashes).push((dest.to_path_buf(), hex));
+    }
+}
+
+/// A read or write failure while copying a file's content.
+enum CopyFault {
+    Read(io::Error),
+    Write(io::Error),
+}
+
+impl CopyFault {
+    fn at(self, src: &Path) -> Error {
+        match self {
+            CopyFault::Read(e) | CopyFault::Write(e) => Error::io(src, e),
+        }
+    }
+
+    fn at_either(self, src: &Path, temp: &Path) -> Error {
+        match self {
+            CopyFault::Read(e) => Error::io(src, e),
+            CopyFault::Write(e) => Error::io(temp.parent().unwrap_or(temp), e),
+        }
+    }
+}
+
+/// Reads the file's `size` bytes, hashing, and writes them to `out` if given (with
+/// `sparse`, only its data regions, at their offsets). Returns the bytes read, and whether
+/// they were exactly the file (it neither ended early nor went on past `size`).
+fn read_all(
+    file: &mut FileReader,
+    hashes: &mut Hashes,
+    out: Option<(&File, bool)>,
+    size: u64,
+) -> Result<(u64, bool), CopyFault> {
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 1 << 20]);
+    }
+    let regions = match out {
+        Some((_, true)) => file
+            .data_regions(size)
+            .map_err(|e| CopyFault::Read(e.into()))?,
+        _ => std::iter::once(0..size).collect(),
+    };
+    BUF.with(|buf| {
+        let mut buf = buf.borrow_mut();
+        let mut total = 0u64;
+        for region in regions {
+            if file.position() != region.start {
+                file.seek_to(region.start)
+                    .map_err(|e| CopyFault::Read(e.into()))?;
+            }
+            let mut at = region.start;
+            while at < region.end {
+                let want = ((region.end - at) as usize).min(buf.len());
+                let n = match file.read(&mut buf[..want]) {
+                    Ok(0) => return Ok((total, false)),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(CopyFault::Read(e)),
+                };
+                hashes.update(&buf[..n]);
+                if let Some((out, _)) = out {
+                    write_at(out, &buf[..n], at).map_err(CopyFault::Write)?;
+                }
+                at += n as u64;
+                total += n as u64;
+            }
+        }
+        // Anything past `size`: the file grew.
+        if file.position() != size {
+            file.seek_to(size).map_err(|e| CopyFault::Read(e.into()))?;
+        }
+        let grew = file.read(&mut buf[..1]).is_ok_and(|n| n > 0);
+        Ok((total, !grew))
+    })
+}
+
+#[cfg(unix)]
+fn write_at(file: &File, data: &[u8], at: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, data, at)
+}
+
+#[cfg(windows)]
+fn write_at(file: &File, mut data: &[u8], mut at: u64) -> io::Result<()> {
+    while !data.is_empty() {
+        let n = std::os::windows::fs::FileExt::seek_write(file, data, at)?;
+        data = &data[n..];
+        at += n as u64;
+    }
+    Ok(())
+}
+
+fn changed_error(src: &Path) -> Error {
+    Error::io(
+        src,
+        io::Error::other("file changed while being copied; not copied"),
+    )
+}
+
+/// Whether an error means the destination is full.
+fn is_full(err: &Error) -> bool {
+    err.io_error().is_some_and(|e| {
+        e.kind() == io::ErrorKind::StorageFull || e.kind() == io::ErrorKind::QuotaExceeded
+    })
+}
+
+/// The hash of a file read plainly.
+fn hash_path(path: &Path, algo: Algorithm) -> io::Result<String> {
+    let f = File::open(path)?;
+    crate::jobs::hash::hash_stream(f, algo)
+}
+
+/// Reads every file copied back from the destination, in physical order, its cache
+/// dropped first, and compares its BLAKE3 hash with the source's.
+fn verify(
+    hashes: &[(PathBuf, String)],
+    plan_opts: &PlanOptions,
+    opts: &CopyOptions,
+    reporter: &dyn Reporter,
+    summary: &mut CopySummary,
+) {
+    let expected: HashMap<&Path, &str> = hashes
+        .iter()
+        .map(|(p, h)| (p.as_path(), h.as_str()))
+        .collect();
+    let paths: Vec<PathBuf> = hashes.iter().map(|(p, _)| p.clone()).collect();
+    for p in &paths {
+        if let Ok(f) = File::open(p) {
+            let _ = os::drop_cache(&f, 0, 0);
+        }
+    }
+    let mut verify_opts = PlanOptions::default();
+    verify_opts.walk.descend_into_inputs = false;
+    verify_opts.walk.threads = plan_opts.walk.threads;
+    let plan = Arc::new(Plan::build(&paths, &verify_opts, reporter));
+    let verified = AtomicU64::new(0);
+    let mismatched = AtomicU64::new(0);
+    let failed = AtomicU64::new(0);
+    Reader::new(plan, opts.read.clone()).par_for_each(opts.workers, |planned, file| {
+        let path = &*planned.entry.path;
+        let got = file.and_then(|f| crate::jobs::hash::hash_reader(f, Algorithm::Blake3));
+        match got {
+            Ok(hex) => {
+                verified.fetch_add(1, Ordering::Relaxed);
+                if expected.get(path).is_some_and(|want| *want != hex) {
+                    mismatched.fetch_add(1, Ordering::Relaxed);
+                    failed.fetch_add(1, Ordering::Relaxed);
+                    reporter.error(&Error::io(
+                        path,
+                        io::Error::other("verify: the copy differs from the source"),
+                    ));
+                }
+            }
+            Err(e) => {
+                failed.fetch_add(1, Ordering::Relaxed);
+                reporter.error(&e);
+            }
+        }
+    });
+    summary.verified += verified.into_inner();
+    summary.mismatched += mismatched.into_inner();
+    summary.failed += failed.into_inner();
+}

@@ -1,0 +1,183 @@
+//! What a copier asks of the system beyond writing bytes: sharing blocks within one
+//! filesystem (`FICLONE`, `copy_file_range`), making device nodes and FIFOs, times of
+//! symlinks, extended attributes, and flushing a whole filesystem. Elsewhere than Linux
+//! the fast paths report "unsupported" and the portable path is taken.
+
+use std::fs::File;
+use std::io;
+use std::path::Path;
+
+/// Makes `dst` share `src`'s blocks (a reflink: btrfs, XFS with reflink, …). Fails with
+/// `Unsupported` (or the system's error) where it cannot; `dst` is then unchanged.
+#[cfg(target_os = "linux")]
+pub(crate) fn clone_file(src: &File, dst: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // FICLONE = _IOW(0x94, 9, int)
+    const FICLONE: libc::c_ulong = 0x4004_9409;
+    // SAFETY: FICLONE takes the source descriptor as its argument; both descriptors are
+    // open for the duration of the call.
+    let rc = unsafe { libc::ioctl(dst.as_raw_fd(), FICLONE as _, src.as_raw_fd()) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst` (both from offset 0) inside the kernel. Returns
+/// the bytes copied: fewer than `len` if `src` shrank.
+#[cfg(target_os = "linux")]
+pub(crate) fn copy_range(src: &File, dst: &File, len: u64) -> io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    let mut off_in: libc::loff_t = 0;
+    let mut off_out: libc::loff_t = 0;
+    let mut done = 0u64;
+    while done < len {
+        let want = (len - done).min(1 << 30) as usize;
+        // SAFETY: both descriptors are open; the offsets are ours and advanced by the call.
+        let n = unsafe {
+            libc::copy_file_range(
+                src.as_raw_fd(),
+                &mut off_in,
+                dst.as_raw_fd(),
+                &mut off_out,
+                want,
+                0,
+            )
+        };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(err);
+        }
+        if n == 0 {
+            break;
+        }
+        done += n as u64;
+    }
+    Ok(done)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn clone_file(_src: &File, _dst: &File) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn copy_range(_src: &File, _dst: &File, _len: u64) -> io::Result<u64> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+#[cfg(unix)]
+fn c_path(path: &Path) -> io::Result<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
+}
+
+/// Makes a FIFO or device node at `path` with `mode` (type and permission bits) and
+/// device number `rdev`.
+#[cfg(unix)]
+pub(crate) fn make_node(path: &Path, mode: u32, rdev: u64) -> io::Result<()> {
+    let c = c_path(path)?;
+    // SAFETY: `c` is a NUL-terminated path; mknod only creates the node.
+    let rc = unsafe { libc::mknod(c.as_ptr(), mode as libc::mode_t, rdev as libc::dev_t) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(unix))]
+pub(crate) fn make_node(_path: &Path, _mode: u32, _rdev: u64) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// Sets access and modification times (seconds, nanoseconds) of `path` itself, not
+/// following a symlink.
+#[cfg(unix)]
+pub(crate) fn set_times_nofollow(
+    path: &Path,
+    atime: (i64, i64),
+    mtime: (i64, i64),
+) -> io::Result<()> {
+    let c = c_path(path)?;
+    let ts = |(sec, nsec): (i64, i64)| libc::timespec {
+        tv_sec: sec as libc::time_t,
+        tv_nsec: nsec as _,
+    };
+    let times = [ts(atime), ts(mtime)];
+    // SAFETY: `c` is a NUL-terminated path and `times` two timespecs, as utimensat reads.
+    let rc = unsafe {
+        libc::utimensat(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            times.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(unix))]
+pub(crate) fn set_times_nofollow(
+    _path: &Path,
+    _atime: (i64, i64),
+    _mtime: (i64, i64),
+) -> io::Result<()> {
+    Ok(())
+}
+
+/// Sets extended attribute `name` of `path` itself (not following a symlink).
+#[cfg(target_os = "linux")]
+pub(crate) fn set_xattr(path: &Path, name: &[u8], value: &[u8]) -> io::Result<()> {
+    let c = c_path(path)?;
+    let n =
+        std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `c` and `n` are NUL-terminated; `value` is read for its length.
+    let rc = unsafe {
+        libc::lsetxattr(
+            c.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn set_xattr(_path: &Path, _name: &[u8], _value: &[u8]) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// Flushes everything written to the filesystem `file` is on (`syncfs`); elsewhere, the
+/// whole system's buffers (`sync`).
+#[cfg(target_os = "linux")]
+pub(crate) fn sync_filesystem(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: syncfs on a descriptor we hold open.
+    if unsafe { libc::syncfs(file.as_raw_fd()) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn sync_filesystem(_file: &File) -> io::Result<()> {
+    super::sync_filesystems();
+    Ok(())
+}
