@@ -771,6 +771,8 @@ impl Shared<'_> {
         }
 
         let temp = TempFile::create(&dest).map_err(|e| Error::io(&dest, e))?;
+        #[cfg(any(test, debug_assertions))]
+        crate::jobs::stat::fault_point(src);
         let hashing = hashes.any();
         let mut method = Method::ReadWrite;
         let mut done = None;
