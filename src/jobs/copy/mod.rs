@@ -792,7 +792,7 @@ impl Shared<'_> {
             None => {
                 let sparse = st.has_holes();
                 read_all(&mut file, &mut hashes, Some((temp.file(), sparse)), st.size)
-                    .map_err(|e| e.at_either(src, &temp.path))?
+                    .map_err(|e| e.at_either(src, &dest))?
             }
         };
         lock(&self.methods)
@@ -882,10 +882,10 @@ impl CopyFault {
         }
     }
 
-    fn at_either(self, src: &Path, temp: &Path) -> Error {
+    fn at_either(self, src: &Path, dest: &Path) -> Error {
         match self {
             CopyFault::Read(e) => Error::io(src, e),
-            CopyFault::Write(e) => Error::io(temp.parent().unwrap_or(temp), e),
+            CopyFault::Write(e) => Error::io(dest, e),
         }
     }
 }
