@@ -33,7 +33,7 @@ pub struct Args {
     #[arg(long)]
     pub checksum: bool,
 
-    /// Remove entries under DEST that SOURCE does not have.
+    /// Remove entries under DEST that SOURCE does not have (not with --ext or --glob).
     #[arg(long)]
     pub delete: bool,
 
@@ -86,6 +86,11 @@ pub fn run(mut args: Args) -> Result<Code> {
         && !(args.input.files_from.is_some() && args.input.paths.len() == 1)
     {
         return Err(UsageError("give SOURCE... DEST".into()).into());
+    }
+    if args.delete && (!args.input.ext.is_empty() || !args.input.glob.is_empty()) {
+        // What the filter leaves out is not "absent from the source": rsync protects it
+        // from --delete; seekless does not try to tell the two apart.
+        return Err(UsageError("--delete cannot be combined with --ext or --glob".into()).into());
     }
     let dest = args.input.paths.pop().expect("checked");
     let sources = args.input.paths()?;
