@@ -116,13 +116,9 @@ impl Member<'_> {
                 record(&mut pax, b"linkpath", self.link);
             }
         }
-        if std::str::from_utf8(real_name).is_err() || std::str::from_utf8(self.link).is_err() {
-            // Records are UTF-8 unless this says otherwise; GNU tar and libarchive then
-            // take the bytes as they are.
-            if !pax.is_empty() {
-                prepend_record(&mut pax, b"hdrcharset", b"BINARY");
-            }
-        }
+        // Names that are not UTF-8 go in `path` as they are, as GNU tar writes them (its
+        // 1.34 warns of a `hdrcharset` record and ignores it); GNU tar, libarchive and
+        // Python take the bytes as they are.
         let (secs, nanos) = self.mtime;
         let header_mtime = secs.clamp(0, OCTAL_11 as i64) as u64;
         if nanos != 0 || secs < 0 || secs as u64 > OCTAL_11 {
@@ -256,13 +252,6 @@ fn record(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
     out.push(b'\n');
 }
 
-fn prepend_record(out: &mut Vec<u8>, key: &[u8], value: &[u8]) {
-    let mut first = Vec::new();
-    record(&mut first, key, value);
-    first.extend_from_slice(out);
-    *out = first;
-}
-
 /// A time as pax writes it: seconds, a point and nine digits; negative times count back
 /// from the epoch.
 fn pax_time(secs: i64, nanos: u32) -> String {
@@ -386,7 +375,7 @@ mod tests {
                 .find(|(key, _)| key == k)
                 .map(|(_, v)| v.clone())
         };
-        assert_eq!(get(b"hdrcharset").as_deref(), Some(&b"BINARY"[..]));
+        assert_eq!(get(b"hdrcharset"), None);
         assert_eq!(get(b"path").as_deref(), Some(&name[..]));
         assert_eq!(get(b"mtime").as_deref(), Some(&b"1700000000.123456789"[..]));
         assert_eq!(get(b"uid"), Some((1u64 << 40).to_string().into_bytes()));

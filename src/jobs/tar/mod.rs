@@ -1,9 +1,18 @@
 //! `tar`: an archive every tar reads, written while the files are read in physical order.
 //!
-//! The archive is POSIX pax (see [`format`]): directories, symlinks and special files first
-//! (in the order `find` lists them, so extraction creates directories before their
-//! files), then regular files in the order the disks yield them, each followed by hard
-//! links to it. Metadata as GNU tar keeps it: mode, owner (ids and names), mtime with
+//! The archive is POSIX pax (see `format.rs`): symlinks and special files first (in the
+//! order `find` lists them), then regular files in the order the disks yield them, each
+//! followed by hard links to it, then directories (deepest first: the reverse of the
+//! order `find` lists them).
+//!
+//! Directories come last because GNU tar restores a directory's mode and times as soon as
+//! a member outside it arrives, unless told `--delay-directory-restore`: with directories
+//! first and their files spread through the archive in disk order, a later file would
+//! change the directory's mtime again, or could not be made in a read-only directory.
+//! Extraction makes each missing parent as it goes (every tar does), and the directory's
+//! own member, last, gives it its metadata. Deepest first, because making a directory
+//! (one with no files) changes its parent's mtime, and bsdtar sets an existing
+//! directory's times at once; and a read-only parent is made read-only only after. Metadata as GNU tar keeps it: mode, owner (ids and names), mtime with
 //! nanoseconds, extended attributes on request; sparse files keep their holes.
 //!
 //! Faults are handled as GNU tar handles them: a file that changed while it was read is
@@ -193,7 +202,8 @@ struct Job<'a> {
 
 impl Job<'_> {
     fn run(&mut self, plan: &Arc<Plan>) -> io::Result<()> {
-        for other in plan.others() {
+        // Symlinks and special files first; directories last (see the module's doc).
+        for other in plan.others().iter().filter(|o| !o.metadata.is_dir()) {
             self.other(other)?;
         }
         // Second names of files, to store as hard links after the first.
@@ -230,6 +240,9 @@ impl Job<'_> {
         }
         self.events.read_done(&reader.stats(), started.elapsed());
         drop(reader);
+        for other in plan.others().iter().rev().filter(|o| o.metadata.is_dir()) {
+            self.other(other)?;
+        }
 
         let end = format::trailer(self.sink.written());
         self.sink.write(&end)?;
@@ -600,7 +613,7 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
-    fn directories_come_first_then_files_each_with_its_hard_links() {
+    fn links_first_then_files_each_with_its_hard_links_then_directories() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().join("r");
         fs::create_dir_all(root.join("d/e")).unwrap();
@@ -613,11 +626,14 @@ mod tests {
             .trim_start_matches('/')
             .to_string();
         let rel = |m: &Got| m.0.trim_start_matches(&base).to_string();
-        let dirs: Vec<_> = members.iter().take_while(|m| m.1 != '0').collect();
-        assert!(dirs.iter().all(|m| matches!(m.1, '5' | '2')), "{dirs:?}");
-        assert_eq!(rel(dirs[0]), "", "the input directory first");
+        let kinds: String = members.iter().map(|m| m.1).collect();
+        assert!(
+            kinds.starts_with('2') && kinds.ends_with("555") && kinds.len() == 7,
+            "{kinds}"
+        );
         let pos = |name: &str| members.iter().position(|m| rel(m) == name).unwrap();
-        assert!(pos("d/") < pos("d/e/"));
+        assert_eq!(pos(""), 6, "the input directory last");
+        assert!(pos("d/e/") < pos("d/"), "deepest first");
         let (first, second) = if members[pos("d/a")].1 == '0' {
             ("d/a", "d/e/a2")
         } else {
