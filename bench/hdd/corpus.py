@@ -9,6 +9,10 @@
   corpus.py tar-targets --runs runs.jsonl --stream s.json --extents e.json --archives a.jsonl
                         --cpus N --md OUT.md --json OUT.json
                                            # --set tar: seekless tar rows and targets
+  corpus.py copy-check SRC NAME=DIR...     # --set copy: each DIR against SRC, a JSON line each
+  corpus.py copy-targets --runs runs.jsonl --stream s.json --extents e.json --copies c.jsonl
+                         --cpus N --md OUT.md --json OUT.json
+                                           # --set copy: seekless copy rows and targets
 
 Sizes are lognormal (median ~120 KiB, mean ~149 KiB, clamped to 8 KiB..4 MiB), names are
 DCIM/100CANON/IMG_0001.JPG ... in folders of 500 (101CANON, 102CANON, ...).
@@ -608,6 +612,226 @@ def tar_targets(a):
         print("tar-targets: archive check FAILED: " + json.dumps(bad), file=sys.stderr)
 
 
+# ---------------------------------------------------------------------------------------
+# --set copy (issue 15): `seekless copy` and its peers (cp -a, rsync -a) from the emulated
+# disk to tmpfs. copy-check compares each copy with the source after the timed runs;
+# copy-targets appends the set's table and targets to plot.py's.
+
+def tree(root, digests=None):
+    """Every entry under root (root itself as "."): (type, mode, uid, gid, mtime_ns, size,
+    link target) by relative path, and each regular file's SHA-256 when digests is a dict."""
+    import hashlib
+    import stat as st
+    out = {}
+
+    def add(path, rel):
+        m = os.lstat(path)
+        kind = ("dir" if st.S_ISDIR(m.st_mode) else "file" if st.S_ISREG(m.st_mode)
+                else "symlink" if st.S_ISLNK(m.st_mode) else "other")
+        out[rel] = (kind, st.S_IMODE(m.st_mode), m.st_uid, m.st_gid, m.st_mtime_ns,
+                    m.st_size if kind == "file" else None, os.readlink(path) if kind == "symlink" else None)
+        if kind == "file" and digests is not None:
+            h = hashlib.sha256()
+            with open(path, "rb") as f:
+                for b in iter(lambda: f.read(1 << 20), b""):
+                    h.update(b)
+            digests[rel] = h.hexdigest()
+
+    add(root, ".")
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            add(p, os.path.relpath(p, root))
+    return out
+
+
+def copy_check(src, dests):
+    """One JSON line per NAME=DIR: the same entries as src (none missing, none extra), each
+    with the same type, mode, owner, mtime (ns), size and link target, and every regular
+    file with the same bytes (SHA-256)."""
+    sd = {}
+    st_src = tree(src, sd)
+    fields = ("type", "mode", "uid", "gid", "mtime_ns", "size", "link")
+    for spec in dests:
+        name, _, path = spec.partition("=")
+        dd = {}
+        st_dst = tree(path, dd)
+        missing = sorted(set(st_src) - set(st_dst))
+        extra = sorted(set(st_dst) - set(st_src))
+        meta, content, examples = 0, 0, []
+        for rel in sorted(set(st_src) & set(st_dst)):
+            a, b = st_src[rel], st_dst[rel]
+            diff = [f"{k} {x!r} != {y!r}" for k, x, y in zip(fields, a, b) if x != y]
+            if diff:
+                meta += 1
+                if len(examples) < 5:
+                    examples.append(f"{rel}: " + ", ".join(diff))
+            if rel in sd and rel in dd and sd[rel] != dd[rel]:
+                content += 1
+                if len(examples) < 5:
+                    examples.append(f"{rel}: content differs")
+        examples += [f"missing {r}" for r in missing[:3]] + [f"extra {r}" for r in extra[:3]]
+        files = sum(1 for v in st_dst.values() if v[0] == "file")
+        print(json.dumps({
+            "contender": name, "path": path,
+            "src_files": sum(1 for v in st_src.values() if v[0] == "file"),
+            "src_dirs": sum(1 for v in st_src.values() if v[0] == "dir"),
+            "src_bytes": sum(v[5] for v in st_src.values() if v[0] == "file"),
+            "files": files, "dirs": sum(1 for v in st_dst.values() if v[0] == "dir"),
+            "bytes": sum(v[5] for v in st_dst.values() if v[0] == "file"),
+            "missing": len(missing), "extra": len(extra), "meta_differs": meta, "content_differs": content,
+            "examples": examples,
+            "ok": not (missing or extra or meta or content)}), flush=True)
+
+
+COPY_LABELS = {
+    "sl-copy": "seekless copy",
+    "sl-copy-rerun": "seekless copy, re-run, nothing changed",
+    "lookup": "lookup alone (seekless order, cold)",
+    "sl-physical": "seekless hash --algo blake3 (physical)",
+    "cp": "cp -a",
+    "rsync": "rsync -a",
+    "rsync-rerun": "rsync -a, re-run, nothing changed",
+    "dir": "directory order (find \\| xargs cat)",
+}
+
+
+def copy_targets(a):
+    import statistics
+    runs = [json.loads(line) for line in open(a["runs"]) if line.strip()]
+    nbytes = json.load(open(a["stream"]))["bytes"]
+    nfiles = json.load(open(a["extents"]))["files"] if a.get("extents") else None
+    cpus = int(a.get("cpus") or os.cpu_count() or 1)
+    copies = []
+    if a.get("copies") and os.path.exists(a["copies"]):
+        copies = [json.loads(line) for line in open(a["copies"]) if line.strip()]
+    by = {}
+    for r in runs:
+        by.setdefault(r["contender"], []).append(r)
+
+    def f(x, fmt="{:.2f}"):
+        return "–" if x is None else fmt.format(x)
+
+    def medk(reps, key):
+        xs = [r.get(key) for r in reps if r.get(key) is not None]
+        return statistics.median(xs) if xs else None
+
+    tot = {k: statistics.median([r["wall_s"] for r in v]) for k, v in by.items()}
+    sl = tot.get("sl-copy")
+    rows = []
+    for name in [k for k in COPY_LABELS if k in by] + [k for k in by if k not in COPY_LABELS]:
+        reps = by[name]
+        mr = sorted(reps, key=lambda r: r["wall_s"])[len(reps) // 2]
+        tm = mr.get("time") or {}
+        cpu = (tm["user_s"] + tm["sys_s"]) if "user_s" in tm else None
+        rss = [r["time"]["max_rss_kib"] for r in reps if (r.get("time") or {}).get("max_rss_kib") is not None]
+        c = mr.get("copy") or {}
+        rows.append({"contender": name, "label": COPY_LABELS.get(name, name), "total_s": tot[name],
+                     "reps_s": [r["wall_s"] for r in reps],
+                     "mb_s": nbytes / tot[name] / 1e6 if "rerun" not in name and name != "lookup" else None,
+                     "lookup_s": medk(reps, "walk_locate_s"), "sort_s": medk(reps, "sort_s"),
+                     "user_s": tm.get("user_s"), "sys_s": tm.get("sys_s"),
+                     "cores_busy": cpu / tm["wall_s"] if cpu is not None and tm.get("wall_s") else None,
+                     "max_rss_mib": max(rss) / 1024 if rss else None,
+                     "vs_sl_copy": tot[name] / sl if sl else None,
+                     "copied": c.get("copied"), "skipped": c.get("skipped"), "failed": c.get("failed"),
+                     "read_files": (c.get("read_files") or 0) if c else None,
+                     "seeks": (mr.get("stats") or {}).get("seeks")})
+    get = {r["contender"]: r for r in rows}
+    targets = []
+
+    def t(name, value, goal, ok):
+        if value is not None:
+            targets.append({"target": name, "value": value, "goal": goal, "met": None if ok is None else bool(ok)})
+    if sl:
+        for peer, label in (("cp", "cp -a"), ("rsync", "rsync -a")):
+            if peer in tot:
+                v = tot[peer] / sl
+                t(f"seekless copy vs {label} ({peer} / sl-copy)", v, ">= 6x", v >= 6)
+        if "sl-physical" in tot:
+            v = sl / tot["sl-physical"]
+            t("seekless copy / seekless hash --algo blake3", v, "<= 1.2", v <= 1.2)
+    rr, lk = tot.get("sl-copy-rerun"), tot.get("lookup")
+    if rr and lk:
+        t("seekless copy re-run (nothing changed) / cold lookup alone", rr / lk, "<= 1.5", rr / lk <= 1.5)
+    if "sl-copy" in get:
+        t("seekless copy peak RSS (MiB, max of reps)", get["sl-copy"]["max_rss_mib"], "report", None)
+    if "sl-copy-rerun" in get:
+        t("seekless copy re-run peak RSS (MiB, max of reps)", get["sl-copy-rerun"]["max_rss_mib"], "report", None)
+    if rr and tot.get("rsync-rerun"):
+        t("rsync -a re-run / seekless copy re-run", tot["rsync-rerun"] / rr, "report", None)
+
+    # The copies after the timed runs (copy-check), and the timed runs' own counts
+    # (`seekless copy --summary`): sl-copy copies every file, none failed; the re-run
+    # skips every file and reads none.
+    bad = [c for c in copies if not c["ok"] or (nfiles is not None and c["files"] != nfiles)]
+    runs_bad = []
+    for name, reps in by.items():
+        for r in reps:
+            c = r.get("copy")
+            if name in ("sl-copy", "sl-copy-rerun") and c is None:
+                runs_bad.append(f"{name} rep {r['rep']}: no `copy:` summary line")
+                continue
+            if c is None:
+                continue
+            want_copied, want_skipped = (nfiles, 0) if name == "sl-copy" else (0, nfiles)
+            ok = (c.get("failed") == 0 and c.get("updated") == 0 and not c.get("stopped")
+                  and (nfiles is None or (c.get("copied") == want_copied and c.get("skipped") == want_skipped))
+                  and (name != "sl-copy-rerun" or not c.get("read_files")))
+            if not ok:
+                runs_bad.append(f"{name} rep {r['rep']}: " + ", ".join(f"{k} {v}" for k, v in c.items()))
+
+    L = ["", "#### seekless copy (issue 15): the copy job and its peers", "",
+         "Source on the emulated disk, destination on tmpfs (`/dev/shm`), emptied before each cp, rsync and "
+         "seekless copy run (untimed); the re-run goes over the copy the same rep's seekless copy made. "
+         "Lookup: each seekless run's own walk + locate (`--summary`); lookup alone = cold `seekless order "
+         "--summary` (wall). User, sys and cores busy (= (user + sys) / wall) are GNU time's for the median "
+         "rep's whole command; peak RSS is the largest process's, max of the reps. Copied, skipped, failed "
+         "and files read: `seekless copy --summary` of the median rep.", "",
+         "| contender | lookup s | total s | MB/s | this / sl-copy | user s | sys s | cores busy | peak RSS MiB | copied | skipped | failed | files read | seeks |",
+         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        L.append(f"| {r['label']} | {f(r['lookup_s'], '{:.3f}')} | {f(r['total_s'], '{:.3f}')} | {f(r['mb_s'], '{:.1f}')} | "
+                 f"{f(r['vs_sl_copy'])} | {f(r['user_s'])} | {f(r['sys_s'])} | {f(r['cores_busy'])} | "
+                 f"{f(r['max_rss_mib'], '{:.1f}')} | {f(r['copied'], '{}')} | {f(r['skipped'], '{}')} | "
+                 f"{f(r['failed'], '{}')} | {f(r['read_files'], '{}')} | {f(r['seeks'], '{}')} |")
+    L += ["", "| target | value | goal | met |", "| --- | ---: | --- | --- |"]
+    for x in targets:
+        met = "–" if x["met"] is None else ("yes" if x["met"] else "**no**")
+        L.append(f"| {x['target']} | {x['value']:.2f} | {x['goal']} | {met} |")
+    if copies:
+        names = ", ".join(c["contender"] for c in copies)
+        s0 = copies[0]
+        if not bad:
+            L += ["", f"Copy check (untimed, after the timed runs): every copy ({names}) holds the source's "
+                  f"{s0['src_files']} files ({s0['src_bytes']} bytes) and {s0['src_dirs']} directories, none missing "
+                  "or extra, with the same bytes (SHA-256), sizes, modes, owners and mtimes (ns)."]
+        else:
+            L += ["", "Copy check **failed**: " + "; ".join(
+                f"{c['contender']} ({c['path']}): {c['files']} files, {c['bytes']} bytes, {c['dirs']} directories, "
+                f"{c['missing']} missing, {c['extra']} extra, {c['meta_differs']} with other metadata, "
+                f"{c['content_differs']} with other content" + (f" (e.g. {' | '.join(c['examples'])})" if c['examples'] else "")
+                for c in bad) + f" (source: {s0['src_files']} files, {s0['src_bytes']} bytes, {s0['src_dirs']} directories)."]
+    if "sl-copy" in by or "sl-copy-rerun" in by:
+        if not runs_bad:
+            said = []
+            if "sl-copy" in by:
+                said.append(f"every timed seekless copy run copied all {nfiles} files")
+            if "sl-copy-rerun" in by:
+                said.append(f"every re-run skipped all {nfiles} and read none")
+            L += ["", "Run counts (`--summary`): " + ", ".join(said) + "; none updated or failed."]
+        else:
+            L += ["", "Run counts **unexpected**: " + "; ".join(runs_bad) + f" (corpus: {nfiles} files)."]
+    with open(a["md"], "a") as fo:
+        fo.write("\n".join(L) + "\n")
+    doc = json.load(open(a["json"]))
+    doc["copy"] = {"rows": rows, "targets": targets, "cpus": cpus, "copies": copies, "runs_unexpected": runs_bad}
+    doc["targets"] = doc.get("targets", []) + [x for x in targets if x["met"] is not None]
+    json.dump(doc, open(a["json"], "w"), indent=1)
+    if bad or runs_bad:
+        print("copy-targets: copy check FAILED: " + json.dumps({"copies": bad, "runs": runs_bad}), file=sys.stderr)
+
+
 def main():
     a = sys.argv[1:]
     if not a:
@@ -635,6 +859,10 @@ def main():
         index_targets({a[i].lstrip("-"): a[i + 1] for i in range(1, len(a) - 1, 2)})
     elif a[0] == "tar-targets":
         tar_targets({a[i].lstrip("-"): a[i + 1] for i in range(1, len(a) - 1, 2)})
+    elif a[0] == "copy-check":
+        copy_check(a[1], a[2:])
+    elif a[0] == "copy-targets":
+        copy_targets({a[i].lstrip("-"): a[i + 1] for i in range(1, len(a) - 1, 2)})
     else:
         sys.exit(__doc__)
 

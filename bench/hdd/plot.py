@@ -25,6 +25,11 @@ LABELS = {
     "sl-tar": "seekless tar (-f - | cat)",
     "sl-tar-zstd": "seekless tar --zstd (-f - | cat)",
     "sl-tar-gzip": "seekless tar --gzip (-f - | cat)",
+    "cp": "cp -a (to tmpfs)",
+    "rsync": "rsync -a (to tmpfs)",
+    "rsync-rerun": "rsync -a, re-run, nothing changed",
+    "sl-copy": "seekless copy (to tmpfs)",
+    "sl-copy-rerun": "seekless copy, re-run, nothing changed",
     "stream": "streaming limit (bytes / zone rate)",
 }
 
@@ -84,7 +89,8 @@ def table(a):
             "read_s": wall - (lookup_s or 0) - (sort_s or 0),
             "total_s": wall,
             "reps_s": reps,
-            "mb_s": nbytes / wall / 1e6,
+            # A re-run that reads nothing has no rate.
+            "mb_s": None if name.endswith("-rerun") else nbytes / wall / 1e6,
             "gain_s": (dir_s - wall) if dir_s else None,
             "gain_pct": (dir_s - wall) / dir_s * 100 if dir_s else None,
             "ratio": dir_s / wall if dir_s else None,
