@@ -218,7 +218,7 @@ fn is_inside(path: &Path, dir: &Path) -> bool {
 fn print_counts(s: &CopySummary) {
     let mut text = format!(
         "seekless: copy: {} copied, {} updated, {} skipped, {} deleted, {} failed; {} written; \
-         {} directories, {} links and special files, {} hard links",
+         {} directories, {} links and special files, {} hard links; metadata brought up to date on {}",
         s.copied,
         s.updated,
         s.skipped,
@@ -227,7 +227,8 @@ fn print_counts(s: &CopySummary) {
         indicatif::HumanBytes(s.bytes),
         s.dirs,
         s.others,
-        s.hardlinks
+        s.hardlinks,
+        s.refreshed
     );
     if s.verified > 0 {
         text += &format!("; verified {}, {} differ", s.verified, s.mismatched);

@@ -108,9 +108,20 @@ impl AtomicFile {
         let name = path
             .file_name()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?;
+        // `.NAME.seekless-tmp-PID`, NAME cut so the whole stays a valid file name (255).
+        let suffix = format!(".seekless-tmp-{}", std::process::id());
         let mut temp_name = std::ffi::OsString::from(".");
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let b = name.as_bytes();
+            temp_name.push(std::ffi::OsStr::from_bytes(
+                &b[..b.len().min(254 - suffix.len())],
+            ));
+        }
+        #[cfg(not(unix))]
         temp_name.push(name);
-        temp_name.push(format!(".seekless-tmp-{}", std::process::id()));
+        temp_name.push(suffix);
         let temp = path.with_file_name(temp_name);
         let file = std::fs::OpenOptions::new()
             .write(true)

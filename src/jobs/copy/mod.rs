@@ -123,7 +123,7 @@ impl Default for CopyOptions {
 }
 
 /// How a file's content was put in place.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
     /// Read (in physical order) and written.
@@ -144,6 +144,9 @@ pub struct CopySummary {
     pub updated: u64,
     /// Files the destination had, the same (not written).
     pub skipped: u64,
+    /// Unchanged files, links and special files whose mode, owner, times or extended
+    /// attributes were brought up to date (as rsync does).
+    pub refreshed: u64,
     /// Destination entries removed (`delete`).
     pub deleted: u64,
     /// Paths that failed.
@@ -162,7 +165,8 @@ pub struct CopySummary {
     pub mismatched: u64,
     /// Temporaries of interrupted runs removed.
     pub leftovers_removed: u64,
-    /// How each source filesystem's files were copied: (its `st_dev`, the method).
+    /// How each source filesystem's files were copied: (its `st_dev`, a method used for
+    /// some of them), each pair once.
     pub methods: Vec<(u64, Method)>,
     /// The run stopped early (the destination is full, or cannot be written).
     pub stopped: bool,
@@ -197,7 +201,7 @@ impl CopyEvents for NoEvents {}
 #[non_exhaustive]
 pub enum CopyError {
     /// The destination cannot be written (found before anything was read).
-    #[error("{path}: cannot write the destination: {source}")]
+    #[error("{}: cannot write the destination: {}", path.display(), crate::error::describe_io(source))]
     Destination {
         /// The directory tried.
         path: PathBuf,
@@ -297,8 +301,9 @@ pub fn copy_with(
             continue;
         };
         match make_other(other, &dest, as_root, opts.xattrs, reporter) {
-            Ok(true) => summary.others += 1,
-            Ok(false) => {}
+            Ok(Made::New) => summary.others += 1,
+            Ok(Made::Refreshed) => summary.refreshed += 1,
+            Ok(Made::Same) => {}
             Err(e) => fail(&mut summary, reporter, e),
         }
     }
@@ -324,6 +329,11 @@ pub fn copy_with(
         };
         if action == Action::Skip {
             summary.skipped += 1;
+            match refresh(&f.entry.path, &dest, true, as_root, opts.xattrs) {
+                Ok(true) => summary.refreshed += 1,
+                Ok(false) => {}
+                Err(e) => fail(&mut summary, reporter, Error::io(&dest, e)),
+            }
         }
         actions.push(action);
     }
@@ -357,9 +367,10 @@ pub fn copy_with(
         copied: AtomicU64::new(0),
         updated: AtomicU64::new(0),
         skipped: AtomicU64::new(0),
+        refreshed: AtomicU64::new(0),
         failed: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
-        methods: Mutex::new(HashMap::new()),
+        methods: Mutex::new(HashSet::new()),
         hashes: Mutex::new(Vec::new()),
     };
     lock(&shared.events).reading(&plan);
@@ -370,11 +381,12 @@ pub fn copy_with(
     summary.copied += shared.copied.into_inner();
     summary.updated += shared.updated.into_inner();
     summary.skipped += shared.skipped.into_inner();
+    summary.refreshed += shared.refreshed.into_inner();
     summary.failed += shared.failed.into_inner();
     summary.bytes += shared.bytes.into_inner();
     summary.stopped = shared.stop.into_inner();
     let mut methods: Vec<(u64, Method)> = into_inner(shared.methods).into_iter().collect();
-    methods.sort_unstable_by_key(|m| m.0);
+    methods.sort_unstable_by_key(|&(dev, m)| (dev, m as u8));
     summary.methods = methods;
     let hashes = into_inner(shared.hashes);
 
@@ -482,15 +494,31 @@ fn make_dir(dest: &Path) -> io::Result<bool> {
     }
 }
 
+/// What [`make_other`] did.
+enum Made {
+    /// Made it.
+    New,
+    /// The same was there; its metadata was brought up to date.
+    Refreshed,
+    /// The same was there, as it should be (or nothing could be made).
+    Same,
+}
+
+impl Made {
+    fn refreshed(changed: bool) -> Made {
+        if changed { Made::Refreshed } else { Made::Same }
+    }
+}
+
 /// Recreates a symlink, FIFO or device node at `dest` (through a temporary name), unless
-/// the same is there already. Returns whether it made one.
+/// the same is there already (then its metadata is brought up to date).
 fn make_other(
     other: &Other,
     dest: &Path,
     as_root: bool,
     xattrs: bool,
     reporter: &dyn Reporter,
-) -> Result<bool, Error> {
+) -> Result<Made, Error> {
     let st = Stat::of(&other.metadata);
     let existing = os::symlink_metadata(dest).ok().map(|m| Stat::of(&m));
     let temp = target::temp_beside(dest);
@@ -501,17 +529,21 @@ fn make_other(
             if existing.is_some_and(|d| d.kind == NodeKind::Symlink)
                 && os::read_link(dest).is_ok_and(|t| t == link)
             {
-                return Ok(false);
+                return refresh(&other.path, dest, false, as_root, xattrs)
+                    .map(Made::refreshed)
+                    .map_err(io);
             }
             make_symlink(&link, &temp).map_err(io)?;
         }
         NodeKind::Fifo | NodeKind::CharDevice | NodeKind::BlockDevice => {
             if existing.is_some_and(|d| d.kind == st.kind && d.rdev == st.rdev) {
-                return Ok(false);
+                return refresh(&other.path, dest, false, as_root, xattrs)
+                    .map(Made::refreshed)
+                    .map_err(io);
             }
             if st.kind != NodeKind::Fifo && !as_root {
                 reporter.warning(Some(&other.path), "device node not copied (needs root)");
-                return Ok(false);
+                return Ok(Made::Same);
             }
             let type_bits = match st.kind {
                 NodeKind::Fifo => 0o010000,
@@ -522,7 +554,7 @@ fn make_other(
         }
         _ => {
             reporter.warning(Some(&other.path), "socket ignored");
-            return Ok(false);
+            return Ok(Made::Same);
         }
     }
     let placed = (if xattrs {
@@ -536,7 +568,38 @@ fn make_other(
         let _ = fs::remove_file(&temp);
         return Err(io(e));
     }
-    Ok(true)
+    Ok(Made::New)
+}
+
+/// Brings an unchanged destination entry's metadata up to date with its source (mode,
+/// owner as root, mtime and atime, extended attributes), as rsync does. `follow`: the
+/// source's own metadata through a symlink (a file copied by `-L`). Returns whether
+/// anything changed.
+fn refresh(src: &Path, dest: &Path, follow: bool, as_root: bool, xattrs: bool) -> io::Result<bool> {
+    let s = Stat::of(&if follow {
+        os::metadata(src)?
+    } else {
+        os::symlink_metadata(src)?
+    });
+    let d = Stat::of(&os::symlink_metadata(dest)?);
+    let mut changed = false;
+    let owner = as_root && (s.uid, s.gid) != (d.uid, d.gid);
+    let mode = s.kind != NodeKind::Symlink && s.mode != d.mode;
+    if owner || mode || s.mtime != d.mtime {
+        target::apply(dest, None, &s, as_root)?;
+        changed = true;
+    }
+    if xattrs {
+        let mut want = os::xattrs(src)?;
+        let mut have = os::xattrs(dest).unwrap_or_default();
+        want.sort_unstable();
+        have.sort_unstable();
+        if want != have {
+            target::copy_xattrs(src, dest)?;
+            changed = true;
+        }
+    }
+    Ok(changed)
 }
 
 #[cfg(unix)]
@@ -624,9 +687,10 @@ struct Shared<'a> {
     copied: AtomicU64,
     updated: AtomicU64,
     skipped: AtomicU64,
+    refreshed: AtomicU64,
     failed: AtomicU64,
     bytes: AtomicU64,
-    methods: Mutex<HashMap<u64, Method>>,
+    methods: Mutex<HashSet<(u64, Method)>>,
     /// (destination, BLAKE3 of the source) of each file copied, for `verify`.
     hashes: Mutex<Vec<(PathBuf, String)>>,
 }
@@ -742,6 +806,11 @@ impl Shared<'_> {
                     hash_path(&dest, Algorithm::Blake3).map_err(|e| Error::io(&dest, e))?;
                 if ours == theirs {
                     self.skipped.fetch_add(1, Ordering::Relaxed);
+                    let changed = refresh(src, &dest, true, self.as_root, self.opts.xattrs)
+                        .map_err(|e| Error::io(&dest, e))?;
+                    if changed {
+                        self.refreshed.fetch_add(1, Ordering::Relaxed);
+                    }
                     return Ok(());
                 }
                 // Different: copy it, reading the source again (rare).
@@ -795,9 +864,7 @@ impl Shared<'_> {
                     .map_err(|e| e.at_either(src, &dest))?
             }
         };
-        lock(&self.methods)
-            .entry(planned.entry.id.dev)
-            .or_insert(method);
+        lock(&self.methods).insert((planned.entry.id.dev, method));
         self.finish(src, &dest, temp, &st, complete, &file.metadata().ok())?;
         self.bytes.fetch_add(written, Ordering::Relaxed);
         match action {

@@ -14,17 +14,37 @@ const TEMP_MARK: &str = ".seekless-tmp-";
 
 static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
-/// A fresh temporary name beside `dest`.
+/// Longest file name most filesystems take (`NAME_MAX`).
+const NAME_MAX: usize = 255;
+
+/// A fresh temporary name beside `dest`: `.NAME.seekless-tmp-PID-N`, NAME cut short where
+/// the whole would be longer than a file name may be.
 pub fn temp_beside(dest: &Path) -> PathBuf {
     let name = dest.file_name().unwrap_or_default();
-    let mut temp = std::ffi::OsString::from(".");
-    temp.push(name);
-    temp.push(format!(
+    let suffix = format!(
         "{TEMP_MARK}{}-{}",
         std::process::id(),
         NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
-    ));
+    );
+    let mut temp = std::ffi::OsString::from(".");
+    temp.push(shortened(name, NAME_MAX - 1 - suffix.len()));
+    temp.push(suffix);
     dest.with_file_name(temp)
+}
+
+/// `name`, cut to at most `max` bytes (Unix: bytes; elsewhere names are left whole).
+fn shortened(name: &std::ffi::OsStr, max: usize) -> std::ffi::OsString {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = name.as_bytes();
+        std::ffi::OsStr::from_bytes(&bytes[..bytes.len().min(max)]).to_os_string()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = max;
+        name.to_os_string()
+    }
 }
 
 /// Whether `name` is one of our temporaries (from any run).
@@ -168,5 +188,9 @@ mod tests {
             assert!(!is_temp(not.as_ref()), "{not}");
         }
         assert!(is_temp(".a.seekless-tmp-12".as_ref()));
+        let long = "x".repeat(255);
+        let t = temp_beside(&Path::new("/d").join(&long));
+        let name = t.file_name().unwrap();
+        assert!(name.len() <= 255 && is_temp(name), "{name:?}");
     }
 }
