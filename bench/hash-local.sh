@@ -57,7 +57,7 @@ printf '%d files, %.0f MiB under %s (disk %s, rotational=%s), cold cache, median
     "$files" "$mib" "$dir" "$disk" "${was:-?}" "$reps"
 printf '| contender | rotational | s | MiB/s | vs find\\|xargs sha256sum |\n|---|---|---:|---:|---:|\n'
 row() { # name rot seconds base
-    printf '| %s | %s | %.2f | %.0f | %.2fx |\n' "$1" "$2" "$3" "$(echo "$mib/$3" | bc -l)" "$(echo "$4/$3" | bc -l)"
+    printf '| %s | %s | %.2f | %.0f | %.2fx |\n' "${1//|/\\|}" "$2" "$3" "$(echo "$mib/$3" | bc -l)" "$(echo "$4/$3" | bc -l)"
 }
 q="'$dir'"
 base=$(run "find $q -type f -print0 | xargs -0 sha256sum")
