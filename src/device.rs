@@ -80,7 +80,10 @@ impl Devices {
                 let (disk, base) = os::disk_of(&volume);
                 let rotational = disk.rotational;
                 let mut disks = lock(&self.disks);
-                let index = match disks.iter().position(|d| d == &disk) {
+                // By name: the devices followed to reach a disk differ between
+                // filesystems on one disk (two LVM volumes, two volumes of one Windows
+                // disk, loop devices at offsets), yet they share its head.
+                let index = match disks.iter().position(|d| d.name == disk.name) {
                     Some(i) => i,
                     None => {
                         disks.push(disk);

@@ -28,13 +28,16 @@ pub(super) fn disk_of(dev: u64) -> (Disk, u64) {
     let mut rotational = None;
     let mut current = block;
     let mut base = 0;
-    for depth in 0..MAX_DEPTH {
+    // Whether `base` still says where `current` starts on the disk: it does through
+    // partitions and loop devices over block devices, not past dm, md or a file.
+    let mut exact = true;
+    for _ in 0..MAX_DEPTH {
         let Some(sys) = sys_block_dir(current) else {
             break;
         };
         let whole = whole_disk(&sys);
-        if depth == 0 && whole != sys {
-            base = partition_start(&sys);
+        if exact && whole != sys {
+            base += partition_start(&sys);
         }
         let name = file_name(&whole);
         if let Some(r) = read_rotational(&whole) {
@@ -42,7 +45,13 @@ pub(super) fn disk_of(dev: u64) -> (Disk, u64) {
         }
         chain.push(name);
         match lower_device(&whole) {
-            Some(next) if next != current => current = next,
+            Some(next) if next != current => {
+                match loop_offset_on_block_device(&whole) {
+                    Some(offset) if exact => base += offset,
+                    _ => exact = false,
+                }
+                current = next;
+            }
             _ => break,
         }
     }
@@ -161,6 +170,18 @@ fn lower_device(whole: &Path) -> Option<u64> {
         return mount_source_device(ma, mi);
     }
     Some(dev)
+}
+
+/// Where a loop device reads its backing block device from (`losetup -o`, `mount -o
+/// offset=`): such a loop device is a window into that disk, as a partition is. `None`
+/// for anything else (a loop device over a file, dm, md).
+fn loop_offset_on_block_device(whole: &Path) -> Option<u64> {
+    let backing = fs::read_to_string(whole.join("loop/backing_file")).ok()?;
+    let meta = fs::metadata(backing.trim()).ok()?;
+    if !meta.file_type().is_block_device() {
+        return None;
+    }
+    Some(read_number(&whole.join("loop/offset")).unwrap_or(0))
 }
 
 fn parse_dev(text: &str) -> Option<u64> {
