@@ -130,71 +130,65 @@ pub(crate) fn xattrs(_path: &Path) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
 /// The name of user `uid`, if it has one.
 #[cfg(unix)]
 pub(crate) fn user_name(uid: u32) -> Option<Vec<u8>> {
-    let mut buf = vec![0u8; 1024];
-    loop {
-        // SAFETY: all-zero is a valid `passwd` (null pointers, zero ids).
-        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    // SAFETY: getpwuid_r fills `pwd` (all-zero is a valid `passwd`: null pointers, zero
+    // ids), pointing into `buf` of the length given, and sets `found` to `&pwd` or null;
+    // on success `pw_name` is a NUL-terminated string inside `buf`.
+    with_buffer(|buf| unsafe {
+        let mut pwd: libc::passwd = std::mem::zeroed();
         let mut found: *mut libc::passwd = std::ptr::null_mut();
-        // SAFETY: getpwuid_r fills `pwd`, pointing into `buf` (of the length given), and
-        // sets `found` to `&pwd` or null.
-        let rc = unsafe {
-            libc::getpwuid_r(
-                uid,
-                &mut pwd,
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut found,
-            )
-        };
-        if rc == libc::ERANGE && buf.len() < 1 << 20 {
-            buf.resize(buf.len() * 4, 0);
-            continue;
-        }
-        if rc != 0 || found.is_null() {
-            return None;
-        }
-        // SAFETY: on success `pw_name` is a NUL-terminated string inside `buf`.
-        return Some(
-            unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) }
-                .to_bytes()
-                .to_vec(),
+        let rc = libc::getpwuid_r(
+            uid,
+            &mut pwd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut found,
         );
-    }
+        (rc, (!found.is_null()).then(|| name_at(pwd.pw_name)))
+    })
 }
 
 /// The name of group `gid`, if it has one.
 #[cfg(unix)]
 pub(crate) fn group_name(gid: u32) -> Option<Vec<u8>> {
+    // SAFETY: as for `user_name`, with getgrgid_r, `group` and `gr_name`.
+    with_buffer(|buf| unsafe {
+        let mut grp: libc::group = std::mem::zeroed();
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        let rc = libc::getgrgid_r(
+            gid,
+            &mut grp,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut found,
+        );
+        (rc, (!found.is_null()).then(|| name_at(grp.gr_name)))
+    })
+}
+
+/// Calls a `get*_r` lookup with a buffer, growing it while the lookup says it is too small
+/// (`ERANGE`); `None` when it fails or finds nothing.
+#[cfg(unix)]
+fn with_buffer(mut lookup: impl FnMut(&mut [u8]) -> (i32, Option<Vec<u8>>)) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; 1024];
     loop {
-        // SAFETY: all-zero is a valid `group` (null pointers, zero ids).
-        let mut grp: libc::group = unsafe { std::mem::zeroed() };
-        let mut found: *mut libc::group = std::ptr::null_mut();
-        // SAFETY: getgrgid_r fills `grp`, pointing into `buf` (of the length given), and
-        // sets `found` to `&grp` or null.
-        let rc = unsafe {
-            libc::getgrgid_r(
-                gid,
-                &mut grp,
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut found,
-            )
-        };
-        if rc == libc::ERANGE && buf.len() < 1 << 20 {
-            buf.resize(buf.len() * 4, 0);
-            continue;
+        match lookup(&mut buf) {
+            (libc::ERANGE, _) if buf.len() < 1 << 20 => buf.resize(buf.len() * 4, 0),
+            (0, name) => return name,
+            _ => return None,
         }
-        if rc != 0 || found.is_null() {
-            return None;
-        }
-        // SAFETY: on success `gr_name` is a NUL-terminated string inside `buf`.
-        return Some(
-            unsafe { std::ffi::CStr::from_ptr(grp.gr_name) }
-                .to_bytes()
-                .to_vec(),
-        );
     }
+}
+
+/// The bytes of a NUL-terminated name.
+///
+/// # Safety
+/// `name` points to a NUL-terminated string.
+#[cfg(unix)]
+unsafe fn name_at(name: *const libc::c_char) -> Vec<u8> {
+    // SAFETY: the caller's promise.
+    unsafe { std::ffi::CStr::from_ptr(name) }
+        .to_bytes()
+        .to_vec()
 }
 
 #[cfg(not(unix))]

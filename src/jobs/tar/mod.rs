@@ -549,28 +549,19 @@ struct Names {
 
 impl Names {
     fn of(&mut self, st: &Stat) -> (Name, Name) {
-        let user = self
-            .users
-            .entry(st.uid)
-            .or_insert_with(|| {
-                u32::try_from(st.uid)
-                    .ok()
-                    .and_then(os::user_name)
-                    .map(Arc::from)
-            })
-            .clone();
-        let group = self
-            .groups
-            .entry(st.gid)
-            .or_insert_with(|| {
-                u32::try_from(st.gid)
-                    .ok()
-                    .and_then(os::group_name)
-                    .map(Arc::from)
-            })
-            .clone();
-        (user, group)
+        (
+            cached(&mut self.users, st.uid, os::user_name),
+            cached(&mut self.groups, st.gid, os::group_name),
+        )
     }
+}
+
+/// The name of `id`, looked up once.
+fn cached(names: &mut HashMap<u64, Name>, id: u64, lookup: fn(u32) -> Option<Vec<u8>>) -> Name {
+    names
+        .entry(id)
+        .or_insert_with(|| u32::try_from(id).ok().and_then(lookup).map(Arc::from))
+        .clone()
 }
 
 #[cfg(test)]
