@@ -191,6 +191,9 @@ mod tests {
         let long = "x".repeat(255);
         let t = temp_beside(&Path::new("/d").join(&long));
         let name = t.file_name().unwrap();
-        assert!(name.len() <= 255 && is_temp(name), "{name:?}");
+        assert!(is_temp(name), "{name:?}");
+        // Unix names are bytes and are cut to fit; elsewhere they are left whole.
+        #[cfg(unix)]
+        assert!(name.len() <= 255, "{name:?}");
     }
 }
