@@ -163,11 +163,12 @@ pub(crate) fn set_xattr(_path: &Path, _name: &[u8], _value: &[u8]) -> io::Result
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
-/// Flushes everything written to the filesystem `file` is on (`syncfs`); elsewhere, the
-/// whole system's buffers (`sync`).
+/// Flushes everything written to the filesystem `path` is on (`syncfs` on the directory
+/// or file); elsewhere, the whole system's buffers as far as the platform offers.
 #[cfg(target_os = "linux")]
-pub(crate) fn sync_filesystem(file: &File) -> io::Result<()> {
+pub(crate) fn sync_filesystem(path: &Path) -> io::Result<()> {
     use std::os::fd::AsRawFd;
+    let file = File::open(&*super::sys_path(path)?)?;
     // SAFETY: syncfs on a descriptor we hold open.
     if unsafe { libc::syncfs(file.as_raw_fd()) } == 0 {
         Ok(())
@@ -176,8 +177,9 @@ pub(crate) fn sync_filesystem(file: &File) -> io::Result<()> {
     }
 }
 
+/// Elsewhere a directory cannot always be opened as a file (Windows): nothing to open.
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn sync_filesystem(_file: &File) -> io::Result<()> {
+pub(crate) fn sync_filesystem(_path: &Path) -> io::Result<()> {
     super::sync_filesystems();
     Ok(())
 }

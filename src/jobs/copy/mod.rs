@@ -443,7 +443,7 @@ pub fn copy_with(
             } else {
                 root.dest.parent().unwrap_or(Path::new(".")).to_path_buf()
             };
-            if let Err(e) = File::open(&dir).and_then(|d| os::sync_filesystem(&d)) {
+            if let Err(e) = os::sync_filesystem(&dir) {
                 fail(&mut summary, reporter, Error::io(&dir, e));
             }
         }
