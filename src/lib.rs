@@ -64,8 +64,12 @@ mod walk;
 
 pub mod jobs;
 
+// What jobs write: files that appear under their name only when complete.
+mod atomic;
+
 mod os;
 
+pub use atomic::AtomicFile;
 pub use disk::{Disk, DiskIndex};
 pub use error::{Change, Error, ErrorKind};
 pub use file_id::FileId;

@@ -382,6 +382,44 @@ IX_LABELS = {
 }
 
 
+def fmt_or_dash(x, fmt="{:.2f}"):
+    """A number for a table, or a dash when there is none."""
+    return "–" if x is None else fmt.format(x)
+
+
+def median_key(reps, key):
+    """The median of `key` over the reps that have it, or None."""
+    import statistics
+    xs = [r.get(key) for r in reps if r.get(key) is not None]
+    return statistics.median(xs) if xs else None
+
+
+def job_rows(by, labels, nbytes, baseline, vs_key, rate=lambda name: True):
+    """One row per contender of a job's set (tar, copy): the median total, rate, lookup,
+    the median rep's CPU seconds and cores busy (GNU time's), peak RSS over the reps and
+    the ratio to `baseline`'s total (under `vs_key`). Yields (row, median rep) for the
+    job to add its own columns."""
+    import statistics
+    tot = {k: statistics.median([r["wall_s"] for r in v]) for k, v in by.items()}
+    base = tot.get(baseline)
+    for name in [k for k in labels if k in by] + [k for k in by if k not in labels]:
+        reps = by[name]
+        mr = sorted(reps, key=lambda r: r["wall_s"])[len(reps) // 2]
+        tm = mr.get("time") or {}
+        cpu = (tm["user_s"] + tm["sys_s"]) if "user_s" in tm else None
+        rss = [r["time"]["max_rss_kib"] for r in reps if (r.get("time") or {}).get("max_rss_kib") is not None]
+        row = {"contender": name, "label": labels.get(name, name), "total_s": tot[name],
+               "reps_s": [r["wall_s"] for r in reps],
+               "mb_s": nbytes / tot[name] / 1e6 if rate(name) else None,
+               "lookup_s": median_key(reps, "walk_locate_s"), "sort_s": median_key(reps, "sort_s"),
+               "user_s": tm.get("user_s"), "sys_s": tm.get("sys_s"),
+               # CPU seconds of the median rep over its own wall (GNU time's): cores busy
+               "cores_busy": cpu / tm["wall_s"] if cpu is not None and tm.get("wall_s") else None,
+               "max_rss_mib": max(rss) / 1024 if rss else None,
+               vs_key: tot[name] / base if base else None}
+        yield row, mr
+
+
 def index_targets(a):
     import statistics
     runs = [json.loads(line) for line in open(a["runs"]) if line.strip()]
@@ -487,33 +525,15 @@ def tar_targets(a):
         if r["contender"] != "lookup":
             by.setdefault(r["contender"], []).append(r)
 
-    def f(x, fmt="{:.2f}"):
-        return "–" if x is None else fmt.format(x)
-
-    def medk(reps, key):
-        xs = [r.get(key) for r in reps if r.get(key) is not None]
-        return statistics.median(xs) if xs else None
-
-    tot = {k: statistics.median([r["wall_s"] for r in v]) for k, v in by.items()}
-    sl = tot.get("sl-tar")
+    f = fmt_or_dash
     rows = []
-    for name in [k for k in TAR_LABELS if k in by] + [k for k in by if k not in TAR_LABELS]:
-        reps = by[name]
-        mr = sorted(reps, key=lambda r: r["wall_s"])[len(reps) // 2]
-        tm = mr.get("time") or {}
-        cpu = (tm["user_s"] + tm["sys_s"]) if "user_s" in tm else None
-        rss = [r["time"]["max_rss_kib"] for r in reps if (r.get("time") or {}).get("max_rss_kib") is not None]
-        ar = arch.get(name) or {}
-        rows.append({"contender": name, "label": TAR_LABELS.get(name, name), "total_s": tot[name],
-                     "reps_s": [r["wall_s"] for r in reps], "mb_s": nbytes / tot[name] / 1e6,
-                     "lookup_s": medk(reps, "walk_locate_s"), "sort_s": medk(reps, "sort_s"),
-                     "user_s": tm.get("user_s"), "sys_s": tm.get("sys_s"),
-                     # CPU seconds of the median rep over its own wall (GNU time's): cores busy
-                     "cores_busy": cpu / tm["wall_s"] if cpu is not None and tm.get("wall_s") else None,
-                     "max_rss_mib": max(rss) / 1024 if rss else None,
-                     "vs_sl_tar": tot[name] / sl if sl else None,
-                     "archive_bytes": ar.get("archive_bytes"), "members": ar.get("members"),
-                     "seeks": (mr.get("stats") or {}).get("seeks")})
+    for row, mr in job_rows(by, TAR_LABELS, nbytes, "sl-tar", "vs_sl_tar"):
+        ar = arch.get(row["contender"]) or {}
+        row.update({"archive_bytes": ar.get("archive_bytes"), "members": ar.get("members"),
+                    "seeks": (mr.get("stats") or {}).get("seeks")})
+        rows.append(row)
+    tot = {r["contender"]: r["total_s"] for r in rows}
+    sl = tot.get("sl-tar")
     get = {r["contender"]: r for r in rows}
     targets = []
 
@@ -709,34 +729,17 @@ def copy_targets(a):
     for r in runs:
         by.setdefault(r["contender"], []).append(r)
 
-    def f(x, fmt="{:.2f}"):
-        return "–" if x is None else fmt.format(x)
-
-    def medk(reps, key):
-        xs = [r.get(key) for r in reps if r.get(key) is not None]
-        return statistics.median(xs) if xs else None
-
-    tot = {k: statistics.median([r["wall_s"] for r in v]) for k, v in by.items()}
-    sl = tot.get("sl-copy")
+    f = fmt_or_dash
     rows = []
-    for name in [k for k in COPY_LABELS if k in by] + [k for k in by if k not in COPY_LABELS]:
-        reps = by[name]
-        mr = sorted(reps, key=lambda r: r["wall_s"])[len(reps) // 2]
-        tm = mr.get("time") or {}
-        cpu = (tm["user_s"] + tm["sys_s"]) if "user_s" in tm else None
-        rss = [r["time"]["max_rss_kib"] for r in reps if (r.get("time") or {}).get("max_rss_kib") is not None]
+    rate = lambda name: "rerun" not in name and name != "lookup"  # noqa: E731
+    for row, mr in job_rows(by, COPY_LABELS, nbytes, "sl-copy", "vs_sl_copy", rate):
         c = mr.get("copy") or {}
-        rows.append({"contender": name, "label": COPY_LABELS.get(name, name), "total_s": tot[name],
-                     "reps_s": [r["wall_s"] for r in reps],
-                     "mb_s": nbytes / tot[name] / 1e6 if "rerun" not in name and name != "lookup" else None,
-                     "lookup_s": medk(reps, "walk_locate_s"), "sort_s": medk(reps, "sort_s"),
-                     "user_s": tm.get("user_s"), "sys_s": tm.get("sys_s"),
-                     "cores_busy": cpu / tm["wall_s"] if cpu is not None and tm.get("wall_s") else None,
-                     "max_rss_mib": max(rss) / 1024 if rss else None,
-                     "vs_sl_copy": tot[name] / sl if sl else None,
-                     "copied": c.get("copied"), "skipped": c.get("skipped"), "failed": c.get("failed"),
-                     "read_files": (c.get("read_files") or 0) if c else None,
-                     "seeks": (mr.get("stats") or {}).get("seeks")})
+        row.update({"copied": c.get("copied"), "skipped": c.get("skipped"), "failed": c.get("failed"),
+                    "read_files": (c.get("read_files") or 0) if c else None,
+                    "seeks": (mr.get("stats") or {}).get("seeks")})
+        rows.append(row)
+    tot = {r["contender"]: r["total_s"] for r in rows}
+    sl = tot.get("sl-copy")
     get = {r["contender"]: r for r in rows}
     targets = []
 

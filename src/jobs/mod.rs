@@ -8,3 +8,28 @@ pub mod index;
 pub mod manifest;
 mod stat;
 pub mod tar;
+
+/// Fault injection, for tests of files that change while they are archived or copied:
+/// right after its header is written (tar) or its temporary made (copy), a file whose name
+/// starts with `seekless-fault-shrink` is cut to half its size, and one starting with
+/// `seekless-fault-grow` gets 1000 bytes more — in unit tests always, in debug builds of
+/// the binary when `SEEKLESS_INJECT_FAULTS=1`. Release builds have no such hook.
+#[cfg(any(test, debug_assertions))]
+pub(crate) fn fault_point(path: &std::path::Path) {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let armed = cfg!(test) || std::env::var_os("SEEKLESS_INJECT_FAULTS").is_some_and(|v| v == "1");
+    if !armed {
+        return;
+    }
+    let open = || std::fs::OpenOptions::new().write(true).open(path);
+    if name.starts_with("seekless-fault-shrink")
+        && let Ok(f) = open()
+        && let Ok(m) = f.metadata()
+    {
+        let _ = f.set_len(m.len() / 2);
+    } else if name.starts_with("seekless-fault-grow")
+        && let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path)
+    {
+        let _ = std::io::Write::write_all(&mut f, &[b'+'; 1000]);
+    }
+}

@@ -21,13 +21,9 @@ use std::fs;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
 
 use crate::common::*;
-
-/// How long any one run may take before the test calls it hung.
-const RUN_LIMIT: Duration = Duration::from_secs(300);
 
 /// The tools every root test here uses besides seekless.
 const TOOLS: [&str; 6] = ["getfattr", "setfattr", "diff", "cp", "mknod", "filefrag"];
@@ -43,48 +39,6 @@ fn ready(test: &str, more: &[&str]) -> bool {
 
 // ---------------------------------------------------------------------------------------
 // Running seekless.
-
-/// Runs `cmd` to its end, collecting its output; one still running after `limit` is
-/// killed and the test fails (a hang is a bug, not a slow test).
-fn output_within(cmd: &mut Command, limit: Duration) -> Output {
-    use std::io::Read;
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = out.read_to_end(&mut b);
-        b
-    });
-    let err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = err.read_to_end(&mut b);
-        b
-    });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            let err = String::from_utf8_lossy(&err.join().unwrap()).into_owned();
-            panic!("{cmd:?} still running after {limit:?}, killed\n{err}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
-}
 
 /// `seekless copy`, the fault hooks off whatever the environment says.
 fn copy_cmd() -> Command {
@@ -641,17 +595,6 @@ fn slash(p: &Path) -> OsString {
 // ---------------------------------------------------------------------------------------
 // Freezing a run at a chosen moment (as in `index`).
 
-/// A child that is killed (and reaped) when dropped, frozen or not: a failing test leaves
-/// no process behind.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `seekless copy ARGS…` (the fault hooks off), stderr kept for [`finish`].
 fn start_copy(args: &[&OsStr]) -> Running {
     let child = copy_cmd()
@@ -662,84 +605,6 @@ fn start_copy(args: &[&OsStr]) -> Running {
         .spawn()
         .unwrap();
     Running(child)
-}
-
-fn signal(child: &Child, sig: libc::c_int) {
-    // SAFETY: kill(2) with plain integers, on our own child, not yet reaped (its pid
-    // cannot have been reused).
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, sig) };
-    assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
-}
-
-/// Whether every thread of `pid` is stopped, or the process is gone or a zombie.
-fn all_threads_stopped(pid: u32) -> bool {
-    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
-        return true;
-    };
-    tasks.flatten().all(|t| {
-        let stat = fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-        // The state follows the command name, which ends at the last ')'.
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next());
-        matches!(state, None | Some('T' | 't' | 'Z' | 'X'))
-    })
-}
-
-/// Stops the child (SIGSTOP) and waits until all its threads have stopped.
-fn freeze(child: &Child) {
-    signal(child, libc::SIGSTOP);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !all_threads_stopped(child.id()) {
-        assert!(Instant::now() < deadline, "the run did not stop on SIGSTOP");
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
-
-fn thaw(child: &Child) {
-    signal(child, libc::SIGCONT);
-}
-
-/// Lets the child run in short slices, frozen between them, until `ready` (asked while
-/// it is frozen) says yes: returns true with the child frozen at that moment, or false
-/// if it exited first.
-fn freeze_when(child: &mut Child, mut ready: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + RUN_LIMIT;
-    loop {
-        freeze(child);
-        if child.try_wait().unwrap().is_some() {
-            return false;
-        }
-        if ready() {
-            return true;
-        }
-        assert!(Instant::now() < deadline, "the run never got there");
-        thaw(child);
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// Waits for a started run (thawed) and returns its exit code and stderr.
-fn finish(mut run: Running) -> (Option<i32>, String) {
-    use std::io::Read;
-    if run.0.try_wait().unwrap().is_none() {
-        thaw(&run.0);
-    }
-    let mut err = run.0.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = run.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(started.elapsed() < RUN_LIMIT, "the run did not finish");
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    (status.code(), reader.join().unwrap())
 }
 
 /// How many of `names` are in `dir` under their final names.

@@ -14,19 +14,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::{CString, OsStr};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
 use crate::common::*;
-
-/// How long any one run (seekless or a reader) may take before the test calls it hung.
-const RUN_LIMIT: Duration = Duration::from_secs(300);
 
 /// GNU tar's warnings about stamps before 1970 and far in the future (the trees have
 /// both), the only things it may say on stderr while reading a sound archive of them.
@@ -39,55 +35,7 @@ const GNU_STAMP_WARNINGS: [&str; 2] = ["implausibly old time stamp", "s in the f
 /// output; one still running after [`RUN_LIMIT`] is killed and the test fails (a hang,
 /// say on a FIFO opened by mistake, is a bug, not a slow test).
 fn bounded_with_input(cmd: &mut Command, input: Option<Vec<u8>>) -> Output {
-    let mut child = cmd
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let writer = input.map(|bytes| {
-        let mut stdin = child.stdin.take().unwrap();
-        std::thread::spawn(move || {
-            let _ = stdin.write_all(&bytes);
-        })
-    });
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let out = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = out.read_to_end(&mut b);
-        b
-    });
-    let err = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = err.read_to_end(&mut b);
-        b
-    });
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > RUN_LIMIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            let err = String::from_utf8_lossy(&err.join().unwrap()).into_owned();
-            panic!("{cmd:?} still running after {RUN_LIMIT:?}, killed\n{err}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    if let Some(w) = writer {
-        let _ = w.join();
-    }
-    Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
+    output_with_input(cmd, input, RUN_LIMIT)
 }
 
 /// [`bounded_with_input`] with nothing on stdin.
@@ -2570,68 +2518,6 @@ fn the_archive_inside_the_archived_tree_is_not_dumped() {
     check("second run, over the first one's archive");
 }
 
-/// A child that is killed (and reaped) when dropped, frozen or not: a failing test leaves
-/// no process behind.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn signal(child: &Child, sig: libc::c_int) {
-    // SAFETY: kill(2) with plain integers, on our own child, not yet reaped (its pid
-    // cannot have been reused).
-    let rc = unsafe { libc::kill(child.id() as libc::pid_t, sig) };
-    assert_eq!(rc, 0, "kill: {}", std::io::Error::last_os_error());
-}
-
-/// Whether every thread of `pid` is stopped, or the process is gone or a zombie.
-fn all_threads_stopped(pid: u32) -> bool {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return true;
-    };
-    tasks.flatten().all(|t| {
-        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-        // The state follows the command name, which ends at the last ')'.
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next());
-        matches!(state, None | Some('T' | 't' | 'Z' | 'X'))
-    })
-}
-
-/// Stops the child (SIGSTOP) and waits until all its threads have stopped.
-fn freeze(child: &Child) {
-    signal(child, libc::SIGSTOP);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !all_threads_stopped(child.id()) {
-        assert!(Instant::now() < deadline, "the run did not stop on SIGSTOP");
-        std::thread::sleep(Duration::from_micros(200));
-    }
-}
-
-/// Lets the child run in short slices, frozen between them, until `ready` (asked while
-/// it is frozen) says yes: returns true with the child frozen at that moment, or false
-/// if it exited first.
-fn freeze_when(child: &mut Child, mut ready: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + RUN_LIMIT;
-    loop {
-        freeze(child);
-        if child.try_wait().unwrap().is_some() {
-            return false;
-        }
-        if ready() {
-            return true;
-        }
-        assert!(Instant::now() < deadline, "the run never got there");
-        signal(child, libc::SIGCONT);
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 /// Starts `seekless tar -z -f ARCHIVE -C DIR tree` and kills it (SIGKILL) once its
 /// temporary archive holds data. Returns false if the run ended first (it then must have
 /// ended well).
@@ -2646,13 +2532,18 @@ fn kill_mid_write(dir: &Path, archive: &Path) -> bool {
         .spawn()
         .unwrap();
     let mut run = Running(child);
-    let temp = archive.with_file_name(format!(
-        ".{}.seekless-tmp-{}",
+    // The temporary: `.NAME.seekless-tmp-PID-N` beside the archive.
+    let prefix = format!(
+        ".{}.seekless-tmp-{}-",
         archive.file_name().unwrap().to_str().unwrap(),
         run.0.id()
-    ));
+    );
+    let dir = archive.parent().unwrap().to_path_buf();
     let caught = freeze_when(&mut run.0, || {
-        std::fs::metadata(&temp).is_ok_and(|m| m.len() > 0)
+        std::fs::read_dir(&dir).unwrap().flatten().any(|e| {
+            e.file_name().to_string_lossy().starts_with(&prefix)
+                && e.metadata().is_ok_and(|m| m.len() > 0)
+        })
     });
     if !caught {
         let status = run.0.wait().unwrap();

@@ -16,8 +16,9 @@ use seekless::jobs::bench::{
 use crate::exit::Code;
 use crate::hash::ReadArgs;
 use crate::inputs::InputArgs;
-use crate::output::AtomicFile;
+use crate::output::commit_durably;
 use crate::progress::Console;
+use seekless::AtomicFile;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -102,7 +103,7 @@ pub fn run(args: Args) -> Result<Code> {
 
     if let Some(plot) = plot {
         let path = plot.path().to_path_buf();
-        plot.commit(seek_map(&result).as_bytes())
+        commit_durably(plot, seek_map(&result).as_bytes())
             .with_context(|| format!("cannot write --plot {}", path.display()))?;
     }
     Ok(Code::from_errors(console.errors()))

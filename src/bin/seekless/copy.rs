@@ -15,8 +15,9 @@ use seekless::{Plan, PlannedFile};
 use crate::exit::Code;
 use crate::hash::{AlgoArg, ReadArgs};
 use crate::inputs::{InputArgs, UsageError};
-use crate::output::{AtomicFile, path_bytes};
+use crate::output::{commit_durably, path_bytes};
 use crate::progress::{Console, ReadProgress};
+use seekless::AtomicFile;
 
 /// A directory SOURCE is copied to DEST/NAME (DEST is made if missing), on every run the
 /// same; `SOURCE/` (a trailing slash) copies its contents into DEST, as rsync does. A file
@@ -134,7 +135,7 @@ pub fn run(mut args: Args) -> Result<Code> {
     console.finish();
     if let Some(file) = manifest {
         let path = file.path().to_path_buf();
-        file.commit(&events.manifest)
+        commit_durably(file, &events.manifest)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if args.summary || summary.stopped {

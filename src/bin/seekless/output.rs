@@ -4,8 +4,8 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use seekless::Plan;
 use seekless::read::ReadStats;
+use seekless::{AtomicFile, Plan};
 
 /// Writes the path's bytes as they are (non-UTF-8 names survive), then `end`.
 pub fn write_path(out: &mut impl Write, path: &Path, end: u8) -> io::Result<()> {
@@ -94,74 +94,9 @@ pub fn print_read_summary(files: u64, bytes: u64, took: Duration, stats: &ReadSt
     );
 }
 
-/// A file that appears under its name only when complete: written to a temporary name
-/// beside it (created at once, so a path that cannot be written fails early) and renamed
-/// into place by [`commit`](Self::commit). Dropped without a commit, it leaves nothing.
-pub struct AtomicFile {
-    path: std::path::PathBuf,
-    temp: std::path::PathBuf,
-    file: Option<std::fs::File>,
-}
-
-impl AtomicFile {
-    pub fn create(path: &Path) -> io::Result<AtomicFile> {
-        let name = path
-            .file_name()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file name"))?;
-        // `.NAME.seekless-tmp-PID`, NAME cut so the whole stays a valid file name (255).
-        let suffix = format!(".seekless-tmp-{}", std::process::id());
-        let mut temp_name = std::ffi::OsString::from(".");
-        #[cfg(unix)]
-        {
-            use std::os::unix::ffi::OsStrExt;
-            let b = name.as_bytes();
-            temp_name.push(std::ffi::OsStr::from_bytes(
-                &b[..b.len().min(254 - suffix.len())],
-            ));
-        }
-        #[cfg(not(unix))]
-        temp_name.push(name);
-        temp_name.push(suffix);
-        let temp = path.with_file_name(temp_name);
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
-        Ok(AtomicFile {
-            path: path.to_path_buf(),
-            temp,
-            file: Some(file),
-        })
-    }
-
-    /// The final name.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The temporary file, to write to.
-    pub fn file(&mut self) -> &mut std::fs::File {
-        self.file.as_mut().expect("not committed yet")
-    }
-
-    /// Writes `data`, flushes it to the disk and renames the file into place.
-    pub fn commit(mut self, data: &[u8]) -> io::Result<()> {
-        self.file().write_all(data)?;
-        self.finish()
-    }
-
-    /// Flushes what was written to the disk and renames the file into place.
-    pub fn finish(mut self) -> io::Result<()> {
-        let file = self.file.take().expect("committed once");
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&self.temp, &self.path)
-    }
-}
-
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        // Not committed, or the commit failed before the rename: remove the partial file.
-        let _ = std::fs::remove_file(&self.temp);
-    }
+/// Writes `data` into `file`, flushes it to the disk and renames it into place.
+pub fn commit_durably(file: AtomicFile, data: &[u8]) -> io::Result<()> {
+    file.file().write_all(data)?;
+    file.file().sync_all()?;
+    file.commit()
 }

@@ -9,12 +9,11 @@ use std::time::Duration;
 use anyhow::{Context, Result, anyhow};
 use seekless::jobs::tar::{Compression, TarEvents, TarOptions, TarSummary, archive_with};
 use seekless::read::ReadStats;
-use seekless::{Plan, PlannedFile};
+use seekless::{AtomicFile, Plan, PlannedFile};
 
 use crate::exit::Code;
 use crate::hash::ReadArgs;
 use crate::inputs::{InputArgs, UsageError};
-use crate::output::AtomicFile;
 use crate::progress::{Console, ReadProgress};
 
 /// Member names are the PATHs as given (leading '/' removed); directories are stored
@@ -72,9 +71,9 @@ pub fn run(args: Args) -> Result<Code> {
         .into());
     }
     let compression = if args.gzip {
-        Compression::Gzip(6)
+        Compression::gzip()
     } else if args.zstd {
-        Compression::from_suffix("a.tar.zst".as_ref()).expect("zstd suffix")
+        Compression::zstd()
     } else {
         archive
             .and_then(|a| Compression::from_suffix(a))
@@ -82,7 +81,7 @@ pub fn run(args: Args) -> Result<Code> {
     };
 
     // The archive's file is made before -C moves elsewhere, relative to where we started.
-    let mut output = match archive {
+    let output = match archive {
         Some(path) => {
             let path = std::path::absolute(path)
                 .with_context(|| format!("cannot open {}", path.display()))?;
@@ -96,7 +95,7 @@ pub fn run(args: Args) -> Result<Code> {
     opts.read = args.read.options();
     opts.xattrs = args.xattrs;
     opts.compression = compression;
-    if let Some(out) = &mut output {
+    if let Some(out) = &output {
         opts.exclude = own_files(out);
     }
     if let Some(dir) = &args.directory {
@@ -110,8 +109,9 @@ pub fn run(args: Args) -> Result<Code> {
         verbose: args.verbose,
     };
     let mut stdout = io::stdout();
-    let out: &mut (dyn Write + Send) = match &mut output {
-        Some(file) => file.file(),
+    let mut archive_file = output.as_ref().map(AtomicFile::file);
+    let out: &mut (dyn Write + Send) = match &mut archive_file {
+        Some(file) => file,
         None => &mut stdout,
     };
     let summary = archive_with(&paths, &plan_opts, &opts, &console, &mut events, out)
@@ -120,7 +120,9 @@ pub fn run(args: Args) -> Result<Code> {
         .map_err(|e| anyhow!("writing the archive: {e}"))?;
     if let Some(file) = output {
         let path = file.path().to_path_buf();
-        file.finish()
+        file.file()
+            .sync_all()
+            .and_then(|()| file.commit())
             .map_err(|e| anyhow!("writing the archive {}: {e}", path.display()))?;
     }
     console.finish();
@@ -131,7 +133,7 @@ pub fn run(args: Args) -> Result<Code> {
 }
 
 /// The archive being written and the file it replaces: never stored in it.
-fn own_files(out: &mut AtomicFile) -> Vec<seekless::FileId> {
+fn own_files(out: &AtomicFile) -> Vec<seekless::FileId> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;

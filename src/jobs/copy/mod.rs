@@ -44,6 +44,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::atomic::{AtomicFile, temp_beside};
 use crate::error::Error;
 use crate::file_id::FileId;
 use crate::jobs::hash::{Algorithm, Hasher};
@@ -54,7 +55,6 @@ use crate::read::{FileReader, ReadOptions, ReadStats, Reader};
 use crate::report::Reporter;
 use crate::sync::{into_inner, lock};
 use crate::walk::Other;
-use target::TempFile;
 
 /// One source and where it goes: `source` itself becomes `dest` (a directory's contents
 /// go under `dest`).
@@ -256,7 +256,7 @@ pub fn copy_with(
                 .to_path_buf(),
         };
         fs::create_dir_all(&dir)
-            .and_then(|()| TempFile::create(&dir.join("probe")).map(drop))
+            .and_then(|()| AtomicFile::create_private(&dir.join("probe")).map(drop))
             .map_err(|source| CopyError::Destination {
                 path: dir.clone(),
                 source,
@@ -267,7 +267,7 @@ pub fn copy_with(
     plan_opts.walk.others = true;
     let sources: Vec<PathBuf> = roots.iter().map(|r| r.source.clone()).collect();
     let plan = Plan::build(&sources, &plan_opts, reporter);
-    let map = Mapping { roots };
+    let map = Mapping::new(roots);
     let as_root = os::is_root();
     let mut summary = CopySummary::default();
 
@@ -318,18 +318,26 @@ pub fn copy_with(
         if opts.delete {
             wanted.insert(dest.clone());
         }
-        let action = match os::symlink_metadata(&dest) {
-            Err(_) => Action::Copy,
-            Ok(d) if !d.is_file() => Action::Update,
-            Ok(d) if d.len() != f.entry.size => Action::Update,
-            Ok(_) if opts.checksum => Action::Compare,
-            Ok(d) if d.modified().ok() != f.entry.modified => Action::Update,
-            Ok(_) if opts.hash.is_some() => Action::HashOnly,
-            Ok(_) => Action::Skip,
+        let existing = os::symlink_metadata(&dest).ok();
+        let action = match &existing {
+            None => Action::Copy,
+            Some(d) if !d.is_file() => Action::Update,
+            Some(d) if d.len() != f.entry.size => Action::Update,
+            Some(_) if opts.checksum => Action::Compare,
+            Some(d) if d.modified().ok() != f.entry.modified => Action::Update,
+            Some(_) if opts.hash.is_some() => Action::HashOnly,
+            Some(_) => Action::Skip,
         };
-        if action == Action::Skip {
+        if let (Action::Skip, Some(d)) = (action, &existing) {
             summary.skipped += 1;
-            match refresh(&f.entry.path, &dest, true, as_root, opts.xattrs) {
+            match refresh(
+                &f.entry.path,
+                true,
+                &dest,
+                &Stat::of(d),
+                as_root,
+                opts.xattrs,
+            ) {
                 Ok(true) => summary.refreshed += 1,
                 Ok(false) => {}
                 Err(e) => fail(&mut summary, reporter, Error::io(&dest, e)),
@@ -463,9 +471,37 @@ fn fail(summary: &mut CopySummary, reporter: &dyn Reporter, err: Error) {
 /// Where walked paths go.
 struct Mapping<'a> {
     roots: &'a [CopyRoot],
+    /// The device of each root's destination directory (made by the writability check),
+    /// looked up once: the same-filesystem fast path is tried when a file's source is on
+    /// it (a mount point further down only makes the fast path fail and fall back).
+    dest_devs: Vec<Option<u64>>,
 }
 
-impl Mapping<'_> {
+impl<'a> Mapping<'a> {
+    fn new(roots: &'a [CopyRoot]) -> Self {
+        let dest_devs = roots
+            .iter()
+            .map(|r| {
+                let dir = if r.dest.is_dir() {
+                    r.dest.as_path()
+                } else {
+                    r.dest.parent().unwrap_or(Path::new("."))
+                };
+                let meta = os::metadata(dir).ok()?;
+                os::file_id(dir, None, &meta).ok().map(|id| id.dev)
+            })
+            .collect();
+        Mapping { roots, dest_devs }
+    }
+
+    /// Whether the destination of `path` (found under a root) is on device `dev`.
+    fn dest_on(&self, path: &Path, dev: u64) -> bool {
+        self.roots
+            .iter()
+            .position(|r| path.starts_with(&r.source))
+            .is_some_and(|i| self.dest_devs[i] == Some(dev))
+    }
+
     /// The destination of a path the walk found under one of the roots.
     fn dest_of(&self, path: &Path) -> Option<PathBuf> {
         self.roots.iter().find_map(|r| {
@@ -521,23 +557,26 @@ fn make_other(
 ) -> Result<Made, Error> {
     let st = Stat::of(&other.metadata);
     let existing = os::symlink_metadata(dest).ok().map(|m| Stat::of(&m));
-    let temp = target::temp_beside(dest);
+    let temp = temp_beside(dest);
     let io = |e| Error::io(dest, e);
     match st.kind {
         NodeKind::Symlink => {
             let link = os::read_link(&other.path).map_err(|e| Error::io(&*other.path, e))?;
-            if existing.is_some_and(|d| d.kind == NodeKind::Symlink)
+            if let Some(d) = existing.as_ref().filter(|d| d.kind == NodeKind::Symlink)
                 && os::read_link(dest).is_ok_and(|t| t == link)
             {
-                return refresh(&other.path, dest, false, as_root, xattrs)
+                return refresh(&other.path, false, dest, d, as_root, xattrs)
                     .map(Made::refreshed)
                     .map_err(io);
             }
             make_symlink(&link, &temp).map_err(io)?;
         }
         NodeKind::Fifo | NodeKind::CharDevice | NodeKind::BlockDevice => {
-            if existing.is_some_and(|d| d.kind == st.kind && d.rdev == st.rdev) {
-                return refresh(&other.path, dest, false, as_root, xattrs)
+            if let Some(d) = existing
+                .as_ref()
+                .filter(|d| d.kind == st.kind && d.rdev == st.rdev)
+            {
+                return refresh(&other.path, false, dest, d, as_root, xattrs)
                     .map(Made::refreshed)
                     .map_err(io);
             }
@@ -571,17 +610,23 @@ fn make_other(
     Ok(Made::New)
 }
 
-/// Brings an unchanged destination entry's metadata up to date with its source (mode,
-/// owner as root, mtime and atime, extended attributes), as rsync does. `follow`: the
-/// source's own metadata through a symlink (a file copied by `-L`). Returns whether
-/// anything changed.
-fn refresh(src: &Path, dest: &Path, follow: bool, as_root: bool, xattrs: bool) -> io::Result<bool> {
+/// Brings an unchanged destination entry `dest` (whose metadata is `d`) up to date with
+/// its source (mode, owner as root, mtime and atime, extended attributes), as rsync does.
+/// `follow`: the source's own metadata through a symlink (a file copied by `-L`). Returns
+/// whether anything changed.
+fn refresh(
+    src: &Path,
+    follow: bool,
+    dest: &Path,
+    d: &Stat,
+    as_root: bool,
+    xattrs: bool,
+) -> io::Result<bool> {
     let s = Stat::of(&if follow {
         os::metadata(src)?
     } else {
         os::symlink_metadata(src)?
     });
-    let d = Stat::of(&os::symlink_metadata(dest)?);
     let mut changed = false;
     let owner = as_root && (s.uid, s.gid) != (d.uid, d.gid);
     let mode = s.kind != NodeKind::Symlink && s.mode != d.mode;
@@ -626,7 +671,7 @@ fn link_in_place(first: &Path, dest: &Path) -> io::Result<bool> {
             return Ok(false);
         }
     }
-    let temp = target::temp_beside(dest);
+    let temp = temp_beside(dest);
     fs::hard_link(first, &temp)?;
     fs::rename(&temp, dest).inspect_err(|_| {
         let _ = fs::remove_file(&temp);
@@ -806,7 +851,17 @@ impl Shared<'_> {
                     hash_path(&dest, Algorithm::Blake3).map_err(|e| Error::io(&dest, e))?;
                 if ours == theirs {
                     self.skipped.fetch_add(1, Ordering::Relaxed);
-                    let changed = refresh(src, &dest, true, self.as_root, self.opts.xattrs)
+                    let changed = os::symlink_metadata(&dest)
+                        .and_then(|d| {
+                            refresh(
+                                src,
+                                true,
+                                &dest,
+                                &Stat::of(&d),
+                                self.as_root,
+                                self.opts.xattrs,
+                            )
+                        })
                         .map_err(|e| Error::io(&dest, e))?;
                     if changed {
                         self.refreshed.fetch_add(1, Ordering::Relaxed);
@@ -815,7 +870,7 @@ impl Shared<'_> {
                 }
                 // Different: copy it, reading the source again (rare).
                 let mut again = crate::os::open_to_read(src).map_err(|e| Error::io(src, e))?;
-                let temp = TempFile::create(&dest).map_err(|e| Error::io(&dest, e))?;
+                let temp = AtomicFile::create_private(&dest).map_err(|e| Error::io(&dest, e))?;
                 let mut buf = vec![0u8; 1 << 20];
                 let mut written = 0u64;
                 loop {
@@ -825,7 +880,7 @@ impl Shared<'_> {
                     }
                     temp.file()
                         .write_all(&buf[..n])
-                        .map_err(|e| Error::io(&temp.path, e))?;
+                        .map_err(|e| Error::io(temp.temp_path(), e))?;
                     written += n as u64;
                 }
                 let complete = written == st.size;
@@ -839,13 +894,13 @@ impl Shared<'_> {
             Action::Copy | Action::Update | Action::Skip => {}
         }
 
-        let temp = TempFile::create(&dest).map_err(|e| Error::io(&dest, e))?;
+        let temp = AtomicFile::create_private(&dest).map_err(|e| Error::io(&dest, e))?;
         #[cfg(any(test, debug_assertions))]
-        crate::jobs::stat::fault_point(src);
+        crate::jobs::fault_point(src);
         let hashing = hashes.any();
         let mut method = Method::ReadWrite;
         let mut done = None;
-        if self.opts.fast_path && !hashing && self.same_filesystem(planned, &dest) {
+        if self.opts.fast_path && !hashing && self.map.dest_on(src, planned.entry.id.dev) {
             if os::clone_file(file.file(), temp.file()).is_ok() {
                 method = Method::Clone;
                 done = Some((st.size, true));
@@ -879,22 +934,13 @@ impl Shared<'_> {
         Ok(())
     }
 
-    /// Whether the destination is on the planned file's filesystem.
-    fn same_filesystem(&self, planned: &PlannedFile, dest: &Path) -> bool {
-        let dir = dest.parent().unwrap_or(Path::new("."));
-        os::metadata(dir)
-            .ok()
-            .and_then(|m| os::file_id(dir, None, &m).ok())
-            .is_some_and(|id| id.dev == planned.entry.id.dev)
-    }
-
     /// Checks the source did not change, gives the temporary its metadata and puts it in
     /// place.
     fn finish(
         &self,
         src: &Path,
         dest: &Path,
-        temp: TempFile,
+        temp: AtomicFile,
         st: &Stat,
         complete: bool,
         after: &Option<fs::Metadata>,
@@ -906,23 +952,18 @@ impl Shared<'_> {
         if st.has_holes() {
             temp.file()
                 .set_len(st.size)
-                .map_err(|e| Error::io(&temp.path, e))?;
+                .map_err(|e| Error::io(temp.temp_path(), e))?;
         }
         let io = |e| Error::io(dest, e);
         if self.opts.xattrs {
-            target::copy_xattrs(src, &temp.path).map_err(io)?;
+            target::copy_xattrs(src, temp.temp_path()).map_err(io)?;
         }
-        target::apply(&temp.path, Some(temp.file()), st, self.as_root).map_err(io)?;
+        target::apply(temp.temp_path(), Some(temp.file()), st, self.as_root).map_err(io)?;
         if self.opts.fsync {
             temp.file().sync_all().map_err(io)?;
         }
-        if os::symlink_metadata(dest).is_ok_and(|m| m.is_dir()) {
-            return Err(io(io::Error::new(
-                io::ErrorKind::IsADirectory,
-                "a directory is in the way",
-            )));
-        }
-        temp.commit(dest).map_err(io)
+        // A directory in the way makes the rename fail (EISDIR), and the file is reported.
+        temp.commit().map_err(io)
     }
 
     fn report_hash(&self, planned: &PlannedFile, hex: Option<String>) {

@@ -41,6 +41,7 @@ mod sink;
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -211,7 +212,6 @@ impl Job<'_> {
         for alias in plan.aliases() {
             aliases.entry(alias.id).or_default().push(alias);
         }
-        let exclude = self.opts.exclude.clone();
 
         self.events.reading(plan);
         let started = Instant::now();
@@ -224,14 +224,12 @@ impl Job<'_> {
                     continue;
                 }
             };
-            let index = file.index() as usize;
-            let planned = &plan.files()[index];
-            match self.file(file)? {
-                Some(name) => {
-                    if let Some(links) = aliases.get(&planned.entry.id) {
-                        for alias in links.iter().filter(|e| !exclude.contains(&e.id)) {
-                            self.hard_link(alias, &name)?;
-                        }
+            let planned = &plan.files()[file.index() as usize];
+            match self.file(planned, file)? {
+                Some((name, st)) => {
+                    // Its other names share its inode, and so its metadata.
+                    for alias in aliases.get(&planned.entry.id).into_iter().flatten() {
+                        self.hard_link(alias, &name, &st)?;
                     }
                     self.events.file_done(planned, true);
                 }
@@ -358,24 +356,7 @@ impl Job<'_> {
         };
         let name = self.member_name(&other.path, kind == Kind::Dir);
         let xattrs = self.xattrs_of(&other.path);
-        let (uname, gname) = self.names.of(&st);
-        Member {
-            name: &name,
-            kind,
-            link: &link,
-            mode: st.mode,
-            uid: st.uid,
-            gid: st.gid,
-            uname: uname.as_deref(),
-            gname: gname.as_deref(),
-            mtime: st.mtime,
-            device: st.device,
-            xattrs: &xattrs,
-            size: 0,
-            sparse: None,
-        }
-        .write_headers(&mut self.buf);
-        self.put_headers(&name)?;
+        self.headers(&name, kind, &link, &st, &xattrs, None)?;
         match kind {
             Kind::Dir => self.summary.dirs += 1,
             Kind::Symlink => self.summary.symlinks += 1,
@@ -384,51 +365,64 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// A second name of a file already stored as `target`.
-    fn hard_link(&mut self, alias: &Entry, target: &[u8]) -> io::Result<()> {
+    /// A second name of a file already stored as `target`, whose metadata is `st`.
+    fn hard_link(&mut self, alias: &Entry, target: &[u8], st: &Stat) -> io::Result<()> {
         let name = self.member_name(&alias.path, false);
         if name == target {
             // The same path given twice: stored once.
             return Ok(());
         }
-        let meta = match os::symlink_metadata(&alias.path) {
-            Ok(m) => m,
-            Err(e) => {
-                self.fail(&Error::io(&*alias.path, e));
-                return Ok(());
-            }
-        };
-        let st = Stat::of(&meta);
-        let (uname, gname) = self.names.of(&st);
-        Member {
-            name: &name,
-            kind: Kind::HardLink,
-            link: target,
+        self.headers(&name, Kind::HardLink, target, st, &[], None)?;
+        self.summary.hardlinks += 1;
+        Ok(())
+    }
+
+    /// Writes a member's headers from its metadata (a regular file's size is `st.size`;
+    /// other kinds store no data). Returns the bytes of data that must follow.
+    fn headers(
+        &mut self,
+        name: &[u8],
+        kind: Kind,
+        link: &[u8],
+        st: &Stat,
+        xattrs: &[(Vec<u8>, Vec<u8>)],
+        sparse: Option<&[Range<u64>]>,
+    ) -> io::Result<u64> {
+        let (uname, gname) = self.names.of(st);
+        let member = Member {
+            name,
+            kind,
+            link,
             mode: st.mode,
             uid: st.uid,
             gid: st.gid,
             uname: uname.as_deref(),
             gname: gname.as_deref(),
             mtime: st.mtime,
-            device: (0, 0),
-            xattrs: &[],
-            size: 0,
-            sparse: None,
-        }
-        .write_headers(&mut self.buf);
-        self.put_headers(&name)?;
-        self.summary.hardlinks += 1;
-        Ok(())
+            device: st.device,
+            xattrs,
+            size: if kind == Kind::File { st.size } else { 0 },
+            sparse,
+        };
+        let stored = member.stored_size();
+        member.write_headers(&mut self.buf);
+        self.put_headers(name)?;
+        Ok(stored)
     }
 
     /// A regular file: headers, then its content as it streams in, padded or cut to the
-    /// size the header gave. Returns its member name, or `None` if it was not stored.
-    fn file(&mut self, mut file: FileReader) -> io::Result<Option<Vec<u8>>> {
-        let path: PathBuf = file.planned().entry.path.to_path_buf();
+    /// size the header gave. Returns its member name and metadata, or `None` if it was
+    /// not stored.
+    fn file(
+        &mut self,
+        planned: &PlannedFile,
+        mut file: FileReader,
+    ) -> io::Result<Option<(Vec<u8>, Stat)>> {
+        let path = &*planned.entry.path;
         let before = match file.metadata() {
             Ok(m) => m,
             Err(e) => {
-                self.fail(&Error::io(&path, e));
+                self.fail(&Error::io(path, e));
                 return Ok(None);
             }
         };
@@ -448,32 +442,14 @@ impl Job<'_> {
                 }
             }
         }
-        let name = self.member_name(&path, false);
-        let xattrs = self.xattrs_of(&path);
-        let (uname, gname) = self.names.of(&st);
-        let member = Member {
-            name: &name,
-            kind: Kind::File,
-            link: b"",
-            mode: st.mode,
-            uid: st.uid,
-            gid: st.gid,
-            uname: uname.as_deref(),
-            gname: gname.as_deref(),
-            mtime: st.mtime,
-            device: (0, 0),
-            xattrs: &xattrs,
-            size,
-            sparse: regions.as_deref(),
-        };
-        let stored = member.stored_size();
-        member.write_headers(&mut self.buf);
-        self.put_headers(&name)?;
+        let name = self.member_name(path, false);
+        let xattrs = self.xattrs_of(path);
+        let stored = self.headers(&name, Kind::File, b"", &st, &xattrs, regions.as_deref())?;
         if regions.is_some() {
             self.summary.sparse += 1;
         }
         #[cfg(any(test, debug_assertions))]
-        super::stat::fault_point(&path);
+        super::fault_point(path);
 
         // Content: each data region in turn (the whole file when not sparse).
         let whole = std::iter::once(0..size).collect::<Vec<_>>();
@@ -500,7 +476,7 @@ impl Job<'_> {
                     Ok(n) => left -= n as u64,
                     Err(FillError::Write(e)) => return Err(e),
                     Err(FillError::Read(e)) => {
-                        read_error = Some(Error::io(&path, e));
+                        read_error = Some(Error::io(path, e));
                     }
                 }
             }
@@ -516,7 +492,7 @@ impl Job<'_> {
         if let Some(e) = read_error {
             // Stored, with zeros where it could not be read: the archive stays valid.
             self.fail(&e);
-            return Ok(Some(name));
+            return Ok(Some((name, st)));
         }
         let after = file.metadata().ok();
         let changed = if missing > 0 {
@@ -531,9 +507,9 @@ impl Job<'_> {
         };
         if let Some(what) = changed {
             self.summary.changed += 1;
-            self.fail(&Error::io(&path, io::Error::other(what)));
+            self.fail(&Error::io(path, io::Error::other(what)));
         }
-        Ok(Some(name))
+        Ok(Some((name, st)))
     }
 }
 

@@ -26,16 +26,26 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// gzip at its usual level (6).
+    pub fn gzip() -> Compression {
+        Compression::Gzip(6)
+    }
+
+    /// zstd at its usual level (3), on every CPU.
+    pub fn zstd() -> Compression {
+        Compression::Zstd {
+            level: 3,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        }
+    }
+
     /// What a file name's suffix asks for: `.tar.gz`/`.tgz` gzip, `.tar.zst`/`.tzst` zstd.
     pub fn from_suffix(name: &std::path::Path) -> Option<Compression> {
         let name = name.file_name()?.to_string_lossy().to_ascii_lowercase();
         if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
-            Some(Compression::Gzip(6))
+            Some(Compression::gzip())
         } else if name.ends_with(".tar.zst") || name.ends_with(".tzst") {
-            Some(Compression::Zstd {
-                level: 3,
-                threads: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
-            })
+            Some(Compression::zstd())
         } else {
             None
         }
@@ -47,9 +57,12 @@ const CHUNK: usize = 1 << 20;
 /// Blocks in flight: enough to ride out a compressor's bursts.
 const IN_FLIGHT: usize = 4;
 
-/// The reading side: collects the archive stream into blocks and sends them on.
+/// The reading side: collects the archive stream into blocks and sends them on. A block is
+/// always `CHUNK` long; `used` says how much of it holds the stream, so reading into it
+/// needs no zeroing first.
 pub struct Sink {
     buf: Vec<u8>,
+    used: usize,
     full: Sender<Vec<u8>>,
     empty: Receiver<Vec<u8>>,
     /// Bytes of the (uncompressed) archive so far.
@@ -67,11 +80,12 @@ pub fn channel() -> (Sink, Writer) {
     let (full_tx, full_rx) = bounded(IN_FLIGHT);
     let (empty_tx, empty_rx) = bounded(IN_FLIGHT + 1);
     for _ in 0..IN_FLIGHT {
-        let _ = empty_tx.send(Vec::with_capacity(CHUNK));
+        let _ = empty_tx.send(vec![0; CHUNK]);
     }
     (
         Sink {
-            buf: Vec::with_capacity(CHUNK),
+            buf: vec![0; CHUNK],
+            used: 0,
             full: full_tx,
             empty: empty_rx,
             written: 0,
@@ -97,8 +111,9 @@ impl Sink {
     /// Appends `data`.
     pub fn write(&mut self, mut data: &[u8]) -> io::Result<()> {
         while !data.is_empty() {
-            let n = data.len().min(CHUNK - self.buf.len());
-            self.buf.extend_from_slice(&data[..n]);
+            let n = data.len().min(CHUNK - self.used);
+            self.buf[self.used..self.used + n].copy_from_slice(&data[..n]);
+            self.used += n;
             self.written += n as u64;
             data = &data[n..];
             self.flush_if_full()?;
@@ -109,8 +124,9 @@ impl Sink {
     /// Appends `n` zero bytes.
     pub fn zeros(&mut self, mut n: u64) -> io::Result<()> {
         while n > 0 {
-            let k = (n as usize).min(CHUNK - self.buf.len());
-            self.buf.resize(self.buf.len() + k, 0);
+            let k = (n as usize).min(CHUNK - self.used);
+            self.buf[self.used..self.used + k].fill(0);
+            self.used += k;
             self.written += k as u64;
             n -= k as u64;
             self.flush_if_full()?;
@@ -125,39 +141,38 @@ impl Sink {
         max: u64,
         read: impl FnOnce(&mut [u8]) -> Result<usize, E>,
     ) -> Result<usize, FillError<E>> {
-        let start = self.buf.len();
+        let start = self.used;
         let n = ((CHUNK - start) as u64).min(max) as usize;
-        self.buf.resize(start + n, 0);
-        let got = read(&mut self.buf[start..]);
-        let got = match got {
-            Ok(got) => got.min(n),
-            Err(e) => {
-                self.buf.truncate(start);
-                return Err(FillError::Read(e));
-            }
-        };
-        self.buf.truncate(start + got);
+        let got = read(&mut self.buf[start..start + n])
+            .map_err(FillError::Read)?
+            .min(n);
+        self.used += got;
         self.written += got as u64;
         self.flush_if_full().map_err(FillError::Write)?;
         Ok(got)
     }
 
     fn flush_if_full(&mut self) -> io::Result<()> {
-        if self.buf.len() < CHUNK {
+        if self.used < CHUNK {
             return Ok(());
         }
         self.send()
     }
 
+    /// Hands the block on (cut to what it holds) and takes a free one.
     fn send(&mut self) -> io::Result<()> {
-        let next = self.empty.recv().map_err(|_| writer_gone())?;
-        let block = std::mem::replace(&mut self.buf, next);
+        let mut next = self.empty.recv().map_err(|_| writer_gone())?;
+        // Blocks come back as they were sent: only a short last one needs growing.
+        next.resize(CHUNK, 0);
+        let mut block = std::mem::replace(&mut self.buf, next);
+        block.truncate(self.used);
+        self.used = 0;
         self.full.send(block).map_err(|_| writer_gone())
     }
 
     /// Sends what is left; the writer finishes once the sink is dropped.
     pub fn finish(&mut self) -> io::Result<()> {
-        if !self.buf.is_empty() {
+        if self.used > 0 {
             self.send()?;
         }
         Ok(())
@@ -207,9 +222,8 @@ pub fn run_writer(
 }
 
 fn pump(writer: &Writer, out: &mut dyn Write) -> io::Result<()> {
-    for mut block in writer.full.iter() {
+    for block in writer.full.iter() {
         out.write_all(&block)?;
-        block.clear();
         // The sink may already be gone at the end; then the buffer is simply dropped.
         let _ = writer.empty.send(block);
     }

@@ -8,7 +8,11 @@
 #![allow(dead_code)]
 
 #[cfg(target_os = "linux")]
+mod child;
+#[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+pub use child::*;
 #[cfg(target_os = "linux")]
 pub use linux::*;
 

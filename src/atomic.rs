@@ -1,0 +1,187 @@
+//! Files that appear under their name only when complete: written under a temporary name
+//! beside it, `.NAME.seekless-tmp-PID-N`, and renamed into place. Archives, manifests,
+//! seek maps and every file `copy` writes go through here, so an interrupted run never
+//! leaves a partial file under a final name, and its temporaries are recognisable
+//! ([`is_temp`]) by whoever comes next.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What marks a temporary, between NAME and PID-N.
+const TEMP_MARK: &str = ".seekless-tmp-";
+
+static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
+
+/// Longest file name most filesystems take (`NAME_MAX`).
+const NAME_MAX: usize = 255;
+
+/// A file being written under a temporary name beside `path`; [`commit`](Self::commit)
+/// renames it into place. Dropped without a commit (an error, a panic), it is removed.
+#[derive(Debug)]
+pub struct AtomicFile {
+    path: PathBuf,
+    temp: PathBuf,
+    file: Option<File>,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file beside `path` (so a place that cannot be written fails
+    /// at once), with the usual permissions for a new file.
+    pub fn create(path: &Path) -> io::Result<AtomicFile> {
+        Self::create_with(path, None)
+    }
+
+    /// [`create`](Self::create), readable by the owner alone until given other
+    /// permissions (a copy gets its source's mode before it is put in place).
+    pub(crate) fn create_private(path: &Path) -> io::Result<AtomicFile> {
+        Self::create_with(path, Some(0o600))
+    }
+
+    fn create_with(path: &Path, mode: Option<u32>) -> io::Result<AtomicFile> {
+        if path.file_name().is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a file name",
+            ));
+        }
+        let temp = temp_beside(path);
+        let mut opts = OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        if let Some(mode) = mode {
+            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, mode);
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        let file = opts.open(&temp)?;
+        Ok(AtomicFile {
+            path: path.to_path_buf(),
+            temp,
+            file: Some(file),
+        })
+    }
+
+    /// The final name.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The temporary name.
+    pub fn temp_path(&self) -> &Path {
+        &self.temp
+    }
+
+    /// The temporary file, to write to (`&File` is `Write`).
+    pub fn file(&self) -> &File {
+        self.file.as_ref().expect("open until committed")
+    }
+
+    /// Renames the file into place, replacing what is there. Durability is the caller's:
+    /// `file().sync_all()` first if it must survive a crash.
+    pub fn commit(mut self) -> io::Result<()> {
+        drop(self.file.take());
+        fs::rename(&self.temp, &self.path)?;
+        self.temp = PathBuf::new();
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.temp.as_os_str().is_empty() {
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// A fresh temporary name beside `dest`: `.NAME.seekless-tmp-PID-N`, NAME cut short where
+/// the whole would be longer than a file name may be.
+pub(crate) fn temp_beside(dest: &Path) -> PathBuf {
+    let name = dest.file_name().unwrap_or_default();
+    let suffix = format!(
+        "{TEMP_MARK}{}-{}",
+        std::process::id(),
+        NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
+    );
+    let mut temp = OsString::from(".");
+    temp.push(shortened(name, NAME_MAX - 1 - suffix.len()));
+    temp.push(suffix);
+    dest.with_file_name(temp)
+}
+
+/// `name`, cut to at most `max` bytes (Unix: bytes; elsewhere names are left whole).
+fn shortened(name: &OsStr, max: usize) -> OsString {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = name.as_bytes();
+        OsStr::from_bytes(&bytes[..bytes.len().min(max)]).to_os_string()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = max;
+        name.to_os_string()
+    }
+}
+
+/// Whether `name` is one of our temporaries (from any run).
+pub(crate) fn is_temp(name: &OsStr) -> bool {
+    let name = name.to_string_lossy();
+    let Some(at) = name.rfind(TEMP_MARK) else {
+        return false;
+    };
+    let tail = &name[at + TEMP_MARK.len()..];
+    name.starts_with('.')
+        && !tail.is_empty()
+        && tail
+            .split('-')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporaries_are_recognised_by_name() {
+        let t = temp_beside(Path::new("/x/photo.jpg"));
+        assert!(is_temp(t.file_name().unwrap()), "{t:?}");
+        for not in [
+            "photo.jpg",
+            ".photo.jpg",
+            ".a.seekless-tmp-",
+            ".a.seekless-tmp-x1",
+            "a.seekless-tmp-1-2",
+        ] {
+            assert!(!is_temp(not.as_ref()), "{not}");
+        }
+        assert!(is_temp(".a.seekless-tmp-12".as_ref()));
+        let long = "x".repeat(255);
+        let t = temp_beside(&Path::new("/d").join(&long));
+        let name = t.file_name().unwrap();
+        assert!(is_temp(name), "{name:?}");
+        // Unix names are bytes and are cut to fit; elsewhere they are left whole.
+        #[cfg(unix)]
+        assert!(name.len() <= 255, "{name:?}");
+    }
+
+    #[test]
+    fn a_file_appears_under_its_name_only_when_committed() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("out");
+        let f = AtomicFile::create(&path).unwrap();
+        std::io::Write::write_all(&mut f.file(), b"data").unwrap();
+        assert!(!path.exists() && f.temp_path().exists());
+        let temp = f.temp_path().to_path_buf();
+        f.commit().unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"data");
+        assert!(!temp.exists());
+        let dropped = AtomicFile::create(&t.path().join("never")).unwrap();
+        let temp = dropped.temp_path().to_path_buf();
+        drop(dropped);
+        assert!(!temp.exists() && !t.path().join("never").exists());
+    }
+}
