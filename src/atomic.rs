@@ -79,13 +79,33 @@ impl AtomicFile {
         self.file.as_ref().expect("open until committed")
     }
 
-    /// Renames the file into place, replacing what is there. Durability is the caller's:
-    /// `file().sync_all()` first if it must survive a crash.
+    /// Puts the file in place durably: its data is flushed to the disk (`fsync`), it is
+    /// renamed over whatever is there, and the directory is flushed so the new name
+    /// survives a power cut too. Without the first flush a crash after the rename can
+    /// leave the name with the right size and zeros inside (XFS; ext4 without
+    /// `auto_da_alloc`).
     pub fn commit(mut self) -> io::Result<()> {
+        self.file().sync_all()?;
+        drop(self.file.take());
+        fs::rename(&self.temp, &self.path)?;
+        self.temp = PathBuf::new();
+        crate::os::sync_directory(parent_of(&self.path))
+    }
+
+    /// Renames the file into place without flushing anything: for a caller that has made
+    /// the data durable itself (`copy` flushes a batch of temporaries at once, then renames
+    /// them and flushes each directory once; see [`sync_directory`](Self::sync_directory)).
+    pub(crate) fn commit_unsynced(mut self) -> io::Result<()> {
         drop(self.file.take());
         fs::rename(&self.temp, &self.path)?;
         self.temp = PathBuf::new();
         Ok(())
+    }
+
+    /// Flushes the directory entries of `dir`: after renames into it, they survive a
+    /// power cut.
+    pub(crate) fn sync_directory(dir: &Path) -> io::Result<()> {
+        crate::os::sync_directory(dir)
     }
 }
 
@@ -94,6 +114,14 @@ impl Drop for AtomicFile {
         if !self.temp.as_os_str().is_empty() {
             let _ = fs::remove_file(&self.temp);
         }
+    }
+}
+
+/// The directory `path` is in (`.` for a bare name).
+pub(crate) fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
     }
 }
 

@@ -25,7 +25,8 @@ mod archive;
 mod write;
 pub(crate) use archive::{data_regions, group_name, read_link, user_name, xattrs};
 pub(crate) use write::{
-    clone_file, copy_range, make_node, set_times_nofollow, set_xattr, sync_filesystem,
+    clone_file, copy_range, make_node, set_times_nofollow, set_xattr, sync_directory,
+    sync_filesystem,
 };
 
 #[cfg(target_os = "linux")]

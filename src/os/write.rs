@@ -163,6 +163,24 @@ pub(crate) fn set_xattr(_path: &Path, _name: &[u8], _value: &[u8]) -> io::Result
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
+/// Makes a directory's entries durable (a rename or a new name in it survives a power
+/// cut): `fsync` on the directory. Elsewhere (Windows cannot open a directory as a file,
+/// and NTFS journals its directory changes) nothing to do.
+#[cfg(target_os = "linux")]
+pub(crate) fn sync_directory(dir: &Path) -> io::Result<()> {
+    File::open(&*super::sys_path(dir)?)?.sync_all()
+}
+
+#[cfg(all(unix, not(target_os = "linux")))]
+pub(crate) fn sync_directory(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+pub(crate) fn sync_directory(_dir: &Path) -> io::Result<()> {
+    Ok(())
+}
+
 /// Flushes everything written to the filesystem `path` is on (`syncfs` on the directory
 /// or file); elsewhere, the whole system's buffers as far as the platform offers.
 #[cfg(target_os = "linux")]

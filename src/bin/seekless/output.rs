@@ -94,9 +94,8 @@ pub fn print_read_summary(files: u64, bytes: u64, took: Duration, stats: &ReadSt
     );
 }
 
-/// Writes `data` into `file`, flushes it to the disk and renames it into place.
+/// Writes `data` into `file` and puts it in place durably ([`AtomicFile::commit`]).
 pub fn commit_durably(file: AtomicFile, data: &[u8]) -> io::Result<()> {
     file.file().write_all(data)?;
-    file.file().sync_all()?;
     file.commit()
 }

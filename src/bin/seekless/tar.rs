@@ -120,9 +120,7 @@ pub fn run(args: Args) -> Result<Code> {
         .map_err(|e| anyhow!("writing the archive: {e}"))?;
     if let Some(file) = output {
         let path = file.path().to_path_buf();
-        file.file()
-            .sync_all()
-            .and_then(|()| file.commit())
+        file.commit()
             .map_err(|e| anyhow!("writing the archive {}: {e}", path.display()))?;
     }
     console.finish();

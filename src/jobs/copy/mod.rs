@@ -963,7 +963,7 @@ impl Shared<'_> {
             temp.file().sync_all().map_err(io)?;
         }
         // A directory in the way makes the rename fail (EISDIR), and the file is reported.
-        temp.commit().map_err(io)
+        temp.commit_unsynced().map_err(io)
     }
 
     fn report_hash(&self, planned: &PlannedFile, hex: Option<String>) {
