@@ -85,27 +85,29 @@ impl AtomicFile {
     /// leave the name with the right size and zeros inside (XFS; ext4 without
     /// `auto_da_alloc`).
     pub fn commit(mut self) -> io::Result<()> {
-        self.file().sync_all()?;
+        if let Some(f) = &self.file {
+            f.sync_all()?;
+        }
         drop(self.file.take());
         fs::rename(&self.temp, &self.path)?;
         self.temp = PathBuf::new();
         crate::os::sync_directory(parent_of(&self.path))
     }
 
+    /// Closes the temporary (it stays under its temporary name until committed or
+    /// dropped); [`file`](Self::file) may not be called after this.
+    pub(crate) fn close(&mut self) {
+        drop(self.file.take());
+    }
+
     /// Renames the file into place without flushing anything: for a caller that has made
     /// the data durable itself (`copy` flushes a batch of temporaries at once, then renames
-    /// them and flushes each directory once; see [`sync_directory`](Self::sync_directory)).
+    /// them, and flushes the filesystem again at the end).
     pub(crate) fn commit_unsynced(mut self) -> io::Result<()> {
         drop(self.file.take());
         fs::rename(&self.temp, &self.path)?;
         self.temp = PathBuf::new();
         Ok(())
-    }
-
-    /// Flushes the directory entries of `dir`: after renames into it, they survive a
-    /// power cut.
-    pub(crate) fn sync_directory(dir: &Path) -> io::Result<()> {
-        crate::os::sync_directory(dir)
     }
 }
 

@@ -14,7 +14,8 @@
 //! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`];
 //! - archiving: [`data_regions`], [`read_link`], [`xattrs`], [`user_name`], [`group_name`];
 //! - copying: [`clone_file`], [`copy_range`], [`make_node`], [`set_times_nofollow`],
-//!   [`set_xattr`], [`sync_filesystem`];
+//!   [`set_xattr`], [`remove_xattr`], [`sync_directory`], [`sync_filesystem`],
+//!   [`sync_filesystem_of`];
 //! - walking: [`open_block_device`] and [`read_dir_ahead`] (Linux; elsewhere never); [`metadata`], [`symlink_metadata`]
 //!   and [`read_dir`] for paths of any length (Linux; elsewhere the standard library's).
 
@@ -25,8 +26,8 @@ mod archive;
 mod write;
 pub(crate) use archive::{data_regions, group_name, read_link, user_name, xattrs};
 pub(crate) use write::{
-    clone_file, copy_range, make_node, set_times_nofollow, set_xattr, sync_directory,
-    sync_filesystem,
+    HAS_SYNCFS, clone_file, copy_range, make_node, remove_xattr, set_times_nofollow, set_xattr,
+    sync_directory, sync_filesystem, sync_filesystem_of,
 };
 
 #[cfg(target_os = "linux")]

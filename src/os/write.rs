@@ -163,6 +163,52 @@ pub(crate) fn set_xattr(_path: &Path, _name: &[u8], _value: &[u8]) -> io::Result
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
+/// Removes extended attribute `name` of `path` itself (not following a symlink); one
+/// already gone is no error.
+#[cfg(target_os = "linux")]
+pub(crate) fn remove_xattr(path: &Path, name: &[u8]) -> io::Result<()> {
+    let c = c_path(path)?;
+    let n =
+        std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `c` and `n` are NUL-terminated strings we own.
+    let rc = unsafe { libc::lremovexattr(c.as_ptr(), n.as_ptr()) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::ENODATA) {
+        Ok(())
+    } else {
+        Err(err)
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn remove_xattr(_path: &Path, _name: &[u8]) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// Whether [`sync_filesystem_of`] flushes a whole filesystem in one call here.
+pub(crate) const HAS_SYNCFS: bool = cfg!(target_os = "linux");
+
+/// Flushes everything written to the filesystem `file` is on, in one call (`syncfs`);
+/// where there is no such call ([`HAS_SYNCFS`]), that one file.
+#[cfg(target_os = "linux")]
+pub(crate) fn sync_filesystem_of(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: syncfs on a descriptor we hold open.
+    if unsafe { libc::syncfs(file.as_raw_fd()) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn sync_filesystem_of(file: &File) -> io::Result<()> {
+    file.sync_all()
+}
+
 /// Makes a directory's entries durable (a rename or a new name in it survives a power
 /// cut): `fsync` on the directory. Elsewhere (Windows cannot open a directory as a file,
 /// and NTFS journals its directory changes) nothing to do.

@@ -29,7 +29,7 @@ use crate::common::*;
 const TOOLS: [&str; 6] = ["getfattr", "setfattr", "diff", "cp", "mknod", "filefrag"];
 
 /// Root, and the tools: false after a SKIP line.
-fn ready(test: &str, more: &[&str]) -> bool {
+pub(crate) fn ready(test: &str, more: &[&str]) -> bool {
     require_root(test)
         && TOOLS
             .iter()
@@ -41,23 +41,23 @@ fn ready(test: &str, more: &[&str]) -> bool {
 // Running seekless.
 
 /// `seekless copy`, the fault hooks off whatever the environment says.
-fn copy_cmd() -> Command {
+pub(crate) fn copy_cmd() -> Command {
     let mut cmd = seekless();
     cmd.arg("copy").env_remove("SEEKLESS_INJECT_FAULTS");
     cmd
 }
 
 /// `seekless copy ARGS…`, bounded in time.
-fn copy(args: &[&OsStr]) -> Output {
+pub(crate) fn copy(args: &[&OsStr]) -> Output {
     output_within(copy_cmd().args(args), RUN_LIMIT)
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// The run exited with `code`, printed nothing on stdout and did not panic.
-fn assert_exit(o: &Output, code: i32) {
+pub(crate) fn assert_exit(o: &Output, code: i32) {
     let err = stderr(o);
     assert_eq!(o.status.code(), Some(code), "exit status; stderr:\n{err}");
     assert!(
@@ -69,7 +69,7 @@ fn assert_exit(o: &Output, code: i32) {
 }
 
 /// The counts line (`seekless: copy: N copied, N updated, …`), the only one.
-fn count_line(err: &str) -> String {
+pub(crate) fn count_line(err: &str) -> String {
     let lines: Vec<&str> = err
         .lines()
         .filter(|l| l.starts_with("seekless: copy: ") && l.contains(" copied, "))
@@ -80,15 +80,21 @@ fn count_line(err: &str) -> String {
 
 /// What the counts line says: copied, updated, skipped, deleted, failed.
 #[derive(Debug, PartialEq, Eq)]
-struct Counts {
+pub(crate) struct Counts {
+    pub copied: u64,
+    pub updated: u64,
+    pub skipped: u64,
+    pub deleted: u64,
+    pub failed: u64,
+}
+
+pub(crate) fn counts_of(
     copied: u64,
     updated: u64,
     skipped: u64,
     deleted: u64,
     failed: u64,
-}
-
-fn counts_of(copied: u64, updated: u64, skipped: u64, deleted: u64, failed: u64) -> Counts {
+) -> Counts {
     Counts {
         copied,
         updated,
@@ -98,7 +104,7 @@ fn counts_of(copied: u64, updated: u64, skipped: u64, deleted: u64, failed: u64)
     }
 }
 
-fn counts_in(err: &str) -> Counts {
+pub(crate) fn counts_in(err: &str) -> Counts {
     let line = count_line(err);
     let head = line["seekless: copy: ".len()..].split(';').next().unwrap();
     let mut n = BTreeMap::new();
@@ -121,7 +127,7 @@ fn counts_in(err: &str) -> Counts {
     )
 }
 
-fn counts(o: &Output) -> Counts {
+pub(crate) fn counts(o: &Output) -> Counts {
     counts_in(&stderr(o))
 }
 
@@ -157,13 +163,13 @@ fn size_for(fs: &str) -> u64 {
 }
 
 /// Remounts `noatime`: reading leaves access times alone, so they can be compared.
-fn noatime(fs: &LoopFs) {
+pub(crate) fn noatime(fs: &LoopFs) {
     run(Command::new("mount")
         .args(["-o", "remount,noatime"])
         .arg(&fs.mnt));
 }
 
-fn at(root: &Path, rel: &[u8]) -> PathBuf {
+pub(crate) fn at(root: &Path, rel: &[u8]) -> PathBuf {
     if rel.is_empty() {
         root.to_path_buf()
     } else {
@@ -171,7 +177,7 @@ fn at(root: &Path, rel: &[u8]) -> PathBuf {
     }
 }
 
-fn show(rel: &[u8]) -> String {
+pub(crate) fn show(rel: &[u8]) -> String {
     format!("\"{}\"", rel.escape_ascii())
 }
 
@@ -206,11 +212,11 @@ fn set_times(path: &Path, atime: (i64, i64), mtime: (i64, i64)) {
     );
 }
 
-fn set_mode(path: &Path, mode: u32) {
+pub(crate) fn set_mode(path: &Path, mode: u32) {
     fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
 }
 
-fn setfattr(path: &Path, name: &str, value: &str) {
+pub(crate) fn setfattr(path: &Path, name: &str, value: &str) {
     run(Command::new("setfattr")
         .args(["-h", "-n", name, "-v", value])
         .arg(path));
@@ -218,7 +224,7 @@ fn setfattr(path: &Path, name: &str, value: &str) {
 
 /// Every entry under `root` (itself included, as ""), by relative path, not following
 /// symlinks, sorted by path.
-fn entries(root: &Path) -> Vec<(Vec<u8>, PathBuf, fs::Metadata)> {
+pub(crate) fn entries(root: &Path) -> Vec<(Vec<u8>, PathBuf, fs::Metadata)> {
     let mut out = Vec::new();
     let mut stack = vec![(Vec::new(), root.to_path_buf())];
     while let Some((rel, path)) = stack.pop() {
@@ -248,7 +254,7 @@ fn is_temp(rel: &[u8]) -> bool {
     name.starts_with(b".") && name.windows(14).any(|w| w == b".seekless-tmp-")
 }
 
-fn temporaries(root: &Path) -> Vec<Vec<u8>> {
+pub(crate) fn temporaries(root: &Path) -> Vec<Vec<u8>> {
     entries(root)
         .into_iter()
         .map(|(rel, _, _)| rel)
@@ -267,7 +273,7 @@ fn distinct_files(root: &Path) -> u64 {
 }
 
 /// The extended attributes `getfattr` reads (all namespaces, values in hex).
-fn xattrs_of(path: &Path) -> Vec<(String, String)> {
+pub(crate) fn xattrs_of(path: &Path) -> Vec<(String, String)> {
     let out = run(Command::new("getfattr")
         .args(["-h", "-d", "-m", "-", "-e", "hex", "--absolute-names"])
         .arg(path));
@@ -300,12 +306,12 @@ struct Node {
 
 /// A tree as the comparisons see it: its entries, and which names are one file.
 #[derive(Debug)]
-struct Snapshot {
+pub(crate) struct Snapshot {
     nodes: BTreeMap<Vec<u8>, Node>,
     hard_links: BTreeSet<BTreeSet<Vec<u8>>>,
 }
 
-fn kind_of(ft: fs::FileType) -> &'static str {
+pub(crate) fn kind_of(ft: fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if ft.is_file() {
         "file"
@@ -324,7 +330,7 @@ fn kind_of(ft: fs::FileType) -> &'static str {
     }
 }
 
-fn snapshot(root: &Path, with_xattrs: bool) -> Snapshot {
+pub(crate) fn snapshot(root: &Path, with_xattrs: bool) -> Snapshot {
     let mut nodes = BTreeMap::new();
     let mut groups: BTreeMap<u64, BTreeSet<Vec<u8>>> = BTreeMap::new();
     for (rel, path, m) in entries(root) {
@@ -359,7 +365,7 @@ fn snapshot(root: &Path, with_xattrs: bool) -> Snapshot {
 
 /// The two trees have the same names, and each name the same node; the same names are
 /// hard links to one another.
-fn assert_same_tree(got: &Snapshot, want: &Snapshot, what: &str) {
+pub(crate) fn assert_same_tree(got: &Snapshot, want: &Snapshot, what: &str) {
     let mut problems = Vec::new();
     let names: BTreeSet<&Vec<u8>> = got.nodes.keys().chain(want.nodes.keys()).collect();
     for name in names {
@@ -439,7 +445,7 @@ fn rsync_would(src: &Path, dest: &Path, flags: &[&str]) -> Vec<String> {
 }
 
 /// Writes `data` at `rel` under `root`, making its directory.
-fn put(root: &Path, rel: &[u8], data: &[u8]) {
+pub(crate) fn put(root: &Path, rel: &[u8], data: &[u8]) {
     let path = at(root, rel);
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(&path, data).unwrap();
@@ -564,7 +570,7 @@ fn build_tree(root: &Path, seed: u64) {
 
 /// A flat corpus: `n` files of `min..max` bytes, `NAME-{i:05}.bin` under `dir`, written
 /// in order (so on a fresh ext4 they lie in that order). Returns their names.
-fn flat_corpus(dir: &Path, n: usize, min: usize, max: usize, seed: u64) -> Vec<Vec<u8>> {
+pub(crate) fn flat_corpus(dir: &Path, n: usize, min: usize, max: usize, seed: u64) -> Vec<Vec<u8>> {
     let mut rng = Rng::new(seed);
     fs::create_dir_all(dir).unwrap();
     (0..n)
@@ -577,16 +583,16 @@ fn flat_corpus(dir: &Path, n: usize, min: usize, max: usize, seed: u64) -> Vec<V
         .collect()
 }
 
-fn sync() {
+pub(crate) fn sync() {
     run(&mut Command::new("sync"));
 }
 
-fn arg(p: &Path) -> &OsStr {
+pub(crate) fn arg(p: &Path) -> &OsStr {
     p.as_os_str()
 }
 
 /// `path` with a trailing slash (a directory's contents, as rsync means it).
-fn slash(p: &Path) -> OsString {
+pub(crate) fn slash(p: &Path) -> OsString {
     let mut s = p.as_os_str().to_os_string();
     s.push("/");
     s
@@ -596,7 +602,7 @@ fn slash(p: &Path) -> OsString {
 // Freezing a run at a chosen moment (as in `index`).
 
 /// Starts `seekless copy ARGS…` (the fault hooks off), stderr kept for [`finish`].
-fn start_copy(args: &[&OsStr]) -> Running {
+pub(crate) fn start_copy(args: &[&OsStr]) -> Running {
     let child = copy_cmd()
         .args(args)
         .stdin(Stdio::null())
@@ -608,7 +614,7 @@ fn start_copy(args: &[&OsStr]) -> Running {
 }
 
 /// How many of `names` are in `dir` under their final names.
-fn in_place(dir: &Path, names: &[Vec<u8>]) -> usize {
+pub(crate) fn in_place(dir: &Path, names: &[Vec<u8>]) -> usize {
     names
         .iter()
         .filter(|n| fs::symlink_metadata(at(dir, n)).is_ok())

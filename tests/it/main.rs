@@ -22,6 +22,8 @@ mod check; // --check against GNU coreutils' sha256sum -c / md5sum -c
 #[cfg(target_os = "linux")]
 mod copy; // cp -a, rsync, diff -r, getfattr, b3sum; loop-device images filled and corrupted
 #[cfg(target_os = "linux")]
+mod copy_safety; // what copy deletes, replaces or trusts: nobody via setpriv, SIGSTOP, strace
+#[cfg(target_os = "linux")]
 mod hash; // loop devices, coreutils, /proc and sysfs files, tmpfs
 #[cfg(target_os = "linux")]
 mod index; // exiftool, sqlite3, b3sum, Pillow; SIGSTOP and /proc to freeze a run mid-write

@@ -35,8 +35,15 @@ pub struct Args {
     pub checksum: bool,
 
     /// Remove entries under DEST that SOURCE does not have (not with --ext or --glob).
+    /// Nothing is deleted after any error in the run (a directory that could not be
+    /// listed, a file that could not be read), as rsync does.
     #[arg(long)]
     pub delete: bool,
+
+    /// With --delete: delete even after errors, except at and under the paths that failed
+    /// or were left out.
+    #[arg(long, requires = "delete")]
+    pub ignore_errors: bool,
 
     /// After copying, read every file copied back from DEST (its cache dropped first) and
     /// compare it with the source's BLAKE3 hash.
@@ -52,12 +59,14 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = AlgoArg::Blake3, requires = "manifest")]
     pub algo: AlgoArg,
 
-    /// fsync each file before renaming it into place.
+    /// fsync each file before renaming it into place (the default already puts a file in
+    /// place only once its data is on the disk, flushing a batch of files at a time).
     #[arg(long)]
     pub fsync: bool,
 
-    /// Do not flush DEST's filesystem at the end (by default the copy is on the disk when
-    /// seekless exits 0).
+    /// Rename each file into place as soon as it is written and flush nothing. Faster on
+    /// some disks, but after a power cut a copied file can hold zeros under its final
+    /// name, with the right size and mtime, and later runs take it for unchanged.
     #[arg(long)]
     pub no_sync: bool,
 
@@ -103,6 +112,7 @@ pub fn run(mut args: Args) -> Result<Code> {
     opts.workers = args.read.workers();
     opts.checksum = args.checksum;
     opts.delete = args.delete;
+    opts.ignore_errors = args.ignore_errors;
     opts.verify = args.verify;
     opts.fsync = args.fsync;
     opts.sync = !args.no_sync;
@@ -138,7 +148,7 @@ pub fn run(mut args: Args) -> Result<Code> {
         commit_durably(file, &events.manifest)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    if args.summary || summary.stopped {
+    if args.summary || summary.stopped || summary.deletion_skipped {
         print_counts(&summary);
     }
     Ok(Code::from_errors(console.errors()))
@@ -218,7 +228,7 @@ fn is_inside(path: &Path, dir: &Path) -> bool {
 
 fn print_counts(s: &CopySummary) {
     let mut text = format!(
-        "seekless: copy: {} copied, {} updated, {} skipped, {} deleted, {} failed; {} written; \
+        "seekless: copy: {} copied, {} updated, {} skipped, {} deleted, {} failed; {} written{}; \
          {} directories, {} links and special files, {} hard links; metadata brought up to date on {}",
         s.copied,
         s.updated,
@@ -226,6 +236,14 @@ fn print_counts(s: &CopySummary) {
         s.deleted,
         s.failed,
         indicatif::HumanBytes(s.bytes),
+        if s.cloned > 0 {
+            format!(
+                ", {} shared with the source (cloned)",
+                indicatif::HumanBytes(s.cloned)
+            )
+        } else {
+            String::new()
+        },
         s.dirs,
         s.others,
         s.hardlinks,

@@ -34,6 +34,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod commit;
+mod delete;
 mod target;
 
 use std::collections::{HashMap, HashSet};
@@ -44,7 +46,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::atomic::{AtomicFile, temp_beside};
+use crate::atomic::{AtomicFile, parent_of, temp_beside};
 use crate::error::Error;
 use crate::file_id::FileId;
 use crate::jobs::hash::{Algorithm, Hasher};
@@ -55,6 +57,8 @@ use crate::read::{FileReader, ReadOptions, ReadStats, Reader};
 use crate::report::Reporter;
 use crate::sync::{into_inner, lock};
 use crate::walk::Other;
+use commit::{GroupCommit, Ready};
+use delete::{Protected, Watch};
 
 /// One source and where it goes: `source` itself becomes `dest` (a directory's contents
 /// go under `dest`).
@@ -87,14 +91,26 @@ pub struct CopyOptions {
     pub workers: usize,
     /// Copy extended attributes (where the destination has none, silently not).
     pub xattrs: bool,
-    /// `fsync` each file before renaming it into place.
+    /// `fsync` each file before renaming it into place (more than `sync` needs: one
+    /// flush per file instead of one per batch).
     pub fsync: bool,
-    /// Flush the destination filesystems (`syncfs`) at the end.
+    /// Durable before trusted: each file's data reaches the disk before the file gets its
+    /// final name (a batch of files at a time, one `syncfs` per destination filesystem
+    /// per batch), and the destination is flushed again at the end, so a power cut never
+    /// leaves a file under its final name with the right size and mtime but not its
+    /// data. Off (`--no-sync`): files are renamed as soon as written and nothing is
+    /// flushed; after a power cut a copied file may hold zeros that the next run's quick
+    /// check takes for unchanged.
     pub sync: bool,
     /// Compare content, not size and mtime, to decide what is unchanged.
     pub checksum: bool,
-    /// Remove destination entries that the source does not have.
+    /// Remove destination entries that the source does not have. Nothing is removed after
+    /// an error anywhere in the run (a directory that could not be listed, a file that
+    /// could not be read: what the plan lacks may still exist), unless `ignore_errors`.
     pub delete: bool,
+    /// With `delete`: delete even after errors, but never at or under a path that failed
+    /// or was left out (another filesystem, walked under another name).
+    pub ignore_errors: bool,
     /// After the copy, read each file copied back from the destination (its cache dropped
     /// first) and compare its BLAKE3 hash with the source's.
     pub verify: bool,
@@ -115,6 +131,7 @@ impl Default for CopyOptions {
             sync: true,
             checksum: false,
             delete: false,
+            ignore_errors: false,
             verify: false,
             hash: None,
             fast_path: true,
@@ -151,8 +168,10 @@ pub struct CopySummary {
     pub deleted: u64,
     /// Paths that failed.
     pub failed: u64,
-    /// Content bytes written (or cloned).
+    /// Content bytes written.
     pub bytes: u64,
+    /// Content bytes shared with the source (`FICLONE`): not written.
+    pub cloned: u64,
     /// Directories made or brought up to date.
     pub dirs: u64,
     /// Symlinks, FIFOs and device nodes made.
@@ -170,6 +189,9 @@ pub struct CopySummary {
     pub methods: Vec<(u64, Method)>,
     /// The run stopped early (the destination is full, or cannot be written).
     pub stopped: bool,
+    /// `delete` was asked for but nothing was deleted, because something failed
+    /// (`ignore_errors` not given).
+    pub deletion_skipped: bool,
 }
 
 /// What [`copy_with`] tells its caller as it goes; all optional. Called from worker
@@ -244,16 +266,13 @@ pub fn copy_with(
     reporter: &dyn Reporter,
     events: &mut dyn CopyEvents,
 ) -> Result<CopySummary, CopyError> {
+    let roots = follow_dest_links(roots);
+    let roots = &roots[..];
     // The destination must be writable before anything is read.
     for root in roots {
         let dir = match os::metadata(&root.source) {
             Ok(m) if m.is_dir() => root.dest.clone(),
-            _ => root
-                .dest
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .to_path_buf(),
+            _ => parent_of(&root.dest).to_path_buf(),
         };
         fs::create_dir_all(&dir)
             .and_then(|()| AtomicFile::create_private(&dir.join("probe")).map(drop))
@@ -263,6 +282,10 @@ pub fn copy_with(
             })?;
     }
 
+    // Every error and every path left out is remembered: `delete` must not take what the
+    // run did not see for what the source does not have.
+    let watch = Watch::new(reporter);
+    let reporter: &dyn Reporter = &watch;
     let mut plan_opts = plan_opts.clone();
     plan_opts.walk.others = true;
     let sources: Vec<PathBuf> = roots.iter().map(|r| r.source.clone()).collect();
@@ -309,6 +332,7 @@ pub fn copy_with(
     }
 
     // Decide per file, from the destination's metadata alone.
+    let walk_failed = watch.errors() > 0;
     let mut actions = Vec::with_capacity(plan.files().len());
     for f in plan.files() {
         let Some(dest) = map.dest_of(&f.entry.path) else {
@@ -318,7 +342,38 @@ pub fn copy_with(
         if opts.delete {
             wanted.insert(dest.clone());
         }
-        let existing = os::symlink_metadata(&dest).ok();
+        let mut existing = os::symlink_metadata(&dest).ok();
+        if existing.as_ref().is_some_and(|d| d.is_dir()) {
+            // A directory where the source now has a file: replaced only as `delete`
+            // replaces things, and only when the walk saw everything.
+            let why = if !opts.delete {
+                Some("a directory is in the way of this file (--delete replaces it)")
+            } else if walk_failed {
+                Some("a directory is in the way of this file; not replaced after errors")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                actions.push(Action::Skip);
+                fail(
+                    &mut summary,
+                    reporter,
+                    Error::io(&dest, io::Error::other(why)),
+                );
+                continue;
+            }
+            match fs::remove_dir_all(&dest) {
+                Ok(()) => {
+                    summary.deleted += 1;
+                    existing = None;
+                }
+                Err(e) => {
+                    actions.push(Action::Skip);
+                    fail(&mut summary, reporter, Error::io(&dest, e));
+                    continue;
+                }
+            }
+        }
         let action = match &existing {
             None => Action::Copy,
             Some(d) if !d.is_file() => Action::Update,
@@ -340,7 +395,7 @@ pub fn copy_with(
             ) {
                 Ok(true) => summary.refreshed += 1,
                 Ok(false) => {}
-                Err(e) => fail(&mut summary, reporter, Error::io(&dest, e)),
+                Err(e) => fail(&mut summary, reporter, e),
             }
         }
         actions.push(action);
@@ -371,6 +426,8 @@ pub fn copy_with(
         as_root,
         actions: &actions,
         events: Mutex::new(events),
+        // With `fsync` each file is on the disk already: renamed at once.
+        commits: GroupCommit::new(opts.sync && !opts.fsync),
         stop: AtomicBool::new(false),
         copied: AtomicU64::new(0),
         updated: AtomicU64::new(0),
@@ -378,6 +435,7 @@ pub fn copy_with(
         refreshed: AtomicU64::new(0),
         failed: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
+        cloned: AtomicU64::new(0),
         methods: Mutex::new(HashSet::new()),
         hashes: Mutex::new(Vec::new()),
     };
@@ -385,6 +443,7 @@ pub fn copy_with(
     let started = Instant::now();
     let stats = Reader::new(plan.clone(), opts.read.clone())
         .par_for_each(opts.workers, |planned, file| shared.one(planned, file));
+    shared.placed(shared.commits.finish());
     lock(&shared.events).read_done(&stats, started.elapsed());
     summary.copied += shared.copied.into_inner();
     summary.updated += shared.updated.into_inner();
@@ -392,6 +451,7 @@ pub fn copy_with(
     summary.refreshed += shared.refreshed.into_inner();
     summary.failed += shared.failed.into_inner();
     summary.bytes += shared.bytes.into_inner();
+    summary.cloned += shared.cloned.into_inner();
     summary.stopped = shared.stop.into_inner();
     let mut methods: Vec<(u64, Method)> = into_inner(shared.methods).into_iter().collect();
     methods.sort_unstable_by_key(|&(dev, m)| (dev, m as u8));
@@ -417,42 +477,68 @@ pub fn copy_with(
                 Err(e) => fail(&mut summary, reporter, Error::io(&dest, e)),
             }
         }
+    }
 
-        if opts.delete {
+    if opts.delete {
+        let errors = watch.errors();
+        if errors > 0 && !opts.ignore_errors {
+            summary.deletion_skipped = true;
+            reporter.warning(
+                None,
+                &format!(
+                    "copy: nothing deleted: {errors} error{} in this run, so the source \
+                     may have more than was seen (--ignore-errors deletes all the same, \
+                     except at and under the paths that failed)",
+                    if errors == 1 { "" } else { "s" }
+                ),
+            );
+        } else {
+            // Never at or under a path that failed or was left out.
+            let protected = Protected::new(watch.unseen().iter().filter_map(|p| map.dest_of(p)));
             for root in roots {
                 if os::metadata(&root.source).is_ok_and(|m| m.is_dir()) {
-                    summary.deleted +=
-                        delete_extra(&root.dest, &wanted, reporter, &mut summary.failed);
+                    summary.deleted += delete::delete_extra(
+                        &root.dest,
+                        &wanted,
+                        &protected,
+                        reporter,
+                        &mut summary.failed,
+                    );
                 }
             }
         }
     }
 
     // Directory metadata last, deepest first, so setting it is not undone by writing
-    // inside them.
+    // inside them. A directory that could not be read keeps the metadata its copy has:
+    // a backup made unreadable (mode 000) by a source the user cannot read helps nobody.
+    let unreadable: HashSet<PathBuf> = watch.unseen().into_iter().collect();
     for (dest, other) in dirs.iter().rev() {
+        if unreadable.contains(&*other.path) {
+            continue;
+        }
         let st = Stat::of(&other.metadata);
         let done = (if opts.xattrs {
-            target::copy_xattrs(&other.path, dest)
+            target::sync_xattrs(&other.path, dest).map(drop)
         } else {
             Ok(())
         })
-        .and_then(|()| target::apply(dest, None, &st, as_root));
+        .and_then(|()| target::apply(dest, None, &st, as_root).map_err(|e| Error::io(dest, e)));
         match done {
             Ok(()) => summary.dirs += 1,
-            Err(e) => fail(&mut summary, reporter, Error::io(dest, e)),
+            Err(e) => fail(&mut summary, reporter, e),
         }
     }
 
     if opts.sync || opts.verify {
         for root in roots {
             let dir = if root.dest.is_dir() {
-                root.dest.clone()
+                root.dest.as_path()
             } else {
-                root.dest.parent().unwrap_or(Path::new(".")).to_path_buf()
+                parent_of(&root.dest)
             };
-            if let Err(e) = os::sync_filesystem(&dir) {
-                fail(&mut summary, reporter, Error::io(&dir, e));
+            if let Err(e) = os::sync_filesystem(dir) {
+                fail(&mut summary, reporter, Error::io(dir, e));
             }
         }
     }
@@ -461,6 +547,24 @@ pub fn copy_with(
         verify(&hashes, &plan_opts, opts, reporter, &mut summary);
     }
     Ok(summary)
+}
+
+/// The roots, with each destination that is a symlink to a directory replaced by the
+/// directory it leads to: as `cp` and `rsync` do, a link given as the destination is
+/// followed (`/backup` a link to another disk), never replaced. Links below it are copies
+/// of the source's links, as always.
+fn follow_dest_links(roots: &[CopyRoot]) -> Vec<CopyRoot> {
+    roots
+        .iter()
+        .map(|r| {
+            let is_link = os::symlink_metadata(&r.dest).is_ok_and(|m| m.file_type().is_symlink());
+            let to_dir = is_link && os::metadata(&r.dest).is_ok_and(|m| m.is_dir());
+            match to_dir.then(|| fs::canonicalize(&r.dest)) {
+                Some(Ok(dir)) => CopyRoot::new(r.source.clone(), dir),
+                _ => r.clone(),
+            }
+        })
+        .collect()
 }
 
 fn fail(summary: &mut CopySummary, reporter: &dyn Reporter, err: Error) {
@@ -565,9 +669,7 @@ fn make_other(
             if let Some(d) = existing.as_ref().filter(|d| d.kind == NodeKind::Symlink)
                 && os::read_link(dest).is_ok_and(|t| t == link)
             {
-                return refresh(&other.path, false, dest, d, as_root, xattrs)
-                    .map(Made::refreshed)
-                    .map_err(io);
+                return refresh(&other.path, false, dest, d, as_root, xattrs).map(Made::refreshed);
             }
             make_symlink(&link, &temp).map_err(io)?;
         }
@@ -576,9 +678,7 @@ fn make_other(
                 .as_ref()
                 .filter(|d| d.kind == st.kind && d.rdev == st.rdev)
             {
-                return refresh(&other.path, false, dest, d, as_root, xattrs)
-                    .map(Made::refreshed)
-                    .map_err(io);
+                return refresh(&other.path, false, dest, d, as_root, xattrs).map(Made::refreshed);
             }
             if st.kind != NodeKind::Fifo && !as_root {
                 reporter.warning(Some(&other.path), "device node not copied (needs root)");
@@ -597,23 +697,27 @@ fn make_other(
         }
     }
     let placed = (if xattrs {
-        target::copy_xattrs(&other.path, &temp)
+        target::sync_xattrs(&other.path, &temp).map(drop)
     } else {
         Ok(())
     })
-    .and_then(|()| target::apply(&temp, None, &st, as_root))
-    .and_then(|()| fs::rename(&temp, dest));
+    .and_then(|()| {
+        target::apply(&temp, None, &st, as_root)
+            .and_then(|()| fs::rename(&temp, dest))
+            .map_err(io)
+    });
     if let Err(e) = placed {
         let _ = fs::remove_file(&temp);
-        return Err(io(e));
+        return Err(e);
     }
     Ok(Made::New)
 }
 
 /// Brings an unchanged destination entry `dest` (whose metadata is `d`) up to date with
-/// its source (mode, owner as root, mtime and atime, extended attributes), as rsync does.
-/// `follow`: the source's own metadata through a symlink (a file copied by `-L`). Returns
-/// whether anything changed.
+/// its source (mode, owner as root, mtime and atime, extended attributes and ACLs, removals
+/// included), as rsync does. `follow`: the source's own metadata through a symlink (a file
+/// copied by `-L`). Returns whether anything changed; an error names the side it
+/// happened on.
 fn refresh(
     src: &Path,
     follow: bool,
@@ -621,28 +725,24 @@ fn refresh(
     d: &Stat,
     as_root: bool,
     xattrs: bool,
-) -> io::Result<bool> {
-    let s = Stat::of(&if follow {
-        os::metadata(src)?
-    } else {
-        os::symlink_metadata(src)?
-    });
+) -> Result<bool, Error> {
+    let s = Stat::of(
+        &if follow {
+            os::metadata(src)
+        } else {
+            os::symlink_metadata(src)
+        }
+        .map_err(|e| Error::io(src, e))?,
+    );
     let mut changed = false;
     let owner = as_root && (s.uid, s.gid) != (d.uid, d.gid);
     let mode = s.kind != NodeKind::Symlink && s.mode != d.mode;
     if owner || mode || s.mtime != d.mtime {
-        target::apply(dest, None, &s, as_root)?;
+        target::apply(dest, None, &s, as_root).map_err(|e| Error::io(dest, e))?;
         changed = true;
     }
-    if xattrs {
-        let mut want = os::xattrs(src)?;
-        let mut have = os::xattrs(dest).unwrap_or_default();
-        want.sort_unstable();
-        have.sort_unstable();
-        if want != have {
-            target::copy_xattrs(src, dest)?;
-            changed = true;
-        }
+    if xattrs && target::sync_xattrs(src, dest)? {
+        changed = true;
     }
     Ok(changed)
 }
@@ -679,46 +779,6 @@ fn link_in_place(first: &Path, dest: &Path) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Removes what is under `dest` but not in `wanted`. Returns how many entries were
-/// removed (a directory with its contents counts once).
-fn delete_extra(
-    dest: &Path,
-    wanted: &HashSet<PathBuf>,
-    reporter: &dyn Reporter,
-    failed: &mut u64,
-) -> u64 {
-    let mut removed = 0;
-    let mut stack = vec![dest.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = os::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if wanted.contains(&path) {
-                if is_dir {
-                    stack.push(path);
-                }
-                continue;
-            }
-            let gone = if is_dir {
-                fs::remove_dir_all(&path)
-            } else {
-                fs::remove_file(&path)
-            };
-            match gone {
-                Ok(()) => removed += 1,
-                Err(e) => {
-                    *failed += 1;
-                    reporter.error(&Error::io(&path, e));
-                }
-            }
-        }
-    }
-    removed
-}
-
 /// The read phase's state, shared by the workers.
 struct Shared<'a> {
     map: &'a Mapping<'a>,
@@ -727,6 +787,8 @@ struct Shared<'a> {
     as_root: bool,
     actions: &'a [Action],
     events: Mutex<&'a mut dyn CopyEvents>,
+    /// Complete copies waiting for their data to be flushed before they are renamed.
+    commits: GroupCommit<Placed>,
     /// The destination is full: the rest is not written.
     stop: AtomicBool,
     copied: AtomicU64,
@@ -735,9 +797,20 @@ struct Shared<'a> {
     refreshed: AtomicU64,
     failed: AtomicU64,
     bytes: AtomicU64,
+    cloned: AtomicU64,
     methods: Mutex<HashSet<(u64, Method)>>,
     /// (destination, BLAKE3 of the source) of each file copied, for `verify`.
     hashes: Mutex<Vec<(PathBuf, String)>>,
+}
+
+/// What is counted of a copy once it is in place under its final name.
+struct Placed {
+    /// Not at the destination before (else: replaced).
+    new: bool,
+    written: u64,
+    cloned: u64,
+    /// (destination, BLAKE3 of the source), for `verify`.
+    check: Option<(PathBuf, String)>,
 }
 
 /// The content hashes kept while reading: the manifest's algorithm, and BLAKE3 for
@@ -788,6 +861,33 @@ impl Shared<'_> {
     fn fail(&self, err: Error) {
         self.failed.fetch_add(1, Ordering::Relaxed);
         self.reporter.error(&err);
+    }
+
+    /// Counts the copies a flush put in place (or failed to).
+    fn placed(&self, outcome: commit::Outcome<Placed>) {
+        for (placed, done) in outcome {
+            match done {
+                Ok(()) => {
+                    let count = if placed.new {
+                        &self.copied
+                    } else {
+                        &self.updated
+                    };
+                    count.fetch_add(1, Ordering::Relaxed);
+                    self.bytes.fetch_add(placed.written, Ordering::Relaxed);
+                    self.cloned.fetch_add(placed.cloned, Ordering::Relaxed);
+                    if let Some(check) = placed.check {
+                        lock(&self.hashes).push(check);
+                    }
+                }
+                Err(e) => {
+                    if is_full(&e) {
+                        self.stop.store(true, Ordering::Relaxed);
+                    }
+                    self.fail(e);
+                }
+            }
+        }
     }
 
     /// One file from the sweeps.
@@ -851,18 +951,15 @@ impl Shared<'_> {
                     hash_path(&dest, Algorithm::Blake3).map_err(|e| Error::io(&dest, e))?;
                 if ours == theirs {
                     self.skipped.fetch_add(1, Ordering::Relaxed);
-                    let changed = os::symlink_metadata(&dest)
-                        .and_then(|d| {
-                            refresh(
-                                src,
-                                true,
-                                &dest,
-                                &Stat::of(&d),
-                                self.as_root,
-                                self.opts.xattrs,
-                            )
-                        })
-                        .map_err(|e| Error::io(&dest, e))?;
+                    let d = os::symlink_metadata(&dest).map_err(|e| Error::io(&dest, e))?;
+                    let changed = refresh(
+                        src,
+                        true,
+                        &dest,
+                        &Stat::of(&d),
+                        self.as_root,
+                        self.opts.xattrs,
+                    )?;
                     if changed {
                         self.refreshed.fetch_add(1, Ordering::Relaxed);
                     }
@@ -880,16 +977,25 @@ impl Shared<'_> {
                     }
                     temp.file()
                         .write_all(&buf[..n])
-                        .map_err(|e| Error::io(temp.temp_path(), e))?;
+                        .map_err(|e| Error::io(&dest, e))?;
                     written += n as u64;
                 }
                 let complete = written == st.size;
-                self.finish(src, &dest, temp, &st, complete, &again.metadata().ok())?;
-                self.updated.fetch_add(1, Ordering::Relaxed);
-                if self.opts.verify {
-                    self.keep_hash(&dest, ours);
-                }
-                return Ok(());
+                let placed = Placed {
+                    new: false,
+                    written,
+                    cloned: 0,
+                    check: self.opts.verify.then(|| (dest.clone(), ours)),
+                };
+                return self.finish(
+                    src,
+                    &dest,
+                    temp,
+                    &st,
+                    complete,
+                    &again.metadata().ok(),
+                    placed,
+                );
             }
             Action::Copy | Action::Update | Action::Skip => {}
         }
@@ -911,7 +1017,7 @@ impl Shared<'_> {
                 done = Some((n, n == st.size));
             }
         }
-        let (written, complete) = match done {
+        let (bytes, complete) = match done {
             Some(d) => d,
             None => {
                 let sparse = st.has_holes();
@@ -920,22 +1026,36 @@ impl Shared<'_> {
             }
         };
         lock(&self.methods).insert((planned.entry.id.dev, method));
-        self.finish(src, &dest, temp, &st, complete, &file.metadata().ok())?;
-        self.bytes.fetch_add(written, Ordering::Relaxed);
-        match action {
-            Action::Copy => self.copied.fetch_add(1, Ordering::Relaxed),
-            _ => self.updated.fetch_add(1, Ordering::Relaxed),
-        };
         let (manifest, check) = hashes.finish();
+        let (written, cloned) = if method == Method::Clone {
+            (0, bytes)
+        } else {
+            (bytes, 0)
+        };
+        let placed = Placed {
+            new: action == Action::Copy,
+            written,
+            cloned,
+            check: check
+                .filter(|_| self.opts.verify)
+                .map(|c| (dest.clone(), c)),
+        };
+        self.finish(
+            src,
+            &dest,
+            temp,
+            &st,
+            complete,
+            &file.metadata().ok(),
+            placed,
+        )?;
         self.report_hash(planned, manifest);
-        if let Some(check) = check.filter(|_| self.opts.verify) {
-            self.keep_hash(&dest, check);
-        }
         Ok(())
     }
 
-    /// Checks the source did not change, gives the temporary its metadata and puts it in
-    /// place.
+    /// Checks the source did not change, gives the temporary its metadata and hands it to
+    /// the group commit, which puts it in place once its data is on the disk.
+    #[allow(clippy::too_many_arguments)]
     fn finish(
         &self,
         src: &Path,
@@ -944,36 +1064,33 @@ impl Shared<'_> {
         st: &Stat,
         complete: bool,
         after: &Option<fs::Metadata>,
+        placed: Placed,
     ) -> Result<(), Error> {
         let changed = after.as_ref().is_none_or(|a| Stat::of(a).changed_from(st));
         if changed || !complete {
             return Err(changed_error(src));
         }
-        if st.has_holes() {
-            temp.file()
-                .set_len(st.size)
-                .map_err(|e| Error::io(temp.temp_path(), e))?;
-        }
         let io = |e| Error::io(dest, e);
+        if st.has_holes() {
+            temp.file().set_len(st.size).map_err(io)?;
+        }
         if self.opts.xattrs {
-            target::copy_xattrs(src, temp.temp_path()).map_err(io)?;
+            target::sync_xattrs(src, temp.temp_path())?;
         }
         target::apply(temp.temp_path(), Some(temp.file()), st, self.as_root).map_err(io)?;
         if self.opts.fsync {
             temp.file().sync_all().map_err(io)?;
         }
         // A directory in the way makes the rename fail (EISDIR), and the file is reported.
-        temp.commit_unsynced().map_err(io)
+        let bytes = placed.written;
+        self.placed(self.commits.add(Ready { temp, done: placed }, bytes));
+        Ok(())
     }
 
     fn report_hash(&self, planned: &PlannedFile, hex: Option<String>) {
         if let Some(hex) = hex {
             lock(&self.events).hashed(planned, &hex);
         }
-    }
-
-    fn keep_hash(&self, dest: &Path, hex: String) {
-        lock(&self.hashes).push((dest.to_path_buf(), hex));
     }
 }
 

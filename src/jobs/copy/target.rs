@@ -6,6 +6,7 @@ use std::io;
 use std::path::Path;
 
 use crate::atomic::is_temp;
+use crate::error::Error;
 use crate::jobs::stat::{NodeKind, Stat};
 use crate::os;
 
@@ -62,17 +63,56 @@ pub fn apply(path: &Path, file: Option<&File>, st: &Stat, as_root: bool) -> io::
     }
 }
 
-/// Copies the extended attributes of `src` to `dst`; a destination that has none to
-/// offer (`ENOTSUP`) is no error.
-pub fn copy_xattrs(src: &Path, dst: &Path) -> io::Result<()> {
-    for (name, value) in os::xattrs(src)? {
-        match os::set_xattr(dst, &name, &value) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Unsupported => return Ok(()),
-            #[cfg(unix)]
-            Err(e) if e.raw_os_error() == Some(libc::ENOTSUP) => return Ok(()),
-            Err(e) => return Err(e),
+/// Makes the extended attributes of `dst` (ACLs included: they are the `system.posix_acl_*`
+/// attributes) those of `src`: missing ones set, different ones replaced, ones `src` does
+/// not have removed (a revoked access grant must not survive in the copy). A destination
+/// that has none to offer (`ENOTSUP`) is no error. Returns whether anything changed; an
+/// error names the side it happened on.
+pub fn sync_xattrs(src: &Path, dst: &Path) -> Result<bool, Error> {
+    let mut want = os::xattrs(src).map_err(|e| Error::io(src, e))?;
+    let mut have = match os::xattrs(dst) {
+        Ok(have) => have,
+        Err(e) if unsupported(&e) => return Ok(false),
+        Err(e) => return Err(Error::io(dst, e)),
+    };
+    want.retain(|(name, _)| !is_alias(name));
+    have.retain(|(name, _)| !is_alias(name));
+    let mut changed = false;
+    for (name, _) in &have {
+        if !want.iter().any(|(n, _)| n == name) {
+            match os::remove_xattr(dst, name) {
+                Ok(()) => changed = true,
+                Err(e) if unsupported(&e) => return Ok(changed),
+                Err(e) => return Err(Error::io(dst, e)),
+            }
         }
     }
-    Ok(())
+    for (name, value) in &want {
+        if have.iter().any(|(n, v)| n == name && v == value) {
+            continue;
+        }
+        match os::set_xattr(dst, name, value) {
+            Ok(()) => changed = true,
+            Err(e) if unsupported(&e) => return Ok(changed),
+            Err(e) => return Err(Error::io(dst, e)),
+        }
+    }
+    Ok(changed)
+}
+
+/// A filesystem's own name for what is copied under another: XFS shows root its ACLs a
+/// second time as `trusted.SGI_ACL_FILE` / `trusted.SGI_ACL_DEFAULT`. They are the
+/// `system.posix_acl_*` attributes themselves: never copied (a foreign filesystem would
+/// keep them as plain data) and never removed (that removes the ACL).
+fn is_alias(name: &[u8]) -> bool {
+    name == b"trusted.SGI_ACL_FILE" || name == b"trusted.SGI_ACL_DEFAULT"
+}
+
+/// The destination cannot hold extended attributes (or this one).
+fn unsupported(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    if e.raw_os_error() == Some(libc::ENOTSUP) {
+        return true;
+    }
+    e.kind() == io::ErrorKind::Unsupported
 }

@@ -1,0 +1,526 @@
+//! What `seekless copy` deletes, replaces or trusts, tried as a careful user would:
+//! `--delete` after paths that could not be read (as `nobody` through `setpriv`, since
+//! root reads everything), a subtree renamed away while the copy runs (frozen with SIGSTOP
+//! at the moment chosen), a destination that is a symlink, a directory replaced by a file,
+//! extended attributes and ACLs removed in the source, and the order of flushes and
+//! renames that makes a copy durable before it gets its name (`strace`).
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::common::*;
+use crate::copy::*;
+
+/// `seekless copy ARGS…` as `nobody`.
+fn copy_as_nobody(args: &[&OsStr]) -> Output {
+    output_within(
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_seekless"))
+            .arg("copy")
+            .args(args)
+            .env_remove("SEEKLESS_INJECT_FAULTS"),
+        RUN_LIMIT,
+    )
+}
+
+fn chown_nobody(path: &Path) {
+    run(Command::new("chown").arg("-R").arg("65534:65534").arg(path));
+}
+
+/// Every entry under `root`: relative name → (kind, size of a file).
+fn names(root: &Path) -> BTreeMap<Vec<u8>, (&'static str, Option<u64>)> {
+    entries(root)
+        .into_iter()
+        .map(|(rel, _, m)| {
+            let kind = kind_of(m.file_type());
+            (rel, (kind, (kind == "file").then(|| m.size())))
+        })
+        .collect()
+}
+
+/// The paths the run's error lines name (`seekless: /PATH: why`).
+fn error_paths(err: &str) -> Vec<String> {
+    err.lines()
+        .filter_map(|l| l.strip_prefix("seekless: /"))
+        .filter_map(|l| l.split(": ").next())
+        .map(|p| format!("/{p}"))
+        .collect()
+}
+
+fn mode_of(path: &Path) -> u32 {
+    fs::symlink_metadata(path).unwrap().mode() & 0o7777
+}
+
+/// A source of 16 files in directories of every kind the walk can fail on, copied as
+/// `nobody` to `dest`; returns (source, destination root).
+fn backed_up_tree(t: &Path) -> (PathBuf, PathBuf) {
+    fs::set_permissions(t, fs::Permissions::from_mode(0o755)).unwrap();
+    let src = t.join("src");
+    for name in [
+        "top",
+        "secret",
+        "open/1",
+        "open/2",
+        "open/3",
+        "closed/1",
+        "closed/2",
+        "closed/deep/3",
+        "d300/1",
+        "d300/2",
+        "d444/1",
+        "d444/2",
+        "plain/1",
+        "plain/2",
+        "plain/3",
+        "plain/4",
+    ] {
+        put(&src, name.as_bytes(), name.as_bytes());
+    }
+    let dest = t.join("dest");
+    fs::create_dir(&dest).unwrap();
+    chown_nobody(&src);
+    chown_nobody(&dest);
+    let o = copy_as_nobody(&[slash(&src).as_os_str(), arg(&dest)]);
+    assert_exit(&o, 0);
+    assert_eq!(names(&dest), names(&src), "the first copy is whole");
+    (src, dest)
+}
+
+#[test]
+fn delete_after_unreadable_paths_deletes_nothing_and_the_errors_name_the_source() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "setpriv") {
+        return;
+    }
+    let t = scratch!();
+    let (src, dest) = backed_up_tree(t.path());
+    let before = names(&dest);
+    assert_eq!(before.values().filter(|(k, _)| *k == "file").count(), 16);
+    set_mode(&src.join("closed"), 0o000);
+    set_mode(&src.join("secret"), 0o000);
+    set_mode(&src.join("d300"), 0o300);
+    set_mode(&src.join("d444"), 0o444);
+    // Something really gone from the source, and something extra in the copy.
+    fs::remove_file(src.join("plain/4")).unwrap();
+    put(&dest, b"extra", b"x");
+    chown_nobody(&dest.join("extra"));
+
+    let o = copy_as_nobody(&[
+        os("--delete"),
+        os("--summary"),
+        slash(&src).as_os_str(),
+        arg(&dest),
+    ]);
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(err.contains("nothing deleted"), "{err}");
+    assert_eq!(counts(&o).deleted, 0, "{err}");
+    let mut want = before.clone();
+    want.insert(b"extra".to_vec(), ("file", Some(1)));
+    assert_eq!(names(&dest), want, "every backup is still there:\n{err}");
+    let named = error_paths(&err);
+    assert!(named.len() >= 4, "{err}");
+    for p in &named {
+        assert!(
+            Path::new(p).starts_with(&src),
+            "an error names {p}, not a source path:\n{err}"
+        );
+    }
+    for unreadable in ["closed", "secret", "d300"] {
+        assert!(
+            named.iter().any(|p| Path::new(p) == src.join(unreadable)),
+            "no error names {unreadable}:\n{err}"
+        );
+    }
+    assert_eq!(
+        mode_of(&dest.join("closed")),
+        0o755,
+        "the copy of an unreadable directory keeps its mode"
+    );
+
+    // --ignore-errors: what is really gone goes; nothing at or under what failed.
+    let o = copy_as_nobody(&[
+        os("--delete"),
+        os("--ignore-errors"),
+        os("--summary"),
+        slash(&src).as_os_str(),
+        arg(&dest),
+    ]);
+    assert_exit(&o, 1);
+    assert_eq!(counts(&o).deleted, 2, "extra and plain/4:\n{}", stderr(&o));
+    want.remove(&b"extra"[..]);
+    want.remove(&b"plain/4"[..]);
+    assert_eq!(names(&dest), want, "{}", stderr(&o));
+}
+
+#[test]
+fn a_wholly_unreadable_source_leaves_the_destination_whole_and_its_mode_alone() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "setpriv") {
+        return;
+    }
+    let t = scratch!();
+    let (src, dest) = backed_up_tree(t.path());
+    let before = names(&dest);
+    let mode = mode_of(&dest);
+    set_mode(&src, 0o000);
+    let o = copy_as_nobody(&[os("--delete"), slash(&src).as_os_str(), arg(&dest)]);
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(err.contains(&format!("{}", src.display())), "{err}");
+    assert!(err.contains("nothing deleted"), "{err}");
+    assert_eq!(names(&dest), before, "{err}");
+    assert_eq!(mode_of(&dest), mode, "{err}");
+}
+
+#[test]
+fn a_subtree_renamed_away_while_copying_deletes_nothing_and_the_errors_name_the_source() {
+    let test = test_name!();
+    if !require_root(test) {
+        return;
+    }
+    let t = scratch!();
+    let src = t.path().join("src");
+    let mut all = Vec::new();
+    for sub in ["a", "moving", "z"] {
+        for n in flat_corpus(&src.join(sub), 300, 16 << 10, 64 << 10, 7) {
+            all.push([sub.as_bytes(), b"/", &n[..]].concat());
+        }
+    }
+    let dest = t.path().join("dest");
+    assert_exit(&copy(&[slash(&src).as_os_str(), arg(&dest)]), 0);
+    let before = names(&dest);
+    // New mtimes: the next run reads and rewrites every file.
+    for rel in &all {
+        let f = fs::File::options()
+            .append(true)
+            .open(at(&src, rel))
+            .unwrap();
+        f.set_modified(std::time::SystemTime::now()).unwrap();
+    }
+
+    let mut running = start_copy(&[
+        os("--delete"),
+        os("-j"),
+        os("1"),
+        slash(&src).as_os_str(),
+        arg(&dest),
+    ]);
+    let caught = freeze_when(&mut running.0, || !temporaries(&dest).is_empty());
+    assert!(caught, "the run ended before it could be caught reading");
+    let moved = t.path().join("moved");
+    fs::rename(src.join("moving"), &moved).unwrap();
+    let (code, err) = finish(running);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("nothing deleted"), "{err}");
+    assert_eq!(
+        names(&dest),
+        before,
+        "no copy under dest/moving is lost:\n{err}"
+    );
+    let named = error_paths(&err);
+    assert!(!named.is_empty(), "{err}");
+    for p in &named {
+        assert!(
+            Path::new(p).starts_with(src.join("moving")),
+            "an error names {p}, not a path of the moved source:\n{err}"
+        );
+    }
+    assert!(temporaries(&dest).is_empty(), "{err}");
+}
+
+#[test]
+fn a_destination_root_that_is_a_symlink_is_followed_and_links_below_it_are_copied_as_links() {
+    let test = test_name!();
+    if !require_root(test) {
+        return;
+    }
+    let t = scratch!();
+    let src = t.path().join("photos");
+    put(&src, b"a.jpg", b"a");
+    put(&src, b"sub/b.jpg", b"b");
+    std::os::unix::fs::symlink("a.jpg", src.join("link")).unwrap();
+    let disk = t.path().join("other-disk");
+    fs::create_dir(&disk).unwrap();
+    let backup = t.path().join("backup");
+    std::os::unix::fs::symlink(&disk, &backup).unwrap();
+
+    // Contents into the link (trailing slash), twice, with --delete.
+    for _ in 0..2 {
+        let o = copy(&[os("--delete"), slash(&src).as_os_str(), arg(&backup)]);
+        assert_exit(&o, 0);
+        assert!(
+            fs::symlink_metadata(&backup)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(disk.join("sub/b.jpg")).unwrap(), b"b");
+        assert_eq!(
+            fs::read_link(disk.join("link")).unwrap(),
+            Path::new("a.jpg")
+        );
+    }
+    // The directory itself under the link.
+    let o = copy(&[arg(&src), arg(&backup)]);
+    assert_exit(&o, 0);
+    assert!(
+        fs::symlink_metadata(&backup)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(fs::read(disk.join("photos/a.jpg")).unwrap(), b"a");
+    assert!(
+        fs::symlink_metadata(disk.join("photos/link"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn a_file_copied_to_a_bare_new_name_in_the_current_directory_reports_nothing() {
+    let t = scratch!();
+    fs::write(t.path().join("one"), b"one").unwrap();
+    let o = output_within(
+        copy_cmd().args(["one", "newdest"]).current_dir(t.path()),
+        RUN_LIMIT,
+    );
+    assert_exit(&o, 0);
+    assert_eq!(stderr(&o), "");
+    assert_eq!(fs::read(t.path().join("newdest")).unwrap(), b"one");
+}
+
+#[test]
+fn a_source_directory_replaced_by_a_file_is_replaced_in_the_copy_by_delete_as_rsync_does() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "rsync") {
+        return;
+    }
+    let t = scratch!();
+    let src = t.path().join("src");
+    put(&src, b"d/x/1", b"1");
+    put(&src, b"d/x/2", b"2");
+    put(&src, b"d/y", b"y");
+    let ours = t.path().join("ours");
+    let theirs = t.path().join("theirs");
+    assert_exit(&copy(&[slash(&src).as_os_str(), arg(&ours)]), 0);
+    run(Command::new("rsync")
+        .arg("-a")
+        .arg(slash(&src))
+        .arg(&theirs));
+    fs::remove_dir_all(src.join("d/x")).unwrap();
+    put(&src, b"d/x", b"now a file");
+
+    // Without --delete the directory stays, and the run says why.
+    let o = copy(&[slash(&src).as_os_str(), arg(&ours)]);
+    assert_exit(&o, 1);
+    assert!(
+        stderr(&o).contains("--delete replaces it"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(ours.join("d/x/1").exists());
+
+    let o = copy(&[
+        os("--delete"),
+        os("--summary"),
+        slash(&src).as_os_str(),
+        arg(&ours),
+    ]);
+    assert_exit(&o, 0);
+    run(Command::new("rsync")
+        .args(["-a", "--delete"])
+        .arg(slash(&src))
+        .arg(&theirs));
+    assert_eq!(fs::read(ours.join("d/x")).unwrap(), b"now a file");
+    assert_eq!(names(&ours), names(&theirs), "as rsync -a --delete");
+    // And every later run is quiet.
+    let o = copy(&[
+        os("--delete"),
+        os("--summary"),
+        slash(&src).as_os_str(),
+        arg(&ours),
+    ]);
+    assert_exit(&o, 0);
+    assert_eq!(counts(&o), counts_of(0, 0, 2, 0, 0), "{}", stderr(&o));
+}
+
+/// `getfacl`'s view of a path, header lines left out.
+fn acl(path: &Path) -> String {
+    let o = run(Command::new("getfacl")
+        .args(["--omit-header", "--absolute-names"])
+        .arg(path));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn xattrs_and_acls_removed_in_the_source_are_removed_from_the_copy() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "setfacl") || !require_tool(test, "setfattr") {
+        return;
+    }
+    let s = LoopFs::new(test, "ext4", 64);
+    let d = LoopFs::new(test, "xfs", 300);
+    let src = s.path("src");
+    put(&src, b"granted", b"secret");
+    put(&src, b"tagged", b"t");
+    put(&src, b"plain", b"p");
+    run(Command::new("setfacl")
+        .args(["-m", "u:nobody:r"])
+        .arg(src.join("granted")));
+    run(Command::new("setfacl")
+        .args(["-d", "-m", "u:nobody:rx"])
+        .arg(&src));
+    setfattr(&src.join("tagged"), "user.label", "old");
+    let dest = d.path("dest");
+    assert_exit(&copy(&[slash(&src).as_os_str(), arg(&dest)]), 0);
+    assert!(acl(&dest.join("granted")).contains("user:nobody:r--"));
+    assert_eq!(
+        xattrs_of(&dest.join("tagged")),
+        xattrs_of(&src.join("tagged"))
+    );
+
+    // A no-op run (ext4 → xfs, ACLs on both) changes nothing and says so.
+    let o = copy(&[os("--summary"), slash(&src).as_os_str(), arg(&dest)]);
+    assert_exit(&o, 0);
+    assert!(
+        count_line(&stderr(&o)).ends_with("metadata brought up to date on 0"),
+        "{}",
+        stderr(&o)
+    );
+
+    // The grant is revoked and the label removed in the source: so in the copy.
+    run(Command::new("setfacl").arg("-b").arg(src.join("granted")));
+    run(Command::new("setfacl").arg("-k").arg(&src));
+    run(Command::new("setfattr")
+        .args(["-x", "user.label"])
+        .arg(src.join("tagged")));
+    let o = copy(&[os("--summary"), slash(&src).as_os_str(), arg(&dest)]);
+    assert_exit(&o, 0);
+    assert!(
+        !acl(&dest.join("granted")).contains("nobody"),
+        "{}",
+        acl(&dest.join("granted"))
+    );
+    assert!(!acl(&dest).contains("default:"), "{}", acl(&dest));
+    assert_eq!(
+        xattrs_of(&dest.join("tagged")),
+        Vec::<(String, String)>::new()
+    );
+    assert_eq!(
+        xattrs_of(&dest.join("granted")),
+        xattrs_of(&src.join("granted"))
+    );
+}
+
+/// The system calls of a run: (call, first argument's path or descriptor, rest).
+fn traced(cmd: &mut Command, calls: &str) -> Vec<String> {
+    let t = scratch!();
+    let log = t.path().join("trace");
+    let mut strace = Command::new("strace");
+    strace
+        .args(["-f", "-qq", "-e", &format!("trace={calls}"), "-o"])
+        .arg(&log)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        strace.current_dir(dir);
+    }
+    let o = output_within(&mut strace, RUN_LIMIT);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            l.split_once(' ')
+                .map_or(l, |(_, rest)| rest)
+                .trim()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn copies_are_flushed_in_batches_before_they_get_their_names() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "strace") {
+        return;
+    }
+    let s = LoopFs::new(test, "ext4", 64);
+    let d = LoopFs::new(test, "xfs", 300);
+    let src = s.path("src");
+    let names = flat_corpus(&src, 200, 1 << 10, 8 << 10, 3);
+    let dest = d.path("dest");
+    let mut cmd = copy_cmd();
+    cmd.arg(slash(&src)).arg(&dest);
+    let calls = traced(&mut cmd, "syncfs,fsync,fdatasync,rename,renameat,renameat2");
+    let renames: Vec<usize> = (0..calls.len())
+        .filter(|&i| calls[i].starts_with("rename") && calls[i].contains(".seekless-tmp-"))
+        .collect();
+    assert_eq!(renames.len(), names.len(), "{calls:#?}");
+    let first_flush = calls
+        .iter()
+        .position(|c| c.starts_with("syncfs("))
+        .expect("a syncfs");
+    assert!(
+        first_flush < renames[0],
+        "a file got its name before any flush: {calls:#?}"
+    );
+    let flushes = calls
+        .iter()
+        .filter(|c| {
+            c.starts_with("syncfs(") || c.starts_with("fsync(") || c.starts_with("fdatasync(")
+        })
+        .count();
+    assert!(
+        flushes <= 4,
+        "one flush per batch, not per file: {flushes} in {calls:#?}"
+    );
+    // After the last rename, the closing flush.
+    assert!(
+        calls[renames[renames.len() - 1]..]
+            .iter()
+            .any(|c| c.starts_with("syncfs(")),
+        "{calls:#?}"
+    );
+    // --no-sync: names at once, nothing flushed.
+    let dest2 = d.path("dest2");
+    let mut cmd = copy_cmd();
+    cmd.arg("--no-sync").arg(slash(&src)).arg(&dest2);
+    let calls = traced(&mut cmd, "syncfs,fsync,fdatasync");
+    assert!(calls.iter().all(|c| !c.contains("sync")), "{calls:#?}");
+}
+
+#[test]
+fn an_archive_is_flushed_before_its_rename_and_its_directory_after() {
+    let test = test_name!();
+    if !require_tool(test, "strace") {
+        return;
+    }
+    let t = scratch!();
+    put(t.path(), b"in/a", b"a");
+    let mut cmd = seekless();
+    cmd.args(["tar", "-f", "out.tar", "in"])
+        .current_dir(t.path());
+    let calls = traced(&mut cmd, "fsync,fdatasync,rename,renameat,renameat2");
+    let rename = calls
+        .iter()
+        .position(|c| c.starts_with("rename") && c.contains("out.tar"))
+        .unwrap_or_else(|| panic!("{calls:#?}"));
+    assert!(
+        calls[..rename].iter().any(|c| c.starts_with("fsync(")),
+        "{calls:#?}"
+    );
+    assert!(
+        calls[rename..].iter().any(|c| c.starts_with("fsync(")),
+        "{calls:#?}"
+    );
+    assert!(t.path().join("out.tar").exists());
+}
