@@ -20,6 +20,7 @@
 use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Read;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -161,17 +162,36 @@ pub fn hash_plan<F>(
     algo: Algorithm,
     opts: &ReadOptions,
     workers: usize,
-    done: F,
+    mut done: F,
 ) -> ReadStats
 where
     F: FnMut(&PlannedFile, Result<String, Error>) + Send,
 {
+    hash_plan_until(plan, algo, opts, workers, |planned, result| {
+        done(planned, result);
+        ControlFlow::Continue(())
+    })
+}
+
+/// [`hash_plan`], for a caller whose output can go away: once `done` returns
+/// [`ControlFlow::Break`] (`seekless hash | head -1` after `head` exits), no further file
+/// is read ([`ReadStats::stopped`]).
+pub fn hash_plan_until<F>(
+    plan: Arc<Plan>,
+    algo: Algorithm,
+    opts: &ReadOptions,
+    workers: usize,
+    done: F,
+) -> ReadStats
+where
+    F: FnMut(&PlannedFile, Result<String, Error>) -> ControlFlow<()> + Send,
+{
     let done = Mutex::new(done);
     let reader = Reader::new(plan.clone(), opts.clone());
-    reader.par_for_each(workers, |planned, item| {
+    reader.par_for_each_until(workers, |planned, item| {
         let result = item.and_then(|file| hash_reader(file, algo));
         let mut done = lock(&done);
-        done(planned, result);
+        done(planned, result)
     })
 }
 

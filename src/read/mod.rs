@@ -36,8 +36,9 @@ mod window;
 
 use std::fs::File;
 use std::io::{self, Read};
+use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::Receiver;
@@ -104,6 +105,9 @@ pub struct ReadStats {
     /// Times a sweep waited for the first request past a gap to be served before going on
     /// (see [`ReadOptions::gap_barrier`]), the first request of each sweep included.
     pub gap_waits: u64,
+    /// The work asked to stop ([`Reader::par_for_each_until`]) before every file was
+    /// handed out; the sweeps stopped reading ahead at once.
+    pub stopped: bool,
 }
 
 /// Reads a plan's files, yielding each as soon as it is ready, disks in parallel.
@@ -195,6 +199,7 @@ impl Reader {
     pub fn stats(&self) -> ReadStats {
         ReadStats {
             gap_waits: self.gap_waits.load(Ordering::Relaxed),
+            stopped: false,
         }
     }
 
@@ -229,23 +234,74 @@ impl Reader {
     where
         F: Fn(&PlannedFile, Result<FileReader, Error>) + Sync,
     {
+        self.par_for_each_until(workers, |planned, item| {
+            work(planned, item);
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// [`par_for_each`](Self::par_for_each), for work that can become pointless: once
+    /// `work` returns [`ControlFlow::Break`] (the reader of the output went away, the
+    /// destination is full, the writer died), no further file is handed out, the sweeps
+    /// stop reading ahead, and the call returns when the files already handed out are
+    /// done, with [`ReadStats::stopped`] set.
+    ///
+    /// ```
+    /// use std::ops::ControlFlow;
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use seekless::{Plan, PlanOptions, Quiet, read::{ReadOptions, Reader}};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// for i in 0..100 {
+    ///     std::fs::write(dir.path().join(format!("f{i}")), b"x")?;
+    /// }
+    /// let plan = Arc::new(Plan::build(&[dir.path().to_path_buf()], &PlanOptions::default(), &Quiet));
+    /// let seen = AtomicU64::new(0);
+    /// let stats = Reader::new(plan, ReadOptions::default()).par_for_each_until(1, |_, _| {
+    ///     // Enough after three files.
+    ///     if seen.fetch_add(1, Ordering::Relaxed) == 2 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    /// });
+    /// assert!(stats.stopped);
+    /// assert_eq!(seen.into_inner(), 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn par_for_each_until<F>(self, workers: usize, work: F) -> ReadStats
+    where
+        F: Fn(&PlannedFile, Result<FileReader, Error>) -> ControlFlow<()> + Sync,
+    {
         let me = &self;
         let work = &work;
+        let stop = AtomicBool::new(false);
+        let stop = &stop;
         // A panic in `work` or in a sweep ends that worker; the others finish, and the
         // first panic is re-raised here with its own payload.
         std::thread::scope(|s| {
             let handles: Vec<_> = (0..workers.max(1))
                 .map(|_| {
                     s.spawn(move || {
-                        while let Some((index, item)) = me.next_file() {
-                            work(&me.plan.files()[index as usize], item);
+                        while !stop.load(Ordering::Relaxed)
+                            && let Some((index, item)) = me.next_file()
+                        {
+                            if stop.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            if work(&me.plan.files()[index as usize], item).is_break() {
+                                stop.store(true, Ordering::Relaxed);
+                                for w in &me.windows {
+                                    w.cancel();
+                                }
+                            }
                         }
                     })
                 })
                 .collect();
             crate::sync::join_all(handles);
         });
-        self.stats()
+        ReadStats {
+            stopped: stop.load(Ordering::Relaxed),
+            ..self.stats()
+        }
     }
 
     /// The next file, `None` once every sweep has ended; re-raises a sweep's panic.

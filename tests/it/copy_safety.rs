@@ -524,3 +524,35 @@ fn an_archive_is_flushed_before_its_rename_and_its_directory_after() {
     );
     assert!(t.path().join("out.tar").exists());
 }
+
+#[test]
+fn a_full_destination_stops_the_reading_too() {
+    let test = test_name!();
+    if !require_root(test) {
+        return;
+    }
+    let s = LoopFs::new(test, "ext4", 300);
+    let d = LoopFs::new(test, "ext4", 24);
+    let src = s.path("src");
+    fs::create_dir(&src).unwrap();
+    let chunk: Vec<u8> = (0..1u32 << 20).map(|i| (i * 13 + i / 512) as u8).collect();
+    for i in 0..256 {
+        fs::write(src.join(format!("f{i:03}")), &chunk).unwrap();
+    }
+    s.remount();
+    let before = s.read_bytes();
+    let o = copy(&[
+        os("--summary"),
+        slash(&src).as_os_str(),
+        d.path("dest").as_os_str(),
+    ]);
+    let read = s.read_bytes() - before;
+    assert_exit(&o, 1);
+    assert!(stderr(&o).contains("stopped early"), "{}", stderr(&o));
+    let total = 256u64 << 20;
+    assert!(
+        read < total / 2,
+        "read {read} of {total} bytes for a destination of 24 MiB:\n{}",
+        stderr(&o)
+    );
+}

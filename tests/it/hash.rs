@@ -369,3 +369,36 @@ fn a_panic_fails_the_command_with_its_message_and_a_nonzero_exit() {
         4
     );
 }
+
+#[test]
+fn hash_into_a_pipe_closed_by_head_stops_reading_at_once_and_exits_0() {
+    let test = test_name!();
+    if !require_root(test) {
+        return;
+    }
+    let lfs = LoopFs::new(test, "ext4", 2300);
+    let chunk: Vec<u8> = (0..4u32 << 20).map(|i| (i * 7 + i / 4096) as u8).collect();
+    for i in 0..512 {
+        std::fs::write(lfs.path(format!("f{i:03}")), &chunk).unwrap();
+    }
+    lfs.remount();
+    let before = lfs.read_bytes();
+    let o = run(Command::new("bash")
+        .arg("-c")
+        .arg("\"$0\" hash --algo blake3 \"$1\" | head -1; echo \"status ${PIPESTATUS[0]}\" >&2")
+        .arg(env!("CARGO_BIN_EXE_seekless"))
+        .arg(&lfs.mnt));
+    let read = lfs.read_bytes() - before;
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.stdout.iter().filter(|&&b| b == b'\n').count(), 1);
+    assert_eq!(
+        err.trim(),
+        "status 0",
+        "no message, exit 0, as sha256sum and rg"
+    );
+    let total = 512u64 << 22;
+    assert!(
+        read < total / 10,
+        "read {read} bytes of {total} after head went away"
+    );
+}

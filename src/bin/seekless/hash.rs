@@ -3,11 +3,12 @@
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Write};
 use std::num::NonZeroUsize;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
-use seekless::jobs::hash::{Algorithm, CheckEvents, check_listed, hash_plan, hash_stream};
+use seekless::jobs::hash::{Algorithm, CheckEvents, check_listed, hash_plan_until, hash_stream};
 use seekless::jobs::manifest::{Checklist, Verdict, format_line, format_verdict, name_in_manifest};
 use seekless::read::{ReadOptions, ReadStats};
 use seekless::{Plan, PlannedFile, Reporter};
@@ -140,12 +141,16 @@ pub fn run(args: Args) -> Result<Code> {
     let console = Console::new(args.verbose);
     let plan = Arc::new(Plan::build(&paths, &opts, &console));
     let stdout = io::stdout();
+    // Into a pipe or a terminal each line goes out as it is made: the reader sees results
+    // as they come, and one that goes away (`| head -1`) is noticed at the next line, not
+    // a buffer's worth of files later.
+    let streamed = crate::output::stdout_is_stream();
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     let mut sorted: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     let mut write_error: Option<io::Error> = None;
     let mut progress = ReadProgress::new(&console, args.summary);
     progress.start(&plan);
-    let stats = hash_plan(
+    let stats = hash_plan_until(
         plan.clone(),
         args.algo.into(),
         &args.read.options(),
@@ -159,14 +164,20 @@ pub fn run(args: Args) -> Result<Code> {
                     line.push(b'\n');
                     if args.sort_output {
                         sorted.push((file.entry.path.to_path_buf(), line));
-                    } else if write_error.is_none()
-                        && let Err(e) = out.write_all(&line)
-                    {
-                        write_error = Some(e);
+                    } else {
+                        let written = out
+                            .write_all(&line)
+                            .and_then(|()| if streamed { out.flush() } else { Ok(()) });
+                        if let Err(e) = written {
+                            // Nobody to write for: stop reading.
+                            write_error = Some(e);
+                            return ControlFlow::Break(());
+                        }
                     }
                 }
                 Err(e) => console.error(&e),
             }
+            ControlFlow::Continue(())
         },
     );
     progress.finish(&stats);

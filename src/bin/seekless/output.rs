@@ -99,3 +99,28 @@ pub fn commit_durably(file: AtomicFile, data: &[u8]) -> io::Result<()> {
     file.file().write_all(data)?;
     file.commit()
 }
+
+/// Whether standard output is a pipe, a socket or a terminal (someone reading as the lines
+/// come), not a file or `/dev/null`.
+pub fn stdout_is_stream() -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        // SAFETY: fd 1 is borrowed for the duration of this call only, never closed here.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(1) };
+        match fd
+            .try_clone_to_owned()
+            .and_then(|fd| std::fs::File::from(fd).metadata())
+        {
+            Ok(m) => {
+                let t = m.file_type();
+                t.is_fifo() || t.is_socket() || std::io::IsTerminal::is_terminal(&std::io::stdout())
+            }
+            Err(_) => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        std::io::IsTerminal::is_terminal(&std::io::stdout())
+    }
+}

@@ -41,6 +41,7 @@ mod target;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -441,8 +442,18 @@ pub fn copy_with(
     };
     lock(&shared.events).reading(&plan);
     let started = Instant::now();
-    let stats = Reader::new(plan.clone(), opts.read.clone())
-        .par_for_each(opts.workers, |planned, file| shared.one(planned, file));
+    let stats = Reader::new(plan.clone(), opts.read.clone()).par_for_each_until(
+        opts.workers,
+        |planned, file| {
+            shared.one(planned, file);
+            // A full destination: the rest would not fit either; stop reading.
+            if shared.stop.load(Ordering::Relaxed) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        },
+    );
     shared.placed(shared.commits.finish());
     lock(&shared.events).read_done(&stats, started.elapsed());
     summary.copied += shared.copied.into_inner();

@@ -101,6 +101,13 @@ impl LoopFs {
         stat.split_whitespace().next().unwrap().parse().unwrap()
     }
 
+    /// Bytes read from the device so far (its `stat`'s sectors read).
+    pub fn read_bytes(&self) -> u64 {
+        let stat = std::fs::read_to_string(self.sys_block().join("stat")).unwrap();
+        let sectors: u64 = stat.split_whitespace().nth(2).unwrap().parse().unwrap();
+        sectors * 512
+    }
+
     fn sys_block(&self) -> PathBuf {
         let dev = Path::new(&self.device).file_name().unwrap();
         Path::new("/sys/block").join(dev)
