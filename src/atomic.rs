@@ -56,7 +56,7 @@ impl AtomicFile {
         }
         #[cfg(not(unix))]
         let _ = mode;
-        let file = opts.open(&temp)?;
+        let file = crate::os::with_path(&temp, |t| opts.open(t))?;
         Ok(AtomicFile {
             path: path.to_path_buf(),
             temp,
@@ -89,7 +89,7 @@ impl AtomicFile {
             f.sync_all()?;
         }
         drop(self.file.take());
-        fs::rename(&self.temp, &self.path)?;
+        crate::os::with_paths(&self.temp, &self.path, |a, b| fs::rename(a, b))?;
         self.temp = PathBuf::new();
         crate::os::sync_directory(parent_of(&self.path))
     }
@@ -105,7 +105,7 @@ impl AtomicFile {
     /// them, and flushes the filesystem again at the end).
     pub(crate) fn commit_unsynced(mut self) -> io::Result<()> {
         drop(self.file.take());
-        fs::rename(&self.temp, &self.path)?;
+        crate::os::with_paths(&self.temp, &self.path, |a, b| fs::rename(a, b))?;
         self.temp = PathBuf::new();
         Ok(())
     }
@@ -114,7 +114,7 @@ impl AtomicFile {
 impl Drop for AtomicFile {
     fn drop(&mut self) {
         if !self.temp.as_os_str().is_empty() {
-            let _ = fs::remove_file(&self.temp);
+            let _ = crate::os::with_path(&self.temp, |p| fs::remove_file(p));
         }
     }
 }

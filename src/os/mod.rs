@@ -55,6 +55,25 @@ pub(crate) use other::*;
 #[cfg(not(target_os = "linux"))]
 pub(crate) use std::fs::{metadata, read_dir, symlink_metadata};
 
+/// Runs `op` on `path` (on Linux, through a short form for paths of any length).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn with_path<T>(
+    path: &std::path::Path,
+    op: impl FnOnce(&std::path::Path) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    op(path)
+}
+
+/// [`with_path`] for calls on two paths.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn with_paths<T>(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    op: impl FnOnce(&std::path::Path, &std::path::Path) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    op(a, b)
+}
+
 /// Opens a directory for reading (elsewhere than Linux, as the standard library does).
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn open_directory(path: &std::path::Path) -> std::io::Result<std::fs::File> {

@@ -77,18 +77,25 @@ fn c_path(path: &Path) -> io::Result<std::ffi::CString> {
         .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
 }
 
+/// `op` with `path` as a C string the kernel takes, whatever the path's length.
+#[cfg(unix)]
+fn with_c_path<T>(path: &Path, op: impl FnOnce(&std::ffi::CStr) -> io::Result<T>) -> io::Result<T> {
+    super::with_path(path, |p| op(&c_path(p)?))
+}
+
 /// Makes a FIFO or device node at `path` with `mode` (type and permission bits) and
 /// device number `rdev`.
 #[cfg(unix)]
 pub(crate) fn make_node(path: &Path, mode: u32, rdev: u64) -> io::Result<()> {
-    let c = c_path(path)?;
-    // SAFETY: `c` is a NUL-terminated path; mknod only creates the node.
-    let rc = unsafe { libc::mknod(c.as_ptr(), mode as libc::mode_t, rdev as libc::dev_t) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    with_c_path(path, |c| {
+        // SAFETY: `c` is a NUL-terminated path; mknod only creates the node.
+        let rc = unsafe { libc::mknod(c.as_ptr(), mode as libc::mode_t, rdev as libc::dev_t) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    })
 }
 
 #[cfg(not(unix))]
@@ -104,26 +111,27 @@ pub(crate) fn set_times_nofollow(
     atime: (i64, i64),
     mtime: (i64, i64),
 ) -> io::Result<()> {
-    let c = c_path(path)?;
-    let ts = |(sec, nsec): (i64, i64)| libc::timespec {
-        tv_sec: sec as libc::time_t,
-        tv_nsec: nsec as _,
-    };
-    let times = [ts(atime), ts(mtime)];
-    // SAFETY: `c` is a NUL-terminated path and `times` two timespecs, as utimensat reads.
-    let rc = unsafe {
-        libc::utimensat(
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            times.as_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    with_c_path(path, |c| {
+        let ts = |(sec, nsec): (i64, i64)| libc::timespec {
+            tv_sec: sec as libc::time_t,
+            tv_nsec: nsec as _,
+        };
+        let times = [ts(atime), ts(mtime)];
+        // SAFETY: `c` is a NUL-terminated path and `times` two timespecs, as utimensat reads.
+        let rc = unsafe {
+            libc::utimensat(
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                times.as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    })
 }
 
 #[cfg(not(unix))]
@@ -138,24 +146,25 @@ pub(crate) fn set_times_nofollow(
 /// Sets extended attribute `name` of `path` itself (not following a symlink).
 #[cfg(target_os = "linux")]
 pub(crate) fn set_xattr(path: &Path, name: &[u8], value: &[u8]) -> io::Result<()> {
-    let c = c_path(path)?;
-    let n =
-        std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: `c` and `n` are NUL-terminated; `value` is read for its length.
-    let rc = unsafe {
-        libc::lsetxattr(
-            c.as_ptr(),
-            n.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    with_c_path(path, |c| {
+        let n = std::ffi::CString::new(name)
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: `c` and `n` are NUL-terminated; `value` is read for its length.
+        let rc = unsafe {
+            libc::lsetxattr(
+                c.as_ptr(),
+                n.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    })
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -167,20 +176,21 @@ pub(crate) fn set_xattr(_path: &Path, _name: &[u8], _value: &[u8]) -> io::Result
 /// already gone is no error.
 #[cfg(target_os = "linux")]
 pub(crate) fn remove_xattr(path: &Path, name: &[u8]) -> io::Result<()> {
-    let c = c_path(path)?;
-    let n =
-        std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: `c` and `n` are NUL-terminated strings we own.
-    let rc = unsafe { libc::lremovexattr(c.as_ptr(), n.as_ptr()) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::ENODATA) {
-        Ok(())
-    } else {
-        Err(err)
-    }
+    with_c_path(path, |c| {
+        let n = std::ffi::CString::new(name)
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: `c` and `n` are NUL-terminated strings we own.
+        let rc = unsafe { libc::lremovexattr(c.as_ptr(), n.as_ptr()) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::ENODATA) {
+            Ok(())
+        } else {
+            Err(err)
+        }
+    })
 }
 
 #[cfg(not(target_os = "linux"))]

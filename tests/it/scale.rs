@@ -5,7 +5,7 @@ use std::ffi::{CString, OsStr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use crate::common::*;
 
@@ -182,4 +182,56 @@ fn a_tree_deeper_than_path_max_is_listed_and_hashed_whole() {
             path.display()
         );
     }
+}
+
+#[test]
+fn a_tree_deeper_than_path_max_is_copied_whole_and_a_rerun_copies_nothing() {
+    let test = test_name!();
+    if !require_tool(test, "tar") {
+        return;
+    }
+    let t = scratch!();
+    let src = t.path().join("s");
+    std::fs::create_dir(&src).unwrap();
+    let files = deep_tree(&src, 2200);
+    assert!(files.last().unwrap().0.as_os_str().len() > 4400);
+    let dest = t.path().join("c");
+    let copy = |extra: &str| {
+        let o = seekless()
+            .args(["copy", "--summary", extra])
+            .arg(format!("{}/", src.display()))
+            .arg(&dest)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        err
+    };
+    let err = copy("--no-clone");
+    assert!(
+        err.contains("copy: 2200 copied, 0 updated, 0 skipped"),
+        "{err}"
+    );
+    // GNU tar walks deep trees through openat: the same archive of both, metadata included.
+    let archive = |dir: &Path| {
+        run(Command::new("tar")
+            .args([
+                "--sort=name",
+                "--format=posix",
+                "--pax-option=delete=atime,delete=ctime",
+            ])
+            .arg("-C")
+            .arg(dir)
+            .args(["-cf", "-", "."]))
+        .stdout
+    };
+    assert!(
+        archive(&src) == archive(&dest),
+        "the copy differs from its source"
+    );
+    let err = copy("--delete");
+    assert!(
+        err.contains("copy: 0 copied, 0 updated, 2200 skipped, 0 deleted, 0 failed"),
+        "{err}"
+    );
 }

@@ -134,7 +134,8 @@ pub(super) fn delete_extra(
                     break;
                 }
             };
-            let path = entry.path();
+            // Not `entry.path()`: a long directory is listed through a short stand-in name.
+            let path = dir.join(entry.file_name());
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
             if protected.covers(&path) {
                 continue;
@@ -146,9 +147,9 @@ pub(super) fn delete_extra(
                 continue;
             }
             let gone = if is_dir {
-                fs::remove_dir_all(&path)
+                os::with_path(&path, |p| fs::remove_dir_all(p))
             } else {
-                fs::remove_file(&path)
+                os::with_path(&path, |p| fs::remove_file(p))
             };
             match gone {
                 Ok(()) => removed += 1,

@@ -363,7 +363,7 @@ pub fn copy_with(
                 );
                 continue;
             }
-            match fs::remove_dir_all(&dest) {
+            match os::with_path(&dest, |p| fs::remove_dir_all(p)) {
                 Ok(()) => {
                     summary.deleted += 1;
                     existing = None;
@@ -635,12 +635,17 @@ impl<'a> Mapping<'a> {
 fn make_dir(dest: &Path) -> io::Result<bool> {
     match os::symlink_metadata(dest) {
         Ok(m) if m.is_dir() => return Ok(true),
-        Ok(_) => fs::remove_file(dest)?,
+        Ok(_) => os::with_path(dest, |p| fs::remove_file(p))?,
         Err(_) => {}
     }
-    match fs::create_dir(dest) {
+    match os::with_path(dest, |p| fs::create_dir(p)) {
         Ok(()) => Ok(false),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && dest.is_dir() => Ok(true),
+        Err(e)
+            if e.kind() == io::ErrorKind::AlreadyExists
+                && os::metadata(dest).is_ok_and(|m| m.is_dir()) =>
+        {
+            Ok(true)
+        }
         Err(e) => Err(e),
     }
 }
@@ -682,7 +687,7 @@ fn make_other(
             {
                 return refresh(&other.path, false, dest, d, as_root, xattrs).map(Made::refreshed);
             }
-            make_symlink(&link, &temp).map_err(io)?;
+            os::with_path(&temp, |t| make_symlink(&link, t)).map_err(io)?;
         }
         NodeKind::Fifo | NodeKind::CharDevice | NodeKind::BlockDevice => {
             if let Some(d) = existing
@@ -714,11 +719,11 @@ fn make_other(
     })
     .and_then(|()| {
         target::apply(&temp, None, &st, as_root)
-            .and_then(|()| fs::rename(&temp, dest))
+            .and_then(|()| os::with_paths(&temp, dest, |a, b| fs::rename(a, b)))
             .map_err(io)
     });
     if let Err(e) = placed {
-        let _ = fs::remove_file(&temp);
+        let _ = os::with_path(&temp, |p| fs::remove_file(p));
         return Err(e);
     }
     Ok(Made::New)
@@ -775,7 +780,7 @@ fn make_symlink(_target: &Path, _at: &Path) -> io::Result<()> {
 
 /// Makes `dest` a hard link to `first` (through a temporary name), unless it is one.
 fn link_in_place(first: &Path, dest: &Path) -> io::Result<bool> {
-    let a = fs::metadata(first)?;
+    let a = os::metadata(first)?;
     if let Ok(b) = os::symlink_metadata(dest) {
         let id = |m: &fs::Metadata, p: &Path| os::file_id(p, None, m).ok();
         if id(&a, first).is_some() && id(&a, first) == id(&b, dest) {
@@ -783,9 +788,9 @@ fn link_in_place(first: &Path, dest: &Path) -> io::Result<bool> {
         }
     }
     let temp = temp_beside(dest);
-    fs::hard_link(first, &temp)?;
-    fs::rename(&temp, dest).inspect_err(|_| {
-        let _ = fs::remove_file(&temp);
+    os::with_paths(first, &temp, |a, b| fs::hard_link(a, b))?;
+    os::with_paths(&temp, dest, |a, b| fs::rename(a, b)).inspect_err(|_| {
+        let _ = os::with_path(&temp, |p| fs::remove_file(p));
     })?;
     Ok(true)
 }
@@ -1209,7 +1214,7 @@ fn is_full(err: &Error) -> bool {
 
 /// The hash of a file read plainly.
 fn hash_path(path: &Path, algo: Algorithm) -> io::Result<String> {
-    let f = File::open(path)?;
+    let f = os::with_path(path, |p| File::open(p))?;
     crate::jobs::hash::hash_stream(f, algo)
 }
 
@@ -1228,7 +1233,7 @@ fn verify(
         .collect();
     let paths: Vec<PathBuf> = hashes.iter().map(|(p, _)| p.clone()).collect();
     for p in &paths {
-        if let Ok(f) = File::open(p) {
+        if let Ok(f) = os::with_path(p, |p| File::open(p)) {
             let _ = os::drop_cache(&f, 0, 0);
         }
     }

@@ -17,7 +17,9 @@ pub fn remove_leftovers(dir: &Path) -> u64 {
     };
     let mut removed = 0;
     for entry in entries.flatten() {
-        if is_temp(&entry.file_name()) && fs::remove_file(entry.path()).is_ok() {
+        if is_temp(&entry.file_name())
+            && os::with_path(&dir.join(entry.file_name()), |p| fs::remove_file(p)).is_ok()
+        {
             removed += 1;
         }
     }
@@ -34,14 +36,16 @@ pub fn apply(path: &Path, file: Option<&File>, st: &Stat, as_root: bool) -> io::
             let (uid, gid) = (st.uid as u32, st.gid as u32);
             match file {
                 Some(f) => std::os::unix::fs::fchown(f, Some(uid), Some(gid))?,
-                None => std::os::unix::fs::lchown(path, Some(uid), Some(gid))?,
+                None => {
+                    os::with_path(path, |p| std::os::unix::fs::lchown(p, Some(uid), Some(gid)))?
+                }
             }
         }
         if st.kind != NodeKind::Symlink {
             let perms = fs::Permissions::from_mode(st.mode);
             match file {
                 Some(f) => f.set_permissions(perms)?,
-                None => fs::set_permissions(path, perms)?,
+                None => os::with_path(path, |p| fs::set_permissions(p, perms))?,
             }
         }
         let ns = |(s, n): (i64, u32)| (s, i64::from(n));

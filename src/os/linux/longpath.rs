@@ -101,6 +101,21 @@ fn open_dir(at: Option<&OwnedFd>, name: &[u8]) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Runs `op` on `path` in a form the kernel takes, whatever its length: for any call on
+/// a path (`|p| fs::create_dir(p)`).
+pub(crate) fn with_path<T>(path: &Path, op: impl FnOnce(&Path) -> io::Result<T>) -> io::Result<T> {
+    op(&sys_path(path)?)
+}
+
+/// [`with_path`] for calls on two paths (`fs::rename`, `fs::hard_link`).
+pub(crate) fn with_paths<T>(
+    a: &Path,
+    b: &Path,
+    op: impl FnOnce(&Path, &Path) -> io::Result<T>,
+) -> io::Result<T> {
+    op(&sys_path(a)?, &sys_path(b)?)
+}
+
 /// [`fs::metadata`] for a path of any length.
 pub(crate) fn metadata(path: &Path) -> io::Result<Metadata> {
     fs::metadata(&*sys_path(path)?)

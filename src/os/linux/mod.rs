@@ -23,7 +23,9 @@ pub(crate) use super::unix::{
 };
 pub(crate) use dirahead::{BlockDevice, open_block_device, read_dir_ahead};
 pub(crate) use hints::{drop_cache, prefetch};
-pub(crate) use longpath::{metadata, open_directory, read_dir, symlink_metadata, sys_path};
+pub(crate) use longpath::{
+    metadata, open_directory, read_dir, symlink_metadata, sys_path, with_path, with_paths,
+};
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory
 /// was read cannot hang us), never updates atime, and does not follow a final symlink
