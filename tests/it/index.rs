@@ -2070,20 +2070,42 @@ fn a_version_1_catalog_is_upgraded_in_place_and_keeps_its_rows() {
     gifs(&files);
     let db = t.path().join("c.db");
     assert_exit(&index(&db, &[photos.as_os_str()]), 0);
-    // As version 1 left it when run as `index photos` from the parent: the same tables
+    // As version 1 left it when run as `index photos` from the parent (the first three)
+    // and as `index $PWD/link` through a symbolic link to it (the rest): the same tables
     // (docs/index.md, schema version 1), paths as given; and a row of a file no longer
     // there, and one of another tree given absolute.
+    std::os::unix::fs::symlink("photos", t.path().join("link")).unwrap();
     let prefix = format!("{}/", t.path().display());
+    let via_link = files[3..]
+        .iter()
+        .map(|f| format!("'{}'", f.display()))
+        .collect::<Vec<_>>()
+        .join(", ");
     query(
         &db,
         &format!(
-            "UPDATE images SET path = substr(path, {n}), path_bytes = substr(path_bytes, {n});
+            "UPDATE images SET path = replace(path, '/photos/', '/link/')
+                 WHERE path IN ({via_link});
+             UPDATE images SET path_bytes = CAST(path AS BLOB);
+             UPDATE images SET path = substr(path, {n}), path_bytes = substr(path_bytes, {n})
+                 WHERE path NOT LIKE '%/link/%';
              INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, blake3, scan)
                  VALUES ('photos/gone.gif', CAST('photos/gone.gif' AS BLOB), 1, 1, 1, 1, 'x', 1),
                         ('/elsewhere/x.gif', CAST('/elsewhere/x.gif' AS BLOB), 1, 2, 1, 1, 'y', 1);
              PRAGMA user_version = 1;",
             n = prefix.len() + 1
         ),
+    );
+    let count = |sql: &str| one(&db, &format!("SELECT count(*) AS n FROM images {sql}"), "n");
+    assert_eq!(
+        count("WHERE path LIKE '%/link/%'"),
+        json!(3),
+        "the v1 catalog as built"
+    );
+    assert_eq!(
+        count("WHERE path LIKE 'photos/%'"),
+        json!(4),
+        "the v1 catalog as built"
     );
     let ids_before = query(&db, "SELECT id FROM images ORDER BY id");
     let o = output_within(

@@ -225,34 +225,28 @@ impl WriterLock {
     }
 }
 
-/// Upgrades a version-1 catalog (paths as given, relative or absolute) to version 2
-/// (paths absolute), inside the caller's transaction. A relative path is taken as
-/// relative to the current directory, as the run that wrote it most likely was, and
-/// rewritten only when a file with the row's device and inode is there; the rest are left
-/// as they were (such rows are never matched nor removed; `docs/index.md` says how to drop
-/// them). A row whose absolute path already has a row of its own is a duplicate of it, and
-/// goes.
+/// Upgrades a version-1 catalog (paths as given: relative, or absolute through symbolic
+/// links) to version 2 (paths absolute, each directory canonical), inside the caller's
+/// transaction. A relative path is taken as relative to the current directory, as the run
+/// that wrote it most likely was. A row's path is rewritten only when the file found at its
+/// new path has the row's device and inode; the rest are left as they were (a relative one
+/// is then never matched nor removed; `docs/index.md` says how to drop them). A row whose
+/// new path already has a row of its own is a duplicate of it, and goes.
 pub(crate) fn upgrade_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     use crate::path_bytes::{path_from_bytes, path_to_bytes};
-    let relative: Vec<(i64, Vec<u8>, i64, i64)> = {
+    let rows: Vec<(i64, Vec<u8>, i64, i64)> = {
         let mut stmt = tx.prepare("SELECT id, path_bytes, dev, ino FROM images")?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
-        rows.filter(|r| {
-            r.as_ref()
-                .map_or(true, |(_, bytes, _, _): &(i64, Vec<u8>, i64, i64)| {
-                    !path_from_bytes(bytes).is_absolute()
-                })
-        })
-        .collect::<rusqlite::Result<_>>()?
+        rows.collect::<rusqlite::Result<_>>()?
     };
-    // Each directory canonical once.
+    // Each directory made canonical once.
     let mut dirs: HashMap<PathBuf, Option<PathBuf>> = HashMap::new();
     let mut update =
         tx.prepare("UPDATE OR IGNORE images SET path = ?2, path_bytes = ?3 WHERE id = ?1")?;
     let mut delete = tx.prepare("DELETE FROM images WHERE id = ?1")?;
-    for (id, bytes, dev, ino) in relative {
-        let rel = path_from_bytes(&bytes);
-        let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+    for (id, bytes, dev, ino) in rows {
+        let old = path_from_bytes(&bytes);
+        let (Some(parent), Some(name)) = (old.parent(), old.file_name()) else {
             continue;
         };
         let parent = if parent.as_os_str().is_empty() {
@@ -264,16 +258,19 @@ pub(crate) fn upgrade_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
             .entry(parent.to_path_buf())
             .or_insert_with(|| std::fs::canonicalize(parent).ok());
         let Some(dir) = dir else { continue };
-        let abs = dir.join(name);
-        let same_file = crate::os::symlink_metadata(&abs).is_ok_and(|m| {
-            crate::os::file_id(&abs, None, &m)
+        let new = dir.join(name);
+        let new_bytes = path_to_bytes(&new).into_owned();
+        if new_bytes == bytes {
+            continue;
+        }
+        let same_file = crate::os::symlink_metadata(&new).is_ok_and(|m| {
+            crate::os::file_id(&new, None, &m)
                 .is_ok_and(|id| id.dev == dev as u64 && id.ino == ino as u64)
         });
         if !same_file {
             continue;
         }
-        let abs_bytes = path_to_bytes(&abs).into_owned();
-        if update.execute(params![id, display(&abs_bytes), abs_bytes])? == 0 {
+        if update.execute(params![id, display(&new_bytes), new_bytes])? == 0 {
             delete.execute([id])?;
         }
     }
