@@ -310,6 +310,7 @@ pub fn index_with(
             continue;
         }
         let rows = known.keys().filter(|k| under(k, bytes)).count();
+        let rows_word = if rows == 1 { "row" } else { "rows" };
         let what = match state {
             RootState::Missing => "does not exist",
             _ => "is an empty directory",
@@ -322,12 +323,12 @@ pub fn index_with(
         } else if opts.prune {
             reporter.warning(
                 Some(root),
-                &format!("{what}; its {rows} rows in the catalog are removed (--prune)"),
+                &format!("{what}; its {rows} {rows_word} in the catalog are removed (--prune)"),
             );
         } else {
             let why = format!(
-                "{what}, but the catalog has {rows} rows under it: they are kept (is the \
-                 drive mounted? --prune removes them)"
+                "{what}, but the catalog has {rows} {rows_word} under it: kept (is the drive \
+                 mounted? --prune removes them)"
             );
             reporter.error(&Error::io(root, std::io::Error::other(why)));
             unseen.insert(bytes.clone());
