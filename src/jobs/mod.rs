@@ -12,8 +12,10 @@ pub mod tar;
 /// Fault injection, for tests of files that change while they are archived or copied:
 /// right after its header is written (tar) or its temporary made (copy), a file whose name
 /// starts with `seekless-fault-shrink` is cut to half its size, and one starting with
-/// `seekless-fault-grow` gets 1000 bytes more — in unit tests always, in debug builds of
-/// the binary when `SEEKLESS_INJECT_FAULTS=1`. Release builds have no such hook.
+/// `seekless-fault-grow` gets 1000 bytes more, and before it is read (index) one starting
+/// with `seekless-fault-stall` holds its reader for two minutes (a slow file, for tests of
+/// what is committed meanwhile) — in unit tests always, in debug builds of the binary when
+/// `SEEKLESS_INJECT_FAULTS=1`. Release builds have no such hook.
 #[cfg(any(test, debug_assertions))]
 pub(crate) fn fault_point(path: &std::path::Path) {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
@@ -31,5 +33,7 @@ pub(crate) fn fault_point(path: &std::path::Path) {
         && let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path)
     {
         let _ = std::io::Write::write_all(&mut f, &[b'+'; 1000]);
+    } else if name.starts_with("seekless-fault-stall") {
+        std::thread::sleep(std::time::Duration::from_secs(120));
     }
 }

@@ -752,7 +752,7 @@ fn catalog_matches_exiftool_and_b3sum_in(test: &str, tools: &Tools, dir: &Path, 
 
     assert_eq!(
         one(db, "PRAGMA user_version", "user_version"),
-        json!(1),
+        json!(2),
         "schema version"
     );
     assert_eq!(
@@ -1659,7 +1659,8 @@ fn a_name_that_is_not_utf8_is_kept_byte_for_byte_in_path_bytes() {
     std::fs::rename(photos.join("tmp1.jpg"), photos.join(latin1)).unwrap();
     std::fs::rename(photos.join("tmp2.png"), photos.join(newline)).unwrap();
 
-    // Given relatively, from the parent: the path is kept as given.
+    // Given relatively, from the parent: stored absolute, the names below the root byte
+    // for byte.
     let db = t.path().join("names.db");
     let o = output_within(
         seekless()
@@ -1687,9 +1688,13 @@ fn a_name_that_is_not_utf8_is_kept_byte_for_byte_in_path_bytes() {
         ),
     ];
     want.sort_by_key(|w| hex(&w.0));
+    let parent = std::fs::canonicalize(t.path()).unwrap();
+    let parent = format!("{}/", parent.display());
     assert_eq!(rows.len(), 2, "{rows:?}");
     for (row, (bytes, shown, format, width)) in rows.iter().zip(&want) {
-        assert_eq!(row["hex"], json!(hex(bytes)), "{row}");
+        let absolute = [parent.as_bytes(), bytes].concat();
+        assert_eq!(row["hex"], json!(hex(&absolute)), "{row}");
+        let shown = format!("{parent}{shown}");
         assert_eq!(row["path"], json!(shown), "lossy UTF-8 for display: {row}");
         assert_eq!(row["format"], json!(format), "{row}");
         assert_eq!(row["width"], json!(width), "{row}");
@@ -1806,4 +1811,488 @@ fn an_unreadable_image_gets_a_row_with_its_error_and_is_read_once_it_can_be() {
         "only the file that failed is read again: {}",
         stderr(&o)
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// 8. What a run could not see, it does not forget; what it could, it recognises.
+
+/// Writes a tiny GIF (1×1, `seed` in its trailer so each file's content is its own) at each
+/// path, creating directories.
+fn gifs(paths: &[PathBuf]) {
+    for (i, p) in paths.iter().enumerate() {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let mut bytes = b"GIF89a\x01\0\x01\0\0\0\0;".to_vec();
+        bytes.extend_from_slice(format!("{i}").as_bytes());
+        std::fs::write(p, bytes).unwrap();
+    }
+}
+
+/// Paths of the catalog's rows, sorted.
+fn row_paths(db: &Path) -> Vec<String> {
+    query(db, "SELECT path FROM images ORDER BY path")
+        .iter()
+        .map(|r| r["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn shown(paths: &[PathBuf]) -> Vec<String> {
+    let mut v: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn an_unreadable_subdirectory_keeps_its_rows() {
+    use std::os::unix::fs::PermissionsExt;
+    let test = test_name!();
+    // As nobody through setpriv: root lists every directory.
+    if !require_root(test) || !require_tool(test, "setpriv") || !require_tool(test, "sqlite3") {
+        return;
+    }
+    let t = scratch!();
+    let mode = |p: &Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m));
+    mode(t.path(), 0o755).unwrap();
+    let photos = t.path().join("photos");
+    let hidden: Vec<PathBuf> = ["sub/a.gif", "sub/deeper/b.gif"]
+        .iter()
+        .map(|r| photos.join(r))
+        .collect();
+    let open: Vec<PathBuf> = ["c.gif", "other/d.gif"]
+        .iter()
+        .map(|r| photos.join(r))
+        .collect();
+    gifs(&[hidden.clone(), open.clone()].concat());
+    // A catalog nobody can write, in a directory nobody can write.
+    let db_dir = t.path().join("db");
+    std::fs::create_dir(&db_dir).unwrap();
+    mode(&db_dir, 0o777).unwrap();
+    let db = db_dir.join("photos.db");
+    let as_nobody = || {
+        output_within(
+            Command::new("setpriv")
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_seekless"))
+                .args(["index", "--summary", "--db"])
+                .arg(&db)
+                .arg(&photos),
+            RUN_LIMIT,
+        )
+    };
+    assert_exit(&as_nobody(), 0);
+    let all = shown(&[hidden.clone(), open.clone()].concat());
+    assert_eq!(row_paths(&db), all);
+
+    // The subdirectory cannot be listed: its rows stay; a file really gone still goes.
+    let sub = photos.join("sub");
+    mode(&sub, 0o000).unwrap();
+    std::fs::remove_file(&open[1]).unwrap();
+    let o = as_nobody();
+    mode(&sub, 0o755).unwrap();
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("seekless: {}: Permission denied", sub.display())),
+        "{err}"
+    );
+    let counts = closing_counts(&o);
+    assert_eq!(counts["removed"], 1, "{err}");
+    assert_eq!(
+        row_paths(&db),
+        shown(&[hidden.clone(), vec![open[0].clone()]].concat()),
+        "the rows under the unreadable directory stay, the deleted file's row goes"
+    );
+}
+
+#[test]
+fn an_unmounted_root_is_an_error_that_keeps_its_rows_unless_pruned() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "sqlite3") {
+        return;
+    }
+    let fs = LoopFs::new(test, "ext4", 32);
+    let t = scratch!();
+    let db = t.path().join("usb.db");
+    let files: Vec<PathBuf> = ["photos/a.gif", "photos/b.gif", "c.gif"]
+        .iter()
+        .map(|r| fs.path(r))
+        .collect();
+    gifs(&files);
+    let mnt = fs.mnt.clone();
+    let photos = fs.path("photos");
+    assert_exit(&index(&db, &[os("--summary"), mnt.as_os_str()]), 0);
+    let all = shown(&files);
+    assert_eq!(row_paths(&db), all);
+
+    // The drive is not mounted: the mount point is an empty directory, the subdirectory
+    // does not exist. Nothing is removed, and the run says why.
+    run(Command::new("umount").arg(&mnt));
+    let remount = || run(Command::new("mount").arg(&fs.device).arg(&mnt));
+    let empty = index(&db, &[os("--summary"), mnt.as_os_str()]);
+    let missing = index(&db, &[os("--summary"), photos.as_os_str()]);
+    for (o, what) in [
+        (&empty, "is an empty directory"),
+        (&missing, "does not exist"),
+    ] {
+        assert_exit(o, 1);
+        let err = stderr(o);
+        assert_eq!(closing_counts(o)["removed"], 0, "{err}");
+        assert!(err.contains(what) && err.contains("--prune"), "{err}");
+        assert!(err.contains("rows under it: kept"), "{err}");
+    }
+    assert!(stderr(&empty).contains(&format!("seekless: {}: ", mnt.display())));
+    assert!(stderr(&missing).contains(&format!("seekless: {}: ", photos.display())));
+    assert_eq!(row_paths(&db), all, "every row is kept");
+
+    // Mounted again: the same catalog, nothing read.
+    remount();
+    let back = index(&db, &[os("--summary"), mnt.as_os_str()]);
+    assert_exit(&back, 0);
+    assert_eq!(closing_counts(&back)["unchanged"], 3, "{}", stderr(&back));
+    assert_eq!(row_paths(&db), all);
+
+    // Gone for good, said with --prune: the rows go.
+    run(Command::new("umount").arg(&mnt));
+    let pruned = index(&db, &[os("--summary"), os("--prune"), photos.as_os_str()]);
+    assert_exit(&pruned, 0);
+    assert_eq!(closing_counts(&pruned)["removed"], 2, "{}", stderr(&pruned));
+    assert_eq!(row_paths(&db), shown(&files[2..]));
+    let pruned = index(&db, &[os("--summary"), os("--prune"), mnt.as_os_str()]);
+    assert_exit(&pruned, 0);
+    assert_eq!(closing_counts(&pruned)["removed"], 1, "{}", stderr(&pruned));
+    assert_eq!(row_paths(&db), Vec::<String>::new());
+    remount();
+}
+
+/// Unmounts `mnt` and detaches `device` when dropped.
+struct Attached {
+    device: String,
+    mnt: PathBuf,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mnt).status();
+        let _ = Command::new("losetup").arg("-d").arg(&self.device).status();
+    }
+}
+
+#[test]
+fn a_filesystem_mounted_again_under_another_device_number_is_not_read_again() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "sqlite3") {
+        return;
+    }
+    let fs = LoopFs::new(test, "ext4", 32);
+    let t = scratch!();
+    let db = t.path().join("usb.db");
+    let files: Vec<PathBuf> = (0..20)
+        .map(|i| fs.path(format!("{}/img_{i}.gif", i % 3)))
+        .collect();
+    gifs(&files);
+    let first = index(&db, &[os("--summary"), fs.mnt.as_os_str()]);
+    assert_exit(&first, 0);
+    let dev_before = std::fs::metadata(&files[0]).unwrap().dev();
+
+    // The same filesystem through another loop device: another st_dev, as a disk plugged
+    // in again gets.
+    run(Command::new("umount").arg(&fs.mnt));
+    let out = run(Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&fs.image));
+    let other = Attached {
+        device: String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        mnt: fs.mnt.clone(),
+    };
+    run(Command::new("mount").arg(&other.device).arg(&fs.mnt));
+    let dev_after = std::fs::metadata(&files[0]).unwrap().dev();
+    assert_ne!(dev_before, dev_after, "the device number changed");
+
+    let again = index(&db, &[os("--summary"), fs.mnt.as_os_str()]);
+    assert_exit(&again, 0);
+    assert_eq!(
+        closing_line(&again),
+        "seekless: index: 20 seen, 0 added, 0 changed, 0 moved, 20 unchanged, 0 removed, 0 failed"
+    );
+    assert_eq!(files_read(&again).unwrap_or(0), 0, "nothing read");
+    let rows = rows_by_key(&db);
+    assert_eq!(rows.len(), 20);
+    for f in &files {
+        // The device number recorded follows the filesystem.
+        assert_file_columns(row_of(&rows, f), f);
+    }
+    drop(other);
+    run(Command::new("mount").arg(&fs.device).arg(&fs.mnt));
+}
+
+#[test]
+fn a_relative_and_an_absolute_run_of_one_tree_are_one_catalog() {
+    let test = test_name!();
+    if !require_tool(test, "sqlite3") {
+        return;
+    }
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    let files: Vec<PathBuf> = (0..5)
+        .map(|i| photos.join(format!("d{}/{i}.gif", i % 2)))
+        .collect();
+    gifs(&files);
+    let db = t.path().join("c.db");
+    let relative = output_within(
+        seekless().current_dir(t.path()).args([
+            "index",
+            "--summary",
+            "--db",
+            "c.db",
+            "photos/../photos",
+        ]),
+        RUN_LIMIT,
+    );
+    assert_exit(&relative, 0);
+    assert_eq!(row_paths(&db), shown(&files), "stored absolute");
+    let absolute = index(&db, &[os("--summary"), photos.as_os_str()]);
+    assert_exit(&absolute, 0);
+    assert_eq!(
+        closing_line(&absolute),
+        "seekless: index: 5 seen, 0 added, 0 changed, 0 moved, 5 unchanged, 0 removed, 0 failed"
+    );
+    assert_eq!(row_paths(&db), shown(&files));
+}
+
+#[test]
+fn a_version_1_catalog_is_upgraded_in_place_and_keeps_its_rows() {
+    let test = test_name!();
+    if !require_tool(test, "sqlite3") {
+        return;
+    }
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    let files: Vec<PathBuf> = (0..6).map(|i| photos.join(format!("{i}.gif"))).collect();
+    gifs(&files);
+    let db = t.path().join("c.db");
+    assert_exit(&index(&db, &[photos.as_os_str()]), 0);
+    // As version 1 left it when run as `index photos` from the parent (the first three)
+    // and as `index $PWD/link` through a symbolic link to it (the rest): the same tables
+    // (docs/index.md, schema version 1), paths as given; and a row of a file no longer
+    // there, and one of another tree given absolute.
+    std::os::unix::fs::symlink("photos", t.path().join("link")).unwrap();
+    let prefix = format!("{}/", t.path().display());
+    let via_link = files[3..]
+        .iter()
+        .map(|f| format!("'{}'", f.display()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    query(
+        &db,
+        &format!(
+            "UPDATE images SET path = replace(path, '/photos/', '/link/')
+                 WHERE path IN ({via_link});
+             UPDATE images SET path_bytes = CAST(path AS BLOB);
+             UPDATE images SET path = substr(path, {n}), path_bytes = substr(path_bytes, {n})
+                 WHERE path NOT LIKE '%/link/%';
+             INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, blake3, scan)
+                 VALUES ('photos/gone.gif', CAST('photos/gone.gif' AS BLOB), 1, 1, 1, 1, 'x', 1),
+                        ('/elsewhere/x.gif', CAST('/elsewhere/x.gif' AS BLOB), 1, 2, 1, 1, 'y', 1);
+             PRAGMA user_version = 1;",
+            n = prefix.len() + 1
+        ),
+    );
+    let count = |sql: &str| one(&db, &format!("SELECT count(*) AS n FROM images {sql}"), "n");
+    assert_eq!(
+        count("WHERE path LIKE '%/link/%'"),
+        json!(3),
+        "the v1 catalog as built"
+    );
+    assert_eq!(
+        count("WHERE path LIKE 'photos/%'"),
+        json!(4),
+        "the v1 catalog as built"
+    );
+    let ids_before = query(&db, "SELECT id FROM images ORDER BY id");
+    let o = output_within(
+        seekless()
+            .current_dir(t.path())
+            .args(["index", "--summary", "--db", "c.db", "photos"]),
+        RUN_LIMIT,
+    );
+    assert_exit(&o, 0);
+    assert_eq!(
+        closing_line(&o),
+        "seekless: index: 6 seen, 0 added, 0 changed, 0 moved, 6 unchanged, 0 removed, 0 failed",
+        "the upgraded rows are recognised: nothing read"
+    );
+    assert_eq!(one(&db, "PRAGMA user_version", "user_version"), json!(2));
+    assert_eq!(
+        query(&db, "SELECT id FROM images ORDER BY id"),
+        ids_before,
+        "upgraded in place: the same rows"
+    );
+    let mut want = shown(&files);
+    want.extend([
+        "/elsewhere/x.gif".to_string(),
+        "photos/gone.gif".to_string(),
+    ]);
+    want.sort();
+    assert_eq!(
+        row_paths(&db),
+        want,
+        "relative paths of files found made absolute; the rest left as they were"
+    );
+    let rows = rows_by_key(&db);
+    for f in &files {
+        assert_file_columns(row_of(&rows, f), f);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 9. Commits on time, locks held.
+
+/// Starts `seekless index --db DB ARGS…` with the fault hook armed (a file named
+/// `seekless-fault-stall…` holds its reader for two minutes), output discarded.
+fn start_index_with_faults(db: &Path, args: &[&OsStr]) -> Running {
+    let child = seekless()
+        .env("SEEKLESS_INJECT_FAULTS", "1")
+        .arg("index")
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    Running(child)
+}
+
+/// Waits until `ready` (a hang guard, not a timing assertion: what is awaited is due
+/// within a second or two).
+fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ready() {
+        assert!(Instant::now() < deadline, "{what} never happened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn rows_read_before_a_stalled_file_are_committed_while_it_stalls() {
+    let test = test_name!();
+    if !require_tool(test, "sqlite3") {
+        return;
+    }
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    let files: Vec<PathBuf> = (0..30).map(|i| photos.join(format!("{i}.gif"))).collect();
+    gifs(&files);
+    let stall = t.path().join("slow/seekless-fault-stall.gif");
+    gifs(std::slice::from_ref(&stall));
+    let db = t.path().join("c.db");
+    // In the order given, the stalling file last, one reader: every other file is read
+    // and its row sent before the stall starts, and no row comes after.
+    let run = start_index_with_faults(
+        &db,
+        &[
+            os("--locate"),
+            os("given"),
+            os("-j"),
+            os("1"),
+            photos.as_os_str(),
+            stall.as_os_str(),
+        ],
+    );
+    wait_for("the commit of the 30 rows read before the stall", || {
+        committed_rows(&db) == Some(30)
+    });
+    signal(&run.0, libc::SIGKILL);
+    drop(run);
+    assert_eq!(
+        check_killed(&db, &t.path().join("copy.db")),
+        30,
+        "the rows committed before the kill survive it"
+    );
+}
+
+/// The inode numbers of the POSIX (fcntl) locks that process `pid` holds, from /proc/locks.
+fn posix_locks_of(pid: u32) -> Vec<u64> {
+    std::fs::read_to_string("/proc/locks")
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            // "1: POSIX  ADVISORY  READ 1234 08:01:5678 128 128"
+            let at = f.iter().position(|w| *w == "POSIX")?;
+            let (owner, file) = (f.get(at + 3)?, f.get(at + 4)?);
+            (owner.parse::<u32>().ok()? == pid).then(|| file.rsplit(':').next()?.parse().ok())?
+        })
+        .collect()
+}
+
+#[test]
+fn a_catalog_inside_the_tree_keeps_its_locks_through_the_walk() {
+    let test = test_name!();
+    if !require_tool(test, "sqlite3") {
+        return;
+    }
+    let t = scratch!();
+    let tree = t.path().join("tree");
+    let files: Vec<PathBuf> = (0..10).map(|i| tree.join(format!("{i}.bin"))).collect();
+    gifs(&files);
+    let db = tree.join("catalog.db");
+    let first = index(&db, &[os("--all-files"), tree.as_os_str()]);
+    assert_exit(&first, 0);
+
+    // A reader holds the database's -wal and -shm open, so the walk finds them too.
+    let mut reader = Command::new("sqlite3")
+        .arg(&db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader_in = reader.stdin.take().unwrap();
+    {
+        use std::io::{BufRead, Write};
+        writeln!(reader_in, "SELECT count(*) FROM images;").unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(reader.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+    }
+    let shm = tree.join("catalog.db-shm");
+    assert!(shm.exists());
+
+    // A new file, then one that stalls the read, given last: once the new file's row is
+    // committed, the walk is long over and the run is reading.
+    let new = tree.join("new.bin");
+    gifs(std::slice::from_ref(&new));
+    let stall = t.path().join("slow/seekless-fault-stall.bin");
+    gifs(std::slice::from_ref(&stall));
+    let run = start_index_with_faults(
+        &db,
+        &[
+            os("--all-files"),
+            os("--locate"),
+            os("given"),
+            os("-j"),
+            os("1"),
+            tree.as_os_str(),
+            stall.as_os_str(),
+        ],
+    );
+    wait_for("the new file's row", || {
+        committed_rows(&db) == Some(files.len() as u64 + 1)
+    });
+    let locks = posix_locks_of(run.0.id());
+    let shm_ino = std::fs::metadata(&shm).unwrap().ino();
+    let db_ino = std::fs::metadata(&db).unwrap().ino();
+    assert!(
+        locks.contains(&shm_ino),
+        "SQLite's locks on the -shm file are still held after the walk opened it \
+         (inode {shm_ino}; the run's POSIX locks: {locks:?}; the database is {db_ino})"
+    );
+    for _ in 0..2 {
+        let second = index(&db, &[os("--all-files"), tree.as_os_str()]);
+        assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
+    }
+    drop(run);
+    drop(reader_in);
+    let _ = reader.wait();
 }

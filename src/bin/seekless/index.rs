@@ -28,6 +28,12 @@ pub struct Args {
     #[arg(long)]
     pub rehash: bool,
 
+    /// Remove the rows under a PATH that does not exist or is an empty directory. Without
+    /// it such a PATH is an error (exit 1) and its rows stay: most likely a drive that is
+    /// not mounted.
+    #[arg(long)]
+    pub prune: bool,
+
     /// Catalog every regular file, not only those with an image extension.
     #[arg(long, conflicts_with = "ext")]
     pub all_files: bool,
@@ -53,6 +59,7 @@ pub fn run(args: Args) -> Result<Code> {
     }
     let mut opts = IndexOptions::new(&args.db);
     opts.rehash = args.rehash;
+    opts.prune = args.prune;
     opts.read = args.read.options();
     opts.workers = args.read.workers();
     let console = Console::new(args.verbose);

@@ -6,12 +6,15 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use crossbeam_channel::RecvTimeoutError;
 use rusqlite::{Connection, params};
 
 use super::inspect::ImageInfo;
 
-/// The schema's version (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+/// The schema's version (`PRAGMA user_version`). Version 2 stores paths absolute; a
+/// version-1 catalog is upgraded in place, in one transaction, when opened (see
+/// `upgrade_v1`).
+pub const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS scans (
@@ -107,9 +110,14 @@ pub(crate) struct Known {
 }
 
 impl Known {
-    /// Device, inode, size and mtime.
-    pub fn identity(&self) -> (u64, u64, u64, i64) {
-        (self.dev, self.ino, self.size, self.mtime_ns)
+    /// Device, inode, size and mtime (as SQLite stores them).
+    pub fn identity(&self) -> [i64; 4] {
+        [
+            self.dev as i64,
+            self.ino as i64,
+            self.size as i64,
+            self.mtime_ns,
+        ]
     }
 }
 
@@ -134,29 +142,50 @@ pub(crate) struct Catalog {
     pub scan: i64,
 }
 
-impl Catalog {
-    /// Opens (creating if needed) the catalog at `path`, takes the writer lock, and starts
-    /// a scan.
-    pub fn open(path: &Path) -> Result<Catalog, CatalogError> {
+/// The writer lock on a catalog, taken before anything else and held until the run ends;
+/// the database itself is opened later ([`WriterLock::open`]), after the walk: a walk that
+/// opens and closes the database's files (with `--all-files`, the catalog inside the
+/// tree) would otherwise drop the POSIX locks SQLite holds on them (closing any
+/// descriptor of a file drops all of a process's `fcntl` locks on it). The writer lock is
+/// an `flock`-style lock, tied to its own open file, so such a close leaves it alone.
+pub(crate) struct WriterLock {
+    path: PathBuf,
+    file: File,
+}
+
+impl WriterLock {
+    /// Takes the writer lock of the catalog at `path` (creating the file if needed), or
+    /// fails at once if another `seekless index` holds it.
+    pub fn take(path: &Path) -> Result<WriterLock, CatalogError> {
         let io = |e: &dyn std::fmt::Display| CatalogError::Io {
             path: path.to_path_buf(),
             message: e.to_string(),
         };
-        let lock = File::options()
+        let file = File::options()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .open(lock_path(path))
             .map_err(|e| io(&crate::error::describe_io(&e)))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(CatalogError::Busy(path.to_path_buf()));
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(io(&e)),
+        match file.try_lock() {
+            Ok(()) => Ok(WriterLock {
+                path: path.to_path_buf(),
+                file,
+            }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(CatalogError::Busy(path.to_path_buf())),
+            Err(std::fs::TryLockError::Error(e)) => Err(io(&e)),
         }
-        let conn = Connection::open(path).map_err(|e| io(&e))?;
+    }
+
+    /// Opens the database (creating or upgrading its schema) and starts a scan.
+    pub fn open(self) -> Result<Catalog, CatalogError> {
+        let path = self.path.as_path();
+        let io = |e: &dyn std::fmt::Display| CatalogError::Io {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        let mut conn = Connection::open(path).map_err(|e| io(&e))?;
         conn.busy_timeout(Duration::from_secs(10))
             .map_err(|e| io(&e))?;
         // WAL: readers never block the writer, and a crash leaves the last commit intact.
@@ -164,7 +193,11 @@ impl Catalog {
             .map_err(|e| io(&e))?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(|e| io(&e))?;
-        let version: i64 = conn
+        // The schema is created or upgraded in one transaction: a crash leaves the old one.
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| io(&e))?;
+        let version: i64 = tx
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(|e| io(&e))?;
         if version > SCHEMA_VERSION {
@@ -173,18 +206,83 @@ impl Catalog {
                 version,
             });
         }
-        conn.execute_batch(SCHEMA).map_err(|e| io(&e))?;
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION)
+        if version == 1 {
+            upgrade_v1(&tx).map_err(|e| io(&e))?;
+        }
+        tx.execute_batch(SCHEMA).map_err(|e| io(&e))?;
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(|e| io(&e))?;
+        tx.commit().map_err(|e| io(&e))?;
         conn.execute("INSERT INTO scans (started) VALUES (?1)", [now()])
             .map_err(|e| io(&e))?;
         let scan = conn.last_insert_rowid();
         Ok(Catalog {
             conn,
-            path: path.to_path_buf(),
-            _lock: lock,
+            path: self.path,
+            _lock: self.file,
             scan,
         })
+    }
+}
+
+/// Upgrades a version-1 catalog (paths as given: relative, or absolute through symbolic
+/// links) to version 2 (paths absolute, each directory canonical), inside the caller's
+/// transaction. A relative path is taken as relative to the current directory, as the run
+/// that wrote it most likely was. A row's path is rewritten only when the file found at its
+/// new path has the row's device and inode; the rest are left as they were (a relative one
+/// is then never matched nor removed; `docs/index.md` says how to drop them). A row whose
+/// new path already has a row of its own is a duplicate of it, and goes.
+pub(crate) fn upgrade_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    use crate::path_bytes::{path_from_bytes, path_to_bytes};
+    let rows: Vec<(i64, Vec<u8>, i64, i64)> = {
+        let mut stmt = tx.prepare("SELECT id, path_bytes, dev, ino FROM images")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        rows.collect::<rusqlite::Result<_>>()?
+    };
+    // Each directory made canonical once.
+    let mut dirs: HashMap<PathBuf, Option<PathBuf>> = HashMap::new();
+    let mut update =
+        tx.prepare("UPDATE OR IGNORE images SET path = ?2, path_bytes = ?3 WHERE id = ?1")?;
+    let mut delete = tx.prepare("DELETE FROM images WHERE id = ?1")?;
+    for (id, bytes, dev, ino) in rows {
+        let old = path_from_bytes(&bytes);
+        let (Some(parent), Some(name)) = (old.parent(), old.file_name()) else {
+            continue;
+        };
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        let dir = dirs
+            .entry(parent.to_path_buf())
+            .or_insert_with(|| std::fs::canonicalize(parent).ok());
+        let Some(dir) = dir else { continue };
+        let new = dir.join(name);
+        let new_bytes = path_to_bytes(&new).into_owned();
+        if new_bytes == bytes {
+            continue;
+        }
+        let same_file = crate::os::symlink_metadata(&new).is_ok_and(|m| {
+            crate::os::file_id(&new, None, &m)
+                .is_ok_and(|id| id.dev == dev as u64 && id.ino == ino as u64)
+        });
+        if !same_file {
+            continue;
+        }
+        if update.execute(params![id, display(&new_bytes), new_bytes])? == 0 {
+            delete.execute([id])?;
+        }
+    }
+    Ok(())
+}
+
+impl Catalog {
+    /// Takes the writer lock of the catalog at `path` and opens it at once (for callers
+    /// that do not walk in between).
+    #[cfg(test)]
+    pub fn open(path: &Path) -> Result<Catalog, CatalogError> {
+        WriterLock::take(path)?.open()
     }
 
     fn err(&self, e: rusqlite::Error) -> CatalogError {
@@ -221,11 +319,13 @@ impl Catalog {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// Moves rows to new paths and deletes rows of files that are gone, in one
-    /// transaction.
+    /// Moves rows to new paths, records the device number of unchanged files whose
+    /// filesystem now has another one (a disk plugged in again, a remount), and deletes
+    /// rows of files that are gone, in one transaction.
     pub fn relocate(
         &mut self,
         moved: &[(i64, Vec<u8>)],
+        new_dev: &[(i64, u64)],
         removed: &[i64],
     ) -> Result<(), CatalogError> {
         let path = self.path.clone();
@@ -252,25 +352,45 @@ impl Catalog {
                     .execute(params![id, display(bytes), bytes, scan])
                     .map_err(err)?;
             }
+            let mut dev = tx
+                .prepare_cached("UPDATE images SET dev = ?2 WHERE id = ?1")
+                .map_err(err)?;
+            for (id, d) in new_dev {
+                dev.execute(params![id, *d as i64]).map_err(err)?;
+            }
         }
         tx.commit().map_err(err)
     }
 
-    /// Writes rows as they come, committing every [`BATCH_ROWS`] rows or [`BATCH_TIME`].
-    pub fn write_all(&mut self, rows: impl Iterator<Item = Row>) -> Result<(), CatalogError> {
+    /// Writes rows as `next` hands them over, committing every [`BATCH_ROWS`] rows, and
+    /// at the latest [`BATCH_TIME`] after the first uncommitted row came, whether or not
+    /// another row comes: `next(timeout)` returns a row, `Timeout` when none came within
+    /// `timeout`, or `Disconnected` when there are no more.
+    pub fn write_all(
+        &mut self,
+        mut next: impl FnMut(Duration) -> Result<Row, RecvTimeoutError>,
+    ) -> Result<(), CatalogError> {
         let path = self.path.clone();
         let err = |e: rusqlite::Error| CatalogError::Io {
             path: path.clone(),
             message: e.to_string(),
         };
         let scan = self.scan;
-        let mut rows = rows.peekable();
-        while rows.peek().is_some() {
+        loop {
+            // Nothing is uncommitted: wait as long as it takes.
+            let first = match next(Duration::MAX) {
+                Ok(row) => row,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            };
             let tx = self.conn.transaction().map_err(err)?;
             let started = Instant::now();
+            let mut more = true;
             {
                 let mut upsert = tx.prepare_cached(UPSERT).map_err(err)?;
-                for (n, row) in rows.by_ref().enumerate() {
+                let mut row = first;
+                let mut n = 0;
+                loop {
                     let i = &row.info;
                     upsert
                         .execute(params![
@@ -301,14 +421,26 @@ impl Catalog {
                             scan,
                         ])
                         .map_err(err)?;
-                    if n + 1 >= BATCH_ROWS || started.elapsed() >= BATCH_TIME {
+                    n += 1;
+                    let left = BATCH_TIME.saturating_sub(started.elapsed());
+                    if n >= BATCH_ROWS || left.is_zero() {
                         break;
+                    }
+                    match next(left) {
+                        Ok(r) => row = r,
+                        Err(RecvTimeoutError::Timeout) => break,
+                        Err(RecvTimeoutError::Disconnected) => {
+                            more = false;
+                            break;
+                        }
                     }
                 }
             }
             tx.commit().map_err(err)?;
+            if !more {
+                return Ok(());
+            }
         }
-        Ok(())
     }
 
     /// Records the scan's counts and end.

@@ -1,7 +1,8 @@
 //! An image catalog in SQLite, read in physical order: what seekless was born for.
 //!
 //! [`index`] walks and plans like every job, decides from the catalog what must be read
-//! (new or changed files; moved files only change path; files gone are removed), reads
+//! (new or changed files; moved files only change path; files gone are removed, but only
+//! under directories this run listed completely: see [`IndexOptions::prune`]), reads
 //! those in physical order with the queue full, hashes each whole (BLAKE3) while keeping
 //! its first bytes for the header and EXIF ([`inspect`](inspect::inspect)), and writes
 //! rows from one writer thread in batched transactions. The schema and example queries
@@ -26,21 +27,22 @@
 mod catalog;
 pub mod inspect;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
-use catalog::{Catalog, Row};
 pub use catalog::{CatalogError, SCHEMA_VERSION};
+use catalog::{Row, WriterLock};
+use crossbeam_channel::RecvTimeoutError;
 
 use crate::error::Error;
 use crate::path_bytes::path_to_bytes;
 use crate::plan::{Plan, PlanOptions, PlannedFile};
 use crate::read::{ReadOptions, ReadStats, Reader};
-use crate::report::{Reporter, Tee};
+use crate::report::Reporter;
 
 /// The extensions of the files catalogued by default (case-insensitive).
 pub const IMAGE_EXTENSIONS: &[&str] = &[
@@ -64,6 +66,9 @@ pub struct IndexOptions {
     pub read: ReadOptions,
     /// Threads hashing and parsing.
     pub workers: usize,
+    /// Remove the rows under a root that does not exist or is an empty directory (without
+    /// it, such a root is an error and its rows stay: most likely a drive not mounted).
+    pub prune: bool,
 }
 
 impl IndexOptions {
@@ -74,6 +79,7 @@ impl IndexOptions {
             rehash: false,
             read: ReadOptions::default(),
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            prune: false,
         }
     }
 }
@@ -147,6 +153,85 @@ pub fn index(
     index_with(inputs, plan_opts, opts, reporter, &mut NoEvents)
 }
 
+/// What a root was before the walk, as far as forgetting its rows goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RootState {
+    /// There, with something in it (or a file).
+    Present,
+    /// Does not exist (a drive not mounted, a directory renamed away): not walked.
+    Missing,
+    /// An empty directory (the mount point of a drive not mounted, most often).
+    Empty,
+}
+
+/// The paths the walk could not see whole: errors (an unreadable directory, one that
+/// vanished, a file that could not be opened) and skips (another filesystem under `-x`, a
+/// symbolic link, a directory already walked under another name). Rows at or under them
+/// are never removed.
+struct Unseen<'a, F> {
+    inner: &'a dyn Reporter,
+    paths: std::sync::Mutex<HashSet<Vec<u8>>>,
+    /// Also told of each error (for rows of files that could not be opened).
+    on_error: F,
+}
+
+impl<F: Fn(&Error) + Sync> Reporter for Unseen<'_, F> {
+    fn error(&self, err: &Error) {
+        self.inner.error(err);
+        crate::sync::lock(&self.paths).insert(path_to_bytes(err.path()).into_owned());
+        (self.on_error)(err);
+    }
+
+    fn skipped(&self, path: &Path, why: &str) {
+        self.inner.skipped(path, why);
+        crate::sync::lock(&self.paths).insert(path_to_bytes(path).into_owned());
+    }
+
+    fn planned(&self, files: u64, bytes: u64) {
+        self.inner.planned(files, bytes);
+    }
+
+    fn warning(&self, path: Option<&Path>, what: &str) {
+        self.inner.warning(path, what);
+    }
+}
+
+/// Whether `path` or one of its ancestors is in `set`.
+fn at_or_under_any(path: &[u8], set: &HashSet<Vec<u8>>) -> bool {
+    if set.is_empty() {
+        return false;
+    }
+    if set.contains(path) {
+        return true;
+    }
+    path.iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == b'/')
+        .any(|(i, _)| set.contains(&path[..i.max(1)]))
+}
+
+/// A root as the catalog names it: absolute, symbolic links and `..` resolved once for
+/// the root (never per file below it). A directory is made canonical whole; a file (or a
+/// path that does not exist) keeps its own name, joined to its directory made canonical
+/// (looked up once per directory in `dirs`, for long `--files-from` lists).
+fn catalog_root(p: &Path, dirs: &mut HashMap<PathBuf, PathBuf>) -> PathBuf {
+    if crate::os::metadata(p).is_ok_and(|m| m.is_dir())
+        && let Ok(c) = std::fs::canonicalize(p)
+    {
+        return c;
+    }
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
+        return abs;
+    };
+    if let Some(dir) = dirs.get(parent) {
+        return dir.join(name);
+    }
+    let dir = catalog_root(parent, dirs);
+    dirs.insert(parent.to_path_buf(), dir.clone());
+    dir.join(name)
+}
+
 /// [`index`], telling `events` how the read goes (for progress bars and summaries).
 pub fn index_with(
     inputs: &[PathBuf],
@@ -155,14 +240,42 @@ pub fn index_with(
     reporter: &dyn Reporter,
     events: &mut dyn IndexEvents,
 ) -> Result<IndexSummary, IndexError> {
-    let mut catalog = Catalog::open(&opts.db)?;
+    // The writer lock first (a second writer fails at once), the database after the walk
+    // (see `WriterLock`).
+    let lock = WriterLock::take(&opts.db)?;
     let own = own_files(&opts.db);
+
+    // Roots as the catalog names them, and what each was before the walk.
+    let mut dirs = HashMap::new();
+    let roots: Vec<(PathBuf, RootState)> = inputs
+        .iter()
+        .map(|p| {
+            let root = catalog_root(p, &mut dirs);
+            let state = match crate::os::metadata(&root) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => RootState::Missing,
+                Ok(m) if m.is_dir() => match crate::os::read_dir(&root).map(|mut d| d.next()) {
+                    Ok(None) => RootState::Empty,
+                    _ => RootState::Present,
+                },
+                _ => RootState::Present,
+            };
+            (root, state)
+        })
+        .collect();
+    drop(dirs);
+    let walked: Vec<PathBuf> = roots
+        .iter()
+        .filter(|(_, s)| *s != RootState::Missing)
+        .map(|(r, _)| r.clone())
+        .collect();
+
     // Files the walk found but could not open still get a row, with their error: keep
     // the regular files among the failed paths that the filter would have taken.
     let unopened = std::sync::Mutex::new(Vec::new());
     let filter = &plan_opts.walk.filter;
-    let recorder = Tee {
+    let recorder = Unseen {
         inner: reporter,
+        paths: Default::default(),
         on_error: |err: &Error| {
             let path = err.path();
             let Ok(meta) = crate::os::symlink_metadata(path) else {
@@ -178,20 +291,54 @@ pub fn index_with(
             }
         },
     };
-    let plan = Plan::build(inputs, plan_opts, &recorder);
+    let plan = Plan::build(&walked, plan_opts, &recorder);
+    let mut unseen = crate::sync::into_inner(recorder.paths);
     let unopened = crate::sync::into_inner(unopened);
+    let mut catalog = lock.open()?;
     let mut summary = IndexSummary::default();
 
     // Decide per file: unchanged, moved, or to be read.
     let mut known = catalog.known()?;
-    let roots: Vec<Vec<u8>> = inputs
+    let root_bytes: Vec<Vec<u8>> = roots
         .iter()
-        .map(|p| path_to_bytes(p).into_owned())
+        .map(|(r, _)| path_to_bytes(r).into_owned())
         .collect();
+    // A root that is not there, or empty, where the catalog has rows: most likely a drive
+    // not mounted. Its rows stay (an error) unless `prune` says they may go.
+    for ((root, state), bytes) in roots.iter().zip(&root_bytes) {
+        if *state == RootState::Present {
+            continue;
+        }
+        let rows = known.keys().filter(|k| under(k, bytes)).count();
+        let rows_word = if rows == 1 { "row" } else { "rows" };
+        let what = match state {
+            RootState::Missing => "does not exist",
+            _ => "is an empty directory",
+        };
+        if rows == 0 {
+            if *state == RootState::Missing {
+                let e = std::io::Error::from(std::io::ErrorKind::NotFound);
+                reporter.error(&Error::io(root, e));
+            }
+        } else if opts.prune {
+            reporter.warning(
+                Some(root),
+                &format!("{what}; its {rows} {rows_word} in the catalog are removed (--prune)"),
+            );
+        } else {
+            let why = format!(
+                "{what}, but the catalog has {rows} {rows_word} under it: kept (is the drive \
+                 mounted? --prune removes them)"
+            );
+            reporter.error(&Error::io(root, std::io::Error::other(why)));
+            unseen.insert(bytes.clone());
+        }
+    }
     // First, the files at known paths: unchanged or changed. Rows left unseen after this
     // are of paths the walk did not find.
     let mut read = vec![false; plan.files().len()];
     let mut at_new_path: Vec<u32> = Vec::new();
+    let mut new_dev: Vec<(i64, u64)> = Vec::new();
     for (i, f) in plan.files().iter().enumerate() {
         if is_own(&own, f) {
             reporter.skipped(&f.entry.path, "the catalog itself");
@@ -201,8 +348,13 @@ pub fn index_with(
         match known.get_mut(path_to_bytes(&f.entry.path).as_ref()) {
             Some(k) => {
                 k.seen = true;
-                if k.read && k.identity() == identity(f) && !opts.rehash {
+                // The device number is not compared: it changes when a disk is plugged
+                // in again or a filesystem mounted again, the file staying the same.
+                if k.read && k.identity()[1..] == identity(f)[1..] && !opts.rehash {
                     summary.unchanged += 1;
+                    if k.dev != f.entry.id.dev {
+                        new_dev.push((k.id, f.entry.id.dev));
+                    }
                 } else {
                     summary.changed += 1;
                     read[i] = true;
@@ -241,11 +393,16 @@ pub fn index_with(
         });
     }
     // Rows of files gone from under the scanned paths, by identity: a file at a new path
-    // with the same identity moved there (its row follows it, nothing is read); the rest
-    // are removed.
-    let mut gone: HashMap<(u64, u64, u64, i64), i64> = known
+    // with the same identity (device included: an inode number means nothing on another
+    // filesystem) moved there (its row follows it, nothing is read); the rest are
+    // removed. Rows at or under a path the walk could not see whole are neither.
+    let mut gone: HashMap<[i64; 4], i64> = known
         .iter()
-        .filter(|(bytes, k)| !k.seen && roots.iter().any(|r| under(bytes, r)))
+        .filter(|(bytes, k)| {
+            !k.seen
+                && root_bytes.iter().any(|r| under(bytes, r))
+                && !at_or_under_any(bytes, &unseen)
+        })
         .map(|(_, k)| (k.identity(), k.id))
         .collect();
     let mut moved: Vec<(i64, Vec<u8>)> = Vec::new();
@@ -270,8 +427,9 @@ pub fn index_with(
     }
     let removed: Vec<i64> = gone.into_values().collect();
     summary.removed = removed.len() as u64;
-    catalog.relocate(&moved, &removed)?;
-    catalog.write_all(failed_rows.into_iter())?;
+    catalog.relocate(&moved, &new_dev, &removed)?;
+    let mut failed_rows = failed_rows.into_iter();
+    catalog.write_all(|_| failed_rows.next().ok_or(RecvTimeoutError::Disconnected))?;
     drop(known);
 
     // Read what must be read, in physical order; one writer thread writes the rows.
@@ -280,7 +438,15 @@ pub fn index_with(
     let started = Instant::now();
     let (tx, rx) = crossbeam_channel::bounded::<Row>(1024);
     let written = std::thread::scope(|s| {
-        let writer = s.spawn(|| catalog.write_all(rx.into_iter()));
+        let writer = s.spawn(|| {
+            catalog.write_all(|timeout| {
+                if timeout == Duration::MAX {
+                    rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                } else {
+                    rx.recv_timeout(timeout)
+                }
+            })
+        });
         // The counts and the caller's events, updated together once per file.
         let progress = std::sync::Mutex::new((&mut summary, &mut *events));
         let stats = Reader::new(plan.clone(), opts.read.clone()).par_for_each(
@@ -324,6 +490,8 @@ fn read_one(
         static HEAD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     let entry = &planned.entry;
+    #[cfg(any(test, debug_assertions))]
+    super::fault_point(&entry.path);
     // A name whose extension is not UTF-8 has no known extension.
     let ext = entry.path.extension().and_then(|e| e.to_str());
     let mut row = Row {
@@ -409,14 +577,15 @@ fn is_own(own: &[PathBuf], f: &PlannedFile) -> bool {
     std::fs::canonicalize(dir).is_ok_and(|d| own.contains(&d.join(name)))
 }
 
-/// What identifies a file's content without reading it: device, inode, size, mtime.
-fn identity(f: &PlannedFile) -> (u64, u64, u64, i64) {
-    (
-        f.entry.id.dev,
-        f.entry.id.ino,
-        f.entry.size,
+/// What identifies a file's content without reading it: device, inode, size, mtime (as
+/// SQLite stores them).
+fn identity(f: &PlannedFile) -> [i64; 4] {
+    [
+        f.entry.id.dev as i64,
+        f.entry.id.ino as i64,
+        f.entry.size as i64,
         mtime_ns(f.entry.modified),
-    )
+    ]
 }
 
 /// Whether `path` is `root` or lies under it.
@@ -454,6 +623,18 @@ mod tests {
             let _ = index(&[photos], &PlanOptions::default(), &opts, &crate::Quiet);
         });
         assert!(message.contains("injected sweep fault"), "{message}");
+    }
+
+    #[test]
+    fn a_path_is_unseen_when_it_or_an_ancestor_could_not_be_seen() {
+        let set: HashSet<Vec<u8>> = [b"/a/sub".to_vec(), b"/b/x.jpg".to_vec()].into();
+        assert!(at_or_under_any(b"/a/sub", &set));
+        assert!(at_or_under_any(b"/a/sub/deeper/x.jpg", &set));
+        assert!(at_or_under_any(b"/b/x.jpg", &set));
+        assert!(!at_or_under_any(b"/a/subway/x.jpg", &set));
+        assert!(!at_or_under_any(b"/a/x.jpg", &set));
+        assert!(!at_or_under_any(b"/a/x.jpg", &HashSet::new()));
+        assert!(at_or_under_any(b"/a/x.jpg", &[b"/".to_vec()].into()));
     }
 
     #[test]
