@@ -449,7 +449,7 @@ pub fn index_with(
         });
         // The counts and the caller's events, updated together once per file.
         let progress = std::sync::Mutex::new((&mut summary, &mut *events));
-        let stats = Reader::new(plan.clone(), opts.read.clone()).par_for_each(
+        let stats = Reader::new(plan.clone(), opts.read.clone()).par_for_each_until(
             opts.workers,
             |planned, item| {
                 let (row, read) = read_one(planned, item, reporter);
@@ -462,8 +462,12 @@ pub fn index_with(
                     summary.failed += u64::from(row.info.error.is_some());
                     events.file_done(planned, read);
                 }
-                // Fails only when the writer stopped on a database error, returned below.
-                let _ = tx.send(row);
+                // Fails only when the writer stopped on a database error (returned below):
+                // then nothing more can be stored, so nothing more is read.
+                match tx.send(row) {
+                    Ok(()) => std::ops::ControlFlow::Continue(()),
+                    Err(_) => std::ops::ControlFlow::Break(()),
+                }
             },
         );
         drop(tx);
