@@ -37,6 +37,7 @@
 //! ```
 
 mod format;
+mod output;
 mod sink;
 
 use std::collections::HashMap;
@@ -58,6 +59,7 @@ use crate::{os, sync};
 use format::{Kind, Member};
 use sink::{FillError, Sink};
 
+pub use output::ArchiveFile;
 pub use sink::Compression;
 
 /// How to archive.
@@ -73,6 +75,9 @@ pub struct TarOptions {
     /// Files never stored: the archive being written (and what it replaces). Each is
     /// reported as "file is the archive; not dumped", as GNU tar does.
     pub exclude: Vec<FileId>,
+    /// The archive's file name, to name it by in that report where the walk meets the
+    /// file being written under its temporary name (see [`AtomicFile`](crate::AtomicFile)).
+    pub archive_name: Option<std::ffi::OsString>,
 }
 
 /// What an archive run stored and skipped.
@@ -95,9 +100,10 @@ pub struct TarSummary {
     pub specials: u64,
     /// Files stored sparse.
     pub sparse: u64,
-    /// Files that changed while they were read (stored, but not as they are now).
+    /// Files that changed while they were read (stored, but not as they are now; each is
+    /// reported as an error, and not counted in `failed`).
     pub changed: u64,
-    /// Paths that could not be stored.
+    /// Paths that could not be stored (or only in part: a read error mid-file).
     pub failed: u64,
     /// Bytes of the archive before compression.
     pub archive_bytes: u64,
@@ -153,10 +159,22 @@ pub fn archive_with(
     let plan = if opts.exclude.is_empty() {
         plan
     } else {
+        let mut named_before = Vec::new();
         plan.retain(|_, f| {
             let own = opts.exclude.contains(&f.entry.id);
             if own {
-                reporter.warning(Some(&f.entry.path), "file is the archive; not dumped");
+                let path = &*f.entry.path;
+                let named = match (&opts.archive_name, path.file_name()) {
+                    (Some(archive), Some(name)) if crate::atomic::is_temp(name) => {
+                        path.with_file_name(archive)
+                    }
+                    _ => path.to_path_buf(),
+                };
+                // The temporary and the archive it replaces, named alike, once.
+                if !named_before.contains(&named) {
+                    reporter.warning(Some(&named), "file is the archive; not dumped");
+                    named_before.push(named);
+                }
             }
             !own
         })
@@ -506,8 +524,10 @@ impl Job<'_> {
             None
         };
         if let Some(what) = changed {
+            // Stored: counted once, as changed (not also as failed), and still an error.
             self.summary.changed += 1;
-            self.fail(&Error::io(path, io::Error::other(what)));
+            self.reporter
+                .error(&Error::io(path, io::Error::other(what)));
         }
         Ok(Some((name, st)))
     }
@@ -634,7 +654,11 @@ mod tests {
         want.resize(10_000, 0);
         assert_eq!(members[0].3, want);
         assert_eq!(members[1].3, vec![2u8; 10_000]);
-        assert_eq!((summary.changed, summary.failed), (2, 2));
+        assert_eq!(
+            (summary.changed, summary.failed),
+            (2, 0),
+            "each counted once"
+        );
     }
 
     #[cfg(target_os = "linux")]
