@@ -8,7 +8,8 @@
 //! Files that change while they are read are made deterministically by the debug build's
 //! fault injection (`SEEKLESS_INJECT_FAULTS=1`: a file named `seekless-fault-shrink*` is
 //! cut to half its size, one named `seekless-fault-grow*` grows by 1000 bytes, right
-//! after its header is written). A run that must be killed in the middle is frozen with
+//! after its header is written; one named `seekless-fault-vanish*` is removed after
+//! planning, before it is read). A run that must be killed in the middle is frozen with
 //! SIGSTOP between short slices of running, as in `index`, so the moment is chosen by
 //! what the archive already holds, not by a race against the clock.
 
@@ -2327,6 +2328,67 @@ fn files_that_shrink_or_grow_while_read_are_padded_or_cut_and_the_run_exits_1() 
             rel.display()
         );
     }
+}
+
+#[test]
+fn hard_links_of_a_file_whose_first_name_vanished_are_stored_under_its_next_name() {
+    let test = test_name!();
+    if !require_tool(test, "tar") {
+        return;
+    }
+    let t = scratch!();
+    let tree = t.path().join("tree");
+    std::fs::create_dir_all(tree.join("d")).unwrap();
+    std::fs::create_dir_all(tree.join("e")).unwrap();
+    let data = Rng::new(24).bytes(30_000);
+    // The first name is removed after planning, before it is read (the fault hook).
+    let first = tree.join("seekless-fault-vanish-first");
+    std::fs::write(&first, &data).unwrap();
+    std::fs::hard_link(&first, tree.join("d/second")).unwrap();
+    std::fs::hard_link(&first, tree.join("e/third")).unwrap();
+    std::fs::write(tree.join("other"), b"another file\n").unwrap();
+    let archive = t.path().join("links.tar");
+    let o = bounded(
+        seekless_tar(t.path())
+            .env("SEEKLESS_INJECT_FAULTS", "1")
+            .args(["-f", "links.tar"])
+            .args([
+                "tree/seekless-fault-vanish-first",
+                "tree/d/second",
+                "tree/e/third",
+                "tree/other",
+            ]),
+    );
+    assert_exit_quiet(&o, 1);
+    let said = messages(&o);
+    assert!(
+        said.iter().any(
+            |l| l.starts_with("seekless: tree/seekless-fault-vanish-first: ")
+                && l.contains("No such file or directory")
+        ),
+        "the vanished name is named: {said:#?}"
+    );
+    assert!(!first.exists(), "the fault happened");
+    let listing = gnu_listing(&archive, &[]);
+    let kinds: Vec<(char, &str, Option<&str>)> = listing
+        .iter()
+        .map(|m| (m.kind, m.name.as_str(), m.target.as_deref()))
+        .collect();
+    assert!(kinds.contains(&('-', "tree/d/second", None)), "{kinds:?}");
+    assert!(
+        kinds.contains(&('h', "tree/e/third", Some("tree/d/second"))),
+        "{kinds:?}"
+    );
+    assert!(kinds.contains(&('-', "tree/other", None)), "{kinds:?}");
+    assert!(!kinds.iter().any(|k| k.1.contains("vanish")), "{kinds:?}");
+    let out = t.path().join("out");
+    gnu_extract(&archive, &out, &[]);
+    assert_eq!(std::fs::read(out.join("tree/d/second")).unwrap(), data);
+    let (a, b) = (
+        std::fs::metadata(out.join("tree/d/second")).unwrap(),
+        std::fs::metadata(out.join("tree/e/third")).unwrap(),
+    );
+    assert_eq!(a.ino(), b.ino(), "extracted as one file with two names");
 }
 
 #[test]

@@ -205,6 +205,9 @@ pub fn archive_with(
     })
 }
 
+/// A regular file's member: its name and the metadata its header gave.
+type Stored = (Vec<u8>, Stat);
+
 /// One archive being written.
 struct Job<'a> {
     opts: &'a TarOptions,
@@ -230,28 +233,54 @@ impl Job<'_> {
         for alias in plan.aliases() {
             aliases.entry(alias.id).or_default().push(alias);
         }
+        // Files with other names, by their planned path: a file the reader could not open
+        // is known by the path its error names.
+        let with_aliases: HashMap<&Path, &PlannedFile> = plan
+            .files()
+            .iter()
+            .filter(|f| aliases.contains_key(&f.entry.id))
+            .map(|f| (&*f.entry.path, f))
+            .collect();
+        #[cfg(any(test, debug_assertions))]
+        for f in plan.files() {
+            super::fault_before_read(&f.entry.path);
+        }
 
         self.events.reading(plan);
         let started = Instant::now();
         let mut reader = Reader::new(plan.clone(), self.opts.read.clone());
         for item in reader.by_ref() {
-            let file = match item {
-                Ok(file) => file,
+            let (planned, opened) = match item {
+                Ok(mut file) => {
+                    let planned = &plan.files()[file.index() as usize];
+                    (planned, Some(self.file(&planned.entry.path, &mut file)?))
+                }
                 Err(e) => {
                     self.fail(&e);
-                    continue;
+                    match with_aliases.get(e.path()) {
+                        Some(&planned) => (planned, None),
+                        None => continue,
+                    }
                 }
             };
-            let planned = &plan.files()[file.index() as usize];
-            match self.file(planned, file)? {
-                Some((name, st)) => {
-                    // Its other names share its inode, and so its metadata.
-                    for alias in aliases.get(&planned.entry.id).into_iter().flatten() {
-                        self.hard_link(alias, &name, &st)?;
-                    }
-                    self.events.file_done(planned, true);
+            let was_opened = opened.is_some();
+            let names = aliases
+                .get(&planned.entry.id)
+                .map_or(&[][..], Vec::as_slice);
+            let stored = match opened.flatten() {
+                Some(member) => Some((member, names)),
+                // Its planned name failed: the next name that can be read is stored as the
+                // file, and the names after it as links to it.
+                None => self.first_readable(planned.entry.id, names)?,
+            };
+            if let Some(((name, st), links)) = &stored {
+                // Its other names share its inode, and so its metadata.
+                for alias in *links {
+                    self.hard_link(alias, name, st)?;
                 }
-                None => self.events.file_done(planned, false),
+            }
+            if was_opened {
+                self.events.file_done(planned, stored.is_some());
             }
         }
         self.events.read_done(&reader.stats(), started.elapsed());
@@ -383,6 +412,28 @@ impl Job<'_> {
         Ok(())
     }
 
+    /// Stores the first of `names` that can be read as the file `id` (whose planned name
+    /// failed). Returns its member name and metadata, and the names after it.
+    fn first_readable<'n>(
+        &mut self,
+        id: FileId,
+        names: &'n [&'n Entry],
+    ) -> io::Result<Option<(Stored, &'n [&'n Entry])>> {
+        for (i, alias) in names.iter().enumerate() {
+            let mut file = match LooseFile::open(&alias.path, id) {
+                Ok(file) => file,
+                Err(e) => {
+                    self.fail(&e);
+                    continue;
+                }
+            };
+            if let Some(member) = self.file(&alias.path, &mut file)? {
+                return Ok(Some((member, &names[i + 1..])));
+            }
+        }
+        Ok(None)
+    }
+
     /// A second name of a file already stored as `target`, whose metadata is `st`.
     fn hard_link(&mut self, alias: &Entry, target: &[u8], st: &Stat) -> io::Result<()> {
         let name = self.member_name(&alias.path, false);
@@ -431,12 +482,7 @@ impl Job<'_> {
     /// A regular file: headers, then its content as it streams in, padded or cut to the
     /// size the header gave. Returns its member name and metadata, or `None` if it was
     /// not stored.
-    fn file(
-        &mut self,
-        planned: &PlannedFile,
-        mut file: FileReader,
-    ) -> io::Result<Option<(Vec<u8>, Stat)>> {
-        let path = &*planned.entry.path;
+    fn file(&mut self, path: &Path, file: &mut impl Source) -> io::Result<Option<(Vec<u8>, Stat)>> {
         let before = match file.metadata() {
             Ok(m) => m,
             Err(e) => {
@@ -530,6 +576,89 @@ impl Job<'_> {
                 .error(&Error::io(path, io::Error::other(what)));
         }
         Ok(Some((name, st)))
+    }
+}
+
+/// A file being archived: read through the reader in plan order, or opened on its own (a
+/// second name of a file whose first name failed).
+trait Source: Read {
+    fn metadata(&self) -> io::Result<std::fs::Metadata>;
+    fn data_regions(&mut self, size: u64) -> Result<Vec<Range<u64>>, Error>;
+    fn position(&self) -> u64;
+    fn seek_to(&mut self, offset: u64) -> Result<(), Error>;
+}
+
+impl Source for FileReader {
+    fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        FileReader::metadata(self)
+    }
+    fn data_regions(&mut self, size: u64) -> Result<Vec<Range<u64>>, Error> {
+        FileReader::data_regions(self, size)
+    }
+    fn position(&self) -> u64 {
+        FileReader::position(self)
+    }
+    fn seek_to(&mut self, offset: u64) -> Result<(), Error> {
+        FileReader::seek_to(self, offset)
+    }
+}
+
+/// A file opened by name, outside the reader's sweep.
+struct LooseFile {
+    file: std::fs::File,
+    path: PathBuf,
+    pos: u64,
+}
+
+impl LooseFile {
+    /// Opens `path`, which must still be the file `id`.
+    fn open(path: &Path, id: FileId) -> Result<LooseFile, Error> {
+        let file = os::open_to_read(path).map_err(|e| Error::io(path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        let now = os::file_id(path, Some(&file), &meta).map_err(|e| Error::io(path, e))?;
+        if now != id {
+            let e = io::Error::other("file changed as we read it (another file by that name)");
+            return Err(Error::io(path, e));
+        }
+        Ok(LooseFile {
+            file,
+            path: path.to_path_buf(),
+            pos: 0,
+        })
+    }
+}
+
+impl Read for LooseFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Source for LooseFile {
+    fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        self.file.metadata()
+    }
+    fn data_regions(&mut self, size: u64) -> Result<Vec<Range<u64>>, Error> {
+        let regions = os::data_regions(&self.file, size);
+        // The probes moved the offset: put it back.
+        let pos = self.pos;
+        let back = self.seek_to(pos);
+        let regions = regions.map_err(|e| Error::io(&*self.path, e))?;
+        back?;
+        Ok(regions)
+    }
+    fn position(&self) -> u64 {
+        self.pos
+    }
+    fn seek_to(&mut self, offset: u64) -> Result<(), Error> {
+        use std::io::Seek;
+        self.file
+            .seek(io::SeekFrom::Start(offset))
+            .map_err(|e| Error::io(&*self.path, e))?;
+        self.pos = offset;
+        Ok(())
     }
 }
 
@@ -638,6 +767,37 @@ mod tests {
         assert_eq!(
             (members[pos("s")].1, members[pos("s")].2.as_str()),
             ('2', "d/a")
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_whose_first_name_fails_is_stored_under_its_next_name_with_the_rest_linked() {
+        let t = tempfile::tempdir().unwrap();
+        let first = t.path().join("seekless-fault-vanish-a");
+        fs::write(&first, b"one inode, three names").unwrap();
+        fs::hard_link(&first, t.path().join("b")).unwrap();
+        fs::hard_link(&first, t.path().join("c")).unwrap();
+        let (members, summary) = round_trip(&[first, t.path().join("b"), t.path().join("c")]);
+        let got: Vec<(char, &str, &[u8])> = members
+            .iter()
+            .map(|m| (m.1, m.0.rsplit('/').next().unwrap(), &m.3[..]))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ('0', "b", &b"one inode, three names"[..]),
+                ('1', "c", &b""[..])
+            ]
+        );
+        assert!(
+            members[1].2.ends_with("/b"),
+            "c links to b: {:?}",
+            members[1].2
+        );
+        assert_eq!(
+            (summary.files, summary.hardlinks, summary.failed),
+            (1, 1, 1)
         );
     }
 
