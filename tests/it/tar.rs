@@ -2833,6 +2833,12 @@ fn an_archive_onto_a_device_node_or_fifo_is_written_into_it_not_renamed_over_it(
     };
     let o = bounded(seekless_tar(t.path()).args(["-f", "fifo", "tree"]));
     assert_exit_quiet(&o, 0);
+    // Checked before waiting for the reader: a FIFO renamed over would leave it waiting.
+    let meta = std::fs::symlink_metadata(&fifo).unwrap();
+    assert!(
+        std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()),
+        "the FIFO was replaced"
+    );
     let got = t.path().join("got.tar");
     std::fs::write(&got, reader.join().unwrap()).unwrap();
     let names = gnu_names(&got, &[]);
@@ -2841,8 +2847,6 @@ fn an_archive_onto_a_device_node_or_fifo_is_written_into_it_not_renamed_over_it(
         5,
         "{names:?}"
     );
-    let meta = std::fs::symlink_metadata(&fifo).unwrap();
-    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()));
     assert_eq!(entries(t.path()), vec!["fifo", "got.tar", "null", "tree"]);
 }
 
