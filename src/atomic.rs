@@ -10,6 +10,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::path_bytes::path_to_bytes;
+
 /// What marks a temporary, between NAME and PID-N.
 const TEMP_MARK: &str = ".seekless-tmp-";
 
@@ -171,6 +173,28 @@ pub(crate) fn is_temp(name: &OsStr) -> bool {
             .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// The process that made `name`, if `name` is a temporary [`temp_beside`] made for
+/// `dest`: the PID of `.NAME.seekless-tmp-PID-N`, NAME being `dest`'s name (or the start
+/// of it, cut where the whole name reached the limit).
+pub(crate) fn temp_owner(dest: &Path, name: &OsStr) -> Option<u32> {
+    if !is_temp(name) {
+        return None;
+    }
+    let dest_name = path_to_bytes(Path::new(dest.file_name()?)).into_owned();
+    let bytes = path_to_bytes(Path::new(name)).into_owned();
+    let mark = TEMP_MARK.as_bytes();
+    let at = bytes.windows(mark.len()).rposition(|w| w == mark)?;
+    let stem = &bytes[1..at];
+    let whole = stem == &dest_name[..];
+    let cut = bytes.len() == NAME_MAX && dest_name.starts_with(stem);
+    if !(whole || cut) {
+        return None;
+    }
+    let tail = std::str::from_utf8(&bytes[at + mark.len()..]).ok()?;
+    let (pid, _n) = tail.split_once('-')?;
+    pid.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +220,34 @@ mod tests {
         // Unix names are bytes and are cut to fit; elsewhere they are left whole.
         #[cfg(unix)]
         assert!(name.len() <= 255, "{name:?}");
+    }
+
+    #[test]
+    fn a_temporary_names_the_process_that_made_it_and_only_for_its_own_file() {
+        let me = std::process::id();
+        let dest = Path::new("/x/backup.tar");
+        let t = temp_beside(dest);
+        assert_eq!(temp_owner(dest, t.file_name().unwrap()), Some(me));
+        assert_eq!(
+            temp_owner(dest, ".backup.tar.seekless-tmp-4242-7".as_ref()),
+            Some(4242)
+        );
+        for not in [
+            ".backup.tar.seekless-tmp-4242",
+            ".other.tar.seekless-tmp-4242-7",
+            ".backup.ta.seekless-tmp-4242-7",
+            ".backup.tar.x.seekless-tmp-4242-7",
+            "backup.tar.seekless-tmp-4242-7",
+            ".backup.tar.seekless-tmp-42a-7",
+        ] {
+            assert_eq!(temp_owner(dest, not.as_ref()), None, "{not}");
+        }
+        // A name cut to fit is still recognised, as its own file's only.
+        let long = Path::new("/d").join("y".repeat(250));
+        let t = temp_beside(&long);
+        assert_eq!(temp_owner(&long, t.file_name().unwrap()), Some(me));
+        let other = Path::new("/d").join("z".repeat(250));
+        assert_eq!(temp_owner(&other, t.file_name().unwrap()), None);
     }
 
     #[test]

@@ -234,9 +234,12 @@ impl Placement {
                 continue;
             }
             match merged.last_mut() {
+                // Checked: a backend's extent may end past u64::MAX (a corrupt map);
+                // such a run is kept as an extent of its own, never merged.
                 Some(last)
-                    if last.physical + last.length == e.physical
-                        && last.logical + last.length == e.logical =>
+                    if last.physical.checked_add(last.length) == Some(e.physical)
+                        && last.logical.checked_add(last.length) == Some(e.logical)
+                        && last.length.checked_add(e.length).is_some() =>
                 {
                     last.length += e.length;
                     last.flags |= e.flags;
@@ -311,6 +314,24 @@ mod tests {
         assert_eq!(p.physical(), Some(4096));
         assert!(p.is_fragmented());
         assert!(!p.flags.contains(ExtentFlags::SPARSE));
+    }
+
+    #[test]
+    fn an_extent_ending_past_the_largest_offset_is_kept_apart_without_overflow() {
+        let p = Placement::from_extents(
+            Strategy::Fiemap,
+            &[
+                ext(0, u64::MAX - 4095, 4096),
+                ext(4096, 0, 4096),
+                ext(8192, 4096, u64::MAX),
+            ],
+            3 * 4096,
+        );
+        // Counted as filefrag counts (the third continues the second on the device), but
+        // not merged: one length could not hold both.
+        assert_eq!(p.extents().len(), 3);
+        assert_eq!(p.extent_count, 2);
+        assert_eq!(p.physical(), Some(u64::MAX - 4095));
     }
 
     #[test]

@@ -65,7 +65,7 @@ pub struct PlannedFile {
     /// The disk it is on (index into [`Plan::disks`]).
     pub disk: DiskIndex,
     /// The filesystem it is on (index into [`Plan::filesystems`]).
-    pub filesystem: u16,
+    pub filesystem: u32,
     /// Offset of its filesystem on the disk (a partition's start), added to device offsets
     /// so files of several partitions of one disk sort together.
     pub base: u64,
@@ -164,7 +164,7 @@ pub struct Plan {
 
 /// A filesystem while its files are being located.
 struct FsState {
-    index: u16,
+    index: u32,
     ladder: Ladder,
     device: Arc<Device>,
 }
@@ -205,7 +205,10 @@ impl Plan {
                 return fs.clone();
             }
             let mut map = write(&filesystems);
-            let next = map.len() as u16;
+            // One filesystem per device met, at most one per file: files are counted in
+            // u32 (sweep indices), so this cannot fail. (A u16 here wrapped past 65,535
+            // filesystems, e.g. btrfs snapshots, and mixed their files up.)
+            let next = u32::try_from(map.len()).expect("fewer filesystems than files");
             map.entry(dev)
                 .or_insert_with(|| {
                     let device = devices.device(dev, file);
@@ -529,7 +532,7 @@ pub(crate) mod tests {
         (dev, ino): (u64, u64),
         size: u64,
         extents: &[(u64, u64, u64)],
-        fs: u16,
+        fs: u32,
     ) -> PlannedFile {
         let raw: Vec<Extent> = extents
             .iter()
@@ -612,6 +615,26 @@ pub(crate) mod tests {
         );
         assert_eq!(plan.summary().unlocated, 4);
         assert_eq!(plan.filesystems()[0].files, 6);
+    }
+
+    #[test]
+    fn files_of_more_than_65536_filesystems_keep_their_own_filesystem() {
+        // Unlocated files go by (filesystem, inode): a u16 index wrapped 65,536 to 0.
+        let fs_count = 65_537u32;
+        let filesystems = (0..fs_count)
+            .map(|i| filesystem(u64::from(i) + 1, 0, None))
+            .collect();
+        let files = vec![
+            located("last-fs", (u64::from(fs_count), 1), 4096, &[], fs_count - 1),
+            located("first-fs", (1, 9), 4096, &[], 0),
+        ];
+        let plan = plan_of(files, filesystems);
+        assert_eq!(
+            physical_paths(&plan),
+            ["first-fs", "last-fs"].map(Path::new)
+        );
+        assert_eq!(plan.filesystems()[0].files, 1);
+        assert_eq!(plan.filesystems()[fs_count as usize - 1].files, 1);
     }
 
     #[test]

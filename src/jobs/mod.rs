@@ -37,3 +37,15 @@ pub(crate) fn fault_point(path: &std::path::Path) {
         std::thread::sleep(std::time::Duration::from_secs(120));
     }
 }
+
+/// Fault injection, as [`fault_point`], once a run has planned and before it reads: a file
+/// whose name starts with `seekless-fault-vanish` is removed (a name deleted while the run
+/// goes on; its other hard-linked names stay).
+#[cfg(any(test, debug_assertions))]
+pub(crate) fn fault_before_read(path: &std::path::Path) {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let armed = cfg!(test) || std::env::var_os("SEEKLESS_INJECT_FAULTS").is_some_and(|v| v == "1");
+    if armed && name.starts_with("seekless-fault-vanish") {
+        let _ = std::fs::remove_file(path);
+    }
+}

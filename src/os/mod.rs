@@ -16,6 +16,7 @@
 //! - copying: [`clone_file`], [`copy_range`], [`make_node`], [`set_times_nofollow`],
 //!   [`set_xattr`], [`remove_xattr`], [`sync_directory`], [`sync_filesystem`],
 //!   [`sync_filesystem_of`];
+//! - replacing files: [`check_writable`], [`process_exists`];
 //! - walking: [`open_block_device`] and [`read_dir_ahead`] (Linux; elsewhere never); [`metadata`], [`symlink_metadata`]
 //!   and [`read_dir`] for paths of any length (Linux; elsewhere the standard library's).
 
@@ -23,8 +24,10 @@
 mod unix;
 
 mod archive;
+mod process;
 mod write;
 pub(crate) use archive::{data_regions, group_name, read_link, user_name, xattrs};
+pub(crate) use process::{check_writable, process_exists};
 pub(crate) use write::{
     HAS_SYNCFS, clone_file, copy_range, make_node, remove_xattr, set_times_nofollow, set_xattr,
     sync_directory, sync_filesystem, sync_filesystem_of,

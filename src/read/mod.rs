@@ -439,7 +439,7 @@ impl FileReader {
     pub fn finish(self) -> Result<u64, Error> {
         let planned = self.planned();
         let entry = &planned.entry;
-        let kind = self.plan.filesystems()[usize::from(planned.filesystem)].kind;
+        let kind = self.plan.filesystems()[planned.filesystem as usize].kind;
         if !kind.sizes_are_lengths() {
             return Ok(self.pos);
         }

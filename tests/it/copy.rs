@@ -583,6 +583,24 @@ pub(crate) fn flat_corpus(dir: &Path, n: usize, min: usize, max: usize, seed: u6
         .collect()
 }
 
+/// Bytes as the counts line prints them (indicatif's `HumanBytes`).
+fn indicatif_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64;
+    let mut unit = "B";
+    for u in UNITS {
+        if v < 1024.0 {
+            break;
+        }
+        v /= 1024.0;
+        unit = u;
+    }
+    format!("{v:.2} {unit}")
+}
+
 pub(crate) fn sync() {
     run(&mut Command::new("sync"));
 }
@@ -1489,6 +1507,13 @@ fn checksum_finds_a_file_changed_without_its_size_or_mtime_and_the_quick_check_d
         "as rsync --checksum: {rsync_checksum:?}\n{}",
         stderr(&o)
     );
+    let size = fs::metadata(at(&src, &names[7])).unwrap().len();
+    let line = count_line(&stderr(&o));
+    let written = indicatif_bytes(size);
+    assert!(
+        line.contains(&format!("; {written} written")),
+        "the repair wrote {size} bytes: {line}"
+    );
     assert_diff_clean(&src, &root);
     assert_same_tree(
         &snapshot(&root, true),
@@ -1842,6 +1867,19 @@ fn same_filesystem_case(test: &str, kind: &str, method: &str, shares: bool) {
         "{}",
         stderr(&o)
     );
+    // Shared blocks are not "written": the counts say which is which.
+    let line = count_line(&stderr(&o));
+    if method == CLONED {
+        assert!(
+            line.contains("; 0 B written, ") && line.contains(" shared with the source (cloned)"),
+            "{line}"
+        );
+    } else {
+        assert!(
+            !line.contains("; 0 B written") && !line.contains("shared"),
+            "{line}"
+        );
+    }
     let root = lfs.path("fast/src");
     assert_diff_clean(&src, &root);
     assert_same_tree(

@@ -8,7 +8,8 @@
 //! Files that change while they are read are made deterministically by the debug build's
 //! fault injection (`SEEKLESS_INJECT_FAULTS=1`: a file named `seekless-fault-shrink*` is
 //! cut to half its size, one named `seekless-fault-grow*` grows by 1000 bytes, right
-//! after its header is written). A run that must be killed in the middle is frozen with
+//! after its header is written; one named `seekless-fault-vanish*` is removed after
+//! planning, before it is read). A run that must be killed in the middle is frozen with
 //! SIGSTOP between short slices of running, as in `index`, so the moment is chosen by
 //! what the archive already holds, not by a race against the clock.
 
@@ -2330,6 +2331,67 @@ fn files_that_shrink_or_grow_while_read_are_padded_or_cut_and_the_run_exits_1() 
 }
 
 #[test]
+fn hard_links_of_a_file_whose_first_name_vanished_are_stored_under_its_next_name() {
+    let test = test_name!();
+    if !require_tool(test, "tar") {
+        return;
+    }
+    let t = scratch!();
+    let tree = t.path().join("tree");
+    std::fs::create_dir_all(tree.join("d")).unwrap();
+    std::fs::create_dir_all(tree.join("e")).unwrap();
+    let data = Rng::new(24).bytes(30_000);
+    // The first name is removed after planning, before it is read (the fault hook).
+    let first = tree.join("seekless-fault-vanish-first");
+    std::fs::write(&first, &data).unwrap();
+    std::fs::hard_link(&first, tree.join("d/second")).unwrap();
+    std::fs::hard_link(&first, tree.join("e/third")).unwrap();
+    std::fs::write(tree.join("other"), b"another file\n").unwrap();
+    let archive = t.path().join("links.tar");
+    let o = bounded(
+        seekless_tar(t.path())
+            .env("SEEKLESS_INJECT_FAULTS", "1")
+            .args(["-f", "links.tar"])
+            .args([
+                "tree/seekless-fault-vanish-first",
+                "tree/d/second",
+                "tree/e/third",
+                "tree/other",
+            ]),
+    );
+    assert_exit_quiet(&o, 1);
+    let said = messages(&o);
+    assert!(
+        said.iter().any(
+            |l| l.starts_with("seekless: tree/seekless-fault-vanish-first: ")
+                && l.contains("No such file or directory")
+        ),
+        "the vanished name is named: {said:#?}"
+    );
+    assert!(!first.exists(), "the fault happened");
+    let listing = gnu_listing(&archive, &[]);
+    let kinds: Vec<(char, &str, Option<&str>)> = listing
+        .iter()
+        .map(|m| (m.kind, m.name.as_str(), m.target.as_deref()))
+        .collect();
+    assert!(kinds.contains(&('-', "tree/d/second", None)), "{kinds:?}");
+    assert!(
+        kinds.contains(&('h', "tree/e/third", Some("tree/d/second"))),
+        "{kinds:?}"
+    );
+    assert!(kinds.contains(&('-', "tree/other", None)), "{kinds:?}");
+    assert!(!kinds.iter().any(|k| k.1.contains("vanish")), "{kinds:?}");
+    let out = t.path().join("out");
+    gnu_extract(&archive, &out, &[]);
+    assert_eq!(std::fs::read(out.join("tree/d/second")).unwrap(), data);
+    let (a, b) = (
+        std::fs::metadata(out.join("tree/d/second")).unwrap(),
+        std::fs::metadata(out.join("tree/e/third")).unwrap(),
+    );
+    assert_eq!(a.ino(), b.ino(), "extracted as one file with two names");
+}
+
+#[test]
 fn missing_inputs_are_named_and_exit_1_and_the_rest_is_archived() {
     let test = test_name!();
     if !require_tool(test, "tar") {
@@ -2489,10 +2551,13 @@ fn the_archive_inside_the_archived_tree_is_not_dumped() {
         assert_exit_quiet(&o, 0);
         let said = messages(&o);
         assert!(
-            said.iter().any(|l| l.starts_with("seekless: tree/")
-                && l.contains("out.tar")
-                && l.ends_with(": file is the archive; not dumped")),
-            "{round}: {said:#?}"
+            said.iter()
+                .any(|l| l == "seekless: tree/out.tar: file is the archive; not dumped"),
+            "{round}: the archive is named: {said:#?}"
+        );
+        assert!(
+            !said.iter().any(|l| l.contains("seekless-tmp")),
+            "{round}: the temporary is not named: {said:#?}"
         );
         let names = gnu_names(&tree.join("out.tar"), &[]);
         let archives: Vec<&String> = names
@@ -2636,8 +2701,9 @@ fn an_archive_appears_under_its_name_only_when_complete() {
         );
         assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
         assert!(
-            stderr(&o).contains("No space left on device"),
-            "{}",
+            messages(&o).iter().any(|l| l
+                == "seekless: small/full.tar: cannot write the archive: No space left on device"),
+            "the message names the archive: {}",
             stderr(&o)
         );
         assert!(
@@ -2646,6 +2712,298 @@ fn an_archive_appears_under_its_name_only_when_complete() {
             entries(&small)
         );
     }
+}
+
+/// `setpriv` running `program` as nobody (uid and gid 65534, no other groups) in `cwd`.
+fn as_nobody(cwd: &Path, program: &str) -> Command {
+    let mut cmd = Command::new("setpriv");
+    cmd.current_dir(cwd)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(program);
+    cmd
+}
+
+fn chown_nobody(path: &Path) {
+    std::os::unix::fs::chown(path, Some(65534), Some(65534)).unwrap();
+}
+
+#[test]
+fn an_archive_its_user_may_not_write_is_refused_as_gnu_tar_refuses_it_and_others_keep_their_mode() {
+    let test = test_name!();
+    // As nobody through setpriv: root may write any file.
+    if !require_root(test) || !require_tools(test, &["setpriv", "tar"]) {
+        return;
+    }
+    let t = scratch!();
+    chmod(t.path(), 0o755);
+    let src = t.path().join("src");
+    random_files(&src, 5, 10_000, &mut Rng::new(20));
+    let out = t.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    chown_nobody(&out);
+    let seekless_bin = env!("CARGO_BIN_EXE_seekless");
+
+    // A read-only archive of nobody's own, in nobody's own directory.
+    let read_only = out.join("ro.tar");
+    std::fs::write(&read_only, b"the previous archive").unwrap();
+    chown_nobody(&read_only);
+    chmod(&read_only, 0o444);
+    let o = bounded(as_nobody(t.path(), seekless_bin).args(["tar", "-f", "out/ro.tar", "src"]));
+    assert_exit_quiet(&o, 2);
+    assert_eq!(
+        messages(&o),
+        vec!["seekless: out/ro.tar: cannot open: Permission denied"]
+    );
+    assert_eq!(std::fs::read(&read_only).unwrap(), b"the previous archive");
+    assert_eq!(
+        std::fs::metadata(&read_only).unwrap().mode() & 0o7777,
+        0o444
+    );
+    assert_eq!(entries(&out), vec!["ro.tar"], "nothing written beside it");
+    // GNU tar, the same way: the same refusal.
+    let o = bounded(as_nobody(t.path(), "tar").args(["-cf", "out/ro.tar", "src"]));
+    assert_eq!(o.status.code(), Some(2), "GNU tar: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Cannot open: Permission denied"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A private archive nobody may write is replaced, and stays private.
+    let private = out.join("private.tar");
+    std::fs::write(&private, b"the previous archive").unwrap();
+    chown_nobody(&private);
+    chmod(&private, 0o600);
+    let o =
+        bounded(as_nobody(t.path(), seekless_bin).args(["tar", "-f", "out/private.tar", "src"]));
+    assert_exit_quiet(&o, 0);
+    let meta = std::fs::metadata(&private).unwrap();
+    assert_eq!(
+        meta.mode() & 0o7777,
+        0o600,
+        "the mode of the archive replaced"
+    );
+    assert_eq!(meta.uid(), 65534);
+    let files = |a: &Path| {
+        gnu_names(a, &[])
+            .iter()
+            .filter(|n| !n.ends_with('/'))
+            .count()
+    };
+    assert_eq!(files(&private), 5);
+
+    // Root replacing nobody's archive keeps its owner and mode.
+    chmod(&private, 0o640);
+    let o = bounded(seekless_tar(t.path()).args(["-f", "out/private.tar", "src"]));
+    assert_exit_quiet(&o, 0);
+    let meta = std::fs::metadata(&private).unwrap();
+    assert_eq!(
+        (meta.mode() & 0o7777, meta.uid(), meta.gid()),
+        (0o640, 65534, 65534),
+        "mode and owner of the archive replaced"
+    );
+    assert_eq!(entries(&out), vec!["private.tar", "ro.tar"]);
+}
+
+#[test]
+fn an_archive_onto_a_device_node_or_fifo_is_written_into_it_not_renamed_over_it() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "tar") {
+        return;
+    }
+    let t = scratch!();
+    let tree = t.path().join("tree");
+    random_files(&tree, 5, 20_000, &mut Rng::new(21));
+    // A null device of the test's own (mknod c 1 3), not /dev/null.
+    let null = t.path().join("null");
+    mknod(&null, 'c', 1, 3);
+    let o = bounded(seekless_tar(t.path()).args(["-f", "null", "tree"]));
+    assert_exit_quiet(&o, 0);
+    let meta = std::fs::symlink_metadata(&null).unwrap();
+    assert!(
+        std::os::unix::fs::FileTypeExt::is_char_device(&meta.file_type()),
+        "the device node was replaced"
+    );
+    // A FIFO: the archive goes to whoever reads it.
+    let fifo = t.path().join("fifo");
+    mkfifo(&fifo);
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read(&fifo).unwrap())
+    };
+    let o = bounded(seekless_tar(t.path()).args(["-f", "fifo", "tree"]));
+    assert_exit_quiet(&o, 0);
+    // Checked before waiting for the reader: a FIFO renamed over would leave it waiting.
+    let meta = std::fs::symlink_metadata(&fifo).unwrap();
+    assert!(
+        std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()),
+        "the FIFO was replaced"
+    );
+    let got = t.path().join("got.tar");
+    std::fs::write(&got, reader.join().unwrap()).unwrap();
+    let names = gnu_names(&got, &[]);
+    assert_eq!(
+        names.iter().filter(|n| !n.ends_with('/')).count(),
+        5,
+        "{names:?}"
+    );
+    assert_eq!(entries(t.path()), vec!["fifo", "got.tar", "null", "tree"]);
+}
+
+/// Starts `seekless tar -z -f ARCHIVE tree` in `dir` and, once its temporary holds data,
+/// freezes it; returns the run and the temporary's name prefix, or `None` if it ended
+/// first (then it ended well).
+fn caught_mid_write(dir: &Path, archive: &Path) -> Option<Running> {
+    let child = seekless_tar(dir)
+        .args(["-z", "-f"])
+        .arg(archive)
+        .arg("tree")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut run = Running(child);
+    let prefix = format!(
+        ".{}.seekless-tmp-{}-",
+        archive.file_name().unwrap().to_str().unwrap(),
+        run.0.id()
+    );
+    let parent = archive.parent().unwrap().to_path_buf();
+    let caught = freeze_when(&mut run.0, || {
+        std::fs::read_dir(&parent).unwrap().flatten().any(|e| {
+            e.file_name().to_string_lossy().starts_with(&prefix)
+                && e.metadata().is_ok_and(|m| m.len() > 0)
+        })
+    });
+    if !caught {
+        let status = run.0.wait().unwrap();
+        assert!(status.success(), "{status}");
+        return None;
+    }
+    Some(run)
+}
+
+#[test]
+fn an_interrupted_run_removes_its_temporary_and_ends_by_the_signal() {
+    let test = test_name!();
+    let t = scratch!();
+    let tree = t.path().join("tree");
+    random_files(&tree, 48, 2 << 20, &mut Rng::new(22));
+    let dir = t.path().join("archives");
+    std::fs::create_dir(&dir).unwrap();
+    for (sig, name) in [
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGHUP, "SIGHUP"),
+    ] {
+        let archive = dir.join("a.tar.gz");
+        let Some(run) = caught_mid_write(t.path(), &archive) else {
+            eprintln!("NOTE {test}: the run ended before its archive held data ({name})");
+            continue;
+        };
+        signal(&run.0, sig);
+        let (code, err) = finish(run);
+        assert_eq!(
+            code, None,
+            "{name}: ended by the signal, not an exit; {err}"
+        );
+        assert!(entries(&dir).is_empty(), "{name} left {:?}", entries(&dir));
+    }
+    // The status says which signal: checked once more on a run waited for directly.
+    if let Some(mut run) = caught_mid_write(t.path(), &dir.join("b.tar.gz")) {
+        signal(&run.0, libc::SIGTERM);
+        thaw(&run.0);
+        let status = run.0.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGTERM)
+        );
+        assert!(entries(&dir).is_empty(), "left {:?}", entries(&dir));
+    }
+}
+
+#[test]
+fn a_later_run_removes_the_temporaries_a_killed_run_of_the_same_archive_left() {
+    let test = test_name!();
+    if !require_tool(test, "tar") {
+        return;
+    }
+    let t = scratch!();
+    let tree = t.path().join("tree");
+    random_files(&tree, 48, 2 << 20, &mut Rng::new(23));
+    let dir = t.path().join("archives");
+    std::fs::create_dir(&dir).unwrap();
+    let archive = dir.join("k.tar.gz");
+    if !kill_mid_write(t.path(), &archive) {
+        eprintln!("NOTE {test}: the run ended before its archive held data");
+        return;
+    }
+    let left = entries(&dir);
+    assert_eq!(left.len(), 1, "the killed run's temporary: {left:?}");
+    // A temporary of a process that runs (this test) and one of another archive's name:
+    // both left alone.
+    let live = format!(".k.tar.gz.seekless-tmp-{}-0", std::process::id());
+    std::fs::write(dir.join(&live), b"being written").unwrap();
+    let other = ".other.tar.seekless-tmp-999999999-0";
+    std::fs::write(dir.join(other), b"another archive's").unwrap();
+
+    let o = bounded(seekless_tar(t.path()).args(["-z", "-f", "archives/k.tar.gz", "tree"]));
+    assert_exit_quiet(&o, 0);
+    let removed = format!(
+        "seekless: archives/{}: removed, the temporary of an interrupted run",
+        left[0]
+    );
+    assert_eq!(messages(&o), vec![removed]);
+    let mut want = vec![other.to_string(), live, "k.tar.gz".to_string()];
+    want.sort();
+    assert_eq!(entries(&dir), want);
+    let names = gnu_names(&archive, &["-z"]);
+    assert_eq!(
+        names.iter().filter(|n| !n.ends_with('/')).count(),
+        48,
+        "{names:?}"
+    );
+}
+
+#[test]
+fn a_file_that_changed_while_read_is_counted_once_in_the_summary() {
+    let test = test_name!();
+    if !require_tool(test, "tar") {
+        return;
+    }
+    let t = scratch!();
+    let tree = t.path().join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    std::fs::write(tree.join("seekless-fault-grow.bin"), vec![1u8; 10_000]).unwrap();
+    std::fs::write(tree.join("calm.bin"), vec![2u8; 10_000]).unwrap();
+    let o = bounded(
+        seekless_tar(t.path())
+            .env("SEEKLESS_INJECT_FAULTS", "1")
+            .args(["--summary", "-f", "s.tar", "tree"]),
+    );
+    assert_exit_quiet(&o, 1);
+    let said = messages(&o);
+    let counts = said
+        .iter()
+        .find(|l| l.starts_with("seekless: tar: "))
+        .unwrap_or_else(|| panic!("no counts: {said:#?}"));
+    assert!(
+        counts.ends_with("1 changed while read, 0 failed"),
+        "{counts}"
+    );
+}
+
+#[test]
+fn the_help_says_directories_come_last_deepest_first() {
+    let o = bounded(seekless().args(["tar", "--help"]));
+    assert_exit(&o, 0);
+    let help = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(help.contains("then directories, deepest first"), "{help}");
+    assert!(!help.contains("before their contents"), "{help}");
 }
 
 #[test]

@@ -260,9 +260,8 @@ fn print_counts(s: &CopySummary) {
     }
     for (dev, method) in &s.methods {
         text += &format!(
-            "\nseekless: copy: files of device {}:{} {}",
-            dev >> 8,
-            dev & 0xff,
+            "\nseekless: copy: files of device {} {}",
+            seekless::device_name(*dev),
             match method {
                 seekless::jobs::copy::Method::ReadWrite => "read and written",
                 seekless::jobs::copy::Method::Clone => "cloned (FICLONE: blocks shared)",

@@ -6,6 +6,7 @@ mod exit;
 mod hash;
 mod index;
 mod inputs;
+mod interrupt;
 mod order;
 mod output;
 mod progress;

@@ -7,20 +7,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
-use seekless::jobs::tar::{Compression, TarEvents, TarOptions, TarSummary, archive_with};
+use seekless::jobs::tar::{
+    ArchiveFile, Compression, TarEvents, TarOptions, TarSummary, archive_with,
+};
 use seekless::read::ReadStats;
-use seekless::{AtomicFile, Plan, PlannedFile};
+use seekless::{Plan, PlannedFile};
 
 use crate::exit::Code;
 use crate::hash::ReadArgs;
 use crate::inputs::{InputArgs, UsageError};
+use crate::interrupt::RemoveOnSignal;
 use crate::progress::{Console, ReadProgress};
 
-/// Member names are the PATHs as given (leading '/' removed); directories are stored
-/// before their contents, regular files in the order they lie on the disk, each followed
-/// by its other hard-linked names. Symlinks are stored as links (with -L, what they point
-/// to); FIFOs and devices as headers, never opened.
+/// The archive's members: see `ORDER` (shown by `seekless tar --help`).
 #[derive(clap::Args, Debug)]
+#[command(after_long_help = ORDER)]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
@@ -60,6 +61,13 @@ pub struct Args {
     pub read: ReadArgs,
 }
 
+/// What `--help` says of the archive's members.
+const ORDER: &str = "Member names are the PATHs as given (leading '/' removed). Symlinks, \
+FIFOs and devices come first, then regular files in the order they lie on the disk, each \
+followed by its other hard-linked names, then directories, deepest first (so extracting \
+gives each directory its mode and times after its contents). Symlinks are stored as links \
+(with -L, what they point to); FIFOs and devices as headers, never opened.";
+
 pub fn run(args: Args) -> Result<Code> {
     let paths = args.input.paths()?;
     let plan_opts = args.input.plan_options()?;
@@ -81,22 +89,48 @@ pub fn run(args: Args) -> Result<Code> {
     };
 
     // The archive's file is made before -C moves elsewhere, relative to where we started.
+    // Named in messages as the user gave it.
+    let shown = archive.map_or_else(
+        || "standard output".to_string(),
+        |a| a.display().to_string(),
+    );
     let output = match archive {
         Some(path) => {
-            let path = std::path::absolute(path)
-                .with_context(|| format!("cannot open {}", path.display()))?;
-            let file = AtomicFile::create(&path)
-                .with_context(|| format!("cannot open {}", path.display()))?;
-            Some(file)
+            let absolute =
+                std::path::absolute(path).with_context(|| format!("{shown}: cannot open"))?;
+            match ArchiveFile::create(&absolute) {
+                Ok(file) => Some(file),
+                // As GNU tar: a file the user could not write is refused, exit 2.
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                    eprintln!("seekless: {shown}: cannot open: {}", os_message(&e));
+                    return Ok(Code::Usage);
+                }
+                Err(e) => return Err(anyhow!("{shown}: cannot open: {}", os_message(&e))),
+            }
         }
         None => None,
     };
+    // Interrupted (Ctrl-C, SIGTERM, SIGHUP), the run removes its temporary.
+    let _remove_on_signal = output
+        .as_ref()
+        .and_then(ArchiveFile::temp_path)
+        .map(RemoveOnSignal::register);
+    if let (Some(out), Some(given)) = (&output, archive) {
+        for stale in out.removed() {
+            let name = stale.file_name().unwrap_or_default();
+            eprintln!(
+                "seekless: {}: removed, the temporary of an interrupted run",
+                given.with_file_name(name).display()
+            );
+        }
+    }
     let mut opts = TarOptions::default();
     opts.read = args.read.options();
     opts.xattrs = args.xattrs;
     opts.compression = compression;
     if let Some(out) = &output {
         opts.exclude = own_files(out);
+        opts.archive_name = out.path().file_name().map(ToOwned::to_owned);
     }
     if let Some(dir) = &args.directory {
         std::env::set_current_dir(dir)
@@ -109,7 +143,7 @@ pub fn run(args: Args) -> Result<Code> {
         verbose: args.verbose,
     };
     let mut stdout = io::stdout();
-    let mut archive_file = output.as_ref().map(AtomicFile::file);
+    let mut archive_file = output.as_ref().map(ArchiveFile::file);
     let out: &mut (dyn Write + Send) = match &mut archive_file {
         Some(file) => file,
         None => &mut stdout,
@@ -117,11 +151,10 @@ pub fn run(args: Args) -> Result<Code> {
     let summary = archive_with(&paths, &plan_opts, &opts, &console, &mut events, out)
         // Not an io::Error any more: a broken pipe here is an incomplete archive, not the
         // reader of a listing going away.
-        .map_err(|e| anyhow!("writing the archive: {e}"))?;
+        .map_err(|e| anyhow!("{shown}: cannot write the archive: {}", os_message(&e)))?;
     if let Some(file) = output {
-        let path = file.path().to_path_buf();
         file.commit()
-            .map_err(|e| anyhow!("writing the archive {}: {e}", path.display()))?;
+            .map_err(|e| anyhow!("{shown}: cannot write the archive: {}", os_message(&e)))?;
     }
     console.finish();
     if args.summary {
@@ -130,8 +163,17 @@ pub fn run(args: Args) -> Result<Code> {
     Ok(Code::from_errors(console.errors()))
 }
 
+/// An error as `strerror` words it (no "(os error N)").
+fn os_message(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
 /// The archive being written and the file it replaces: never stored in it.
-fn own_files(out: &AtomicFile) -> Vec<seekless::FileId> {
+fn own_files(out: &ArchiveFile) -> Vec<seekless::FileId> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;

@@ -37,6 +37,7 @@
 //! ```
 
 mod format;
+mod output;
 mod sink;
 
 use std::collections::HashMap;
@@ -58,6 +59,7 @@ use crate::{os, sync};
 use format::{Kind, Member};
 use sink::{FillError, Sink};
 
+pub use output::ArchiveFile;
 pub use sink::Compression;
 
 /// How to archive.
@@ -73,6 +75,9 @@ pub struct TarOptions {
     /// Files never stored: the archive being written (and what it replaces). Each is
     /// reported as "file is the archive; not dumped", as GNU tar does.
     pub exclude: Vec<FileId>,
+    /// The archive's file name, to name it by in that report where the walk meets the
+    /// file being written under its temporary name (see [`AtomicFile`](crate::AtomicFile)).
+    pub archive_name: Option<std::ffi::OsString>,
 }
 
 /// What an archive run stored and skipped.
@@ -95,9 +100,10 @@ pub struct TarSummary {
     pub specials: u64,
     /// Files stored sparse.
     pub sparse: u64,
-    /// Files that changed while they were read (stored, but not as they are now).
+    /// Files that changed while they were read (stored, but not as they are now; each is
+    /// reported as an error, and not counted in `failed`).
     pub changed: u64,
-    /// Paths that could not be stored.
+    /// Paths that could not be stored (or only in part: a read error mid-file).
     pub failed: u64,
     /// Bytes of the archive before compression.
     pub archive_bytes: u64,
@@ -153,10 +159,22 @@ pub fn archive_with(
     let plan = if opts.exclude.is_empty() {
         plan
     } else {
+        let mut named_before = Vec::new();
         plan.retain(|_, f| {
             let own = opts.exclude.contains(&f.entry.id);
             if own {
-                reporter.warning(Some(&f.entry.path), "file is the archive; not dumped");
+                let path = &*f.entry.path;
+                let named = match (&opts.archive_name, path.file_name()) {
+                    (Some(archive), Some(name)) if crate::atomic::is_temp(name) => {
+                        path.with_file_name(archive)
+                    }
+                    _ => path.to_path_buf(),
+                };
+                // The temporary and the archive it replaces, named alike, once.
+                if !named_before.contains(&named) {
+                    reporter.warning(Some(&named), "file is the archive; not dumped");
+                    named_before.push(named);
+                }
             }
             !own
         })
@@ -187,6 +205,9 @@ pub fn archive_with(
     })
 }
 
+/// A regular file's member: its name and the metadata its header gave.
+type Stored = (Vec<u8>, Stat);
+
 /// One archive being written.
 struct Job<'a> {
     opts: &'a TarOptions,
@@ -212,28 +233,54 @@ impl Job<'_> {
         for alias in plan.aliases() {
             aliases.entry(alias.id).or_default().push(alias);
         }
+        // Files with other names, by their planned path: a file the reader could not open
+        // is known by the path its error names.
+        let with_aliases: HashMap<&Path, &PlannedFile> = plan
+            .files()
+            .iter()
+            .filter(|f| aliases.contains_key(&f.entry.id))
+            .map(|f| (&*f.entry.path, f))
+            .collect();
+        #[cfg(any(test, debug_assertions))]
+        for f in plan.files() {
+            super::fault_before_read(&f.entry.path);
+        }
 
         self.events.reading(plan);
         let started = Instant::now();
         let mut reader = Reader::new(plan.clone(), self.opts.read.clone());
         for item in reader.by_ref() {
-            let file = match item {
-                Ok(file) => file,
+            let (planned, opened) = match item {
+                Ok(mut file) => {
+                    let planned = &plan.files()[file.index() as usize];
+                    (planned, Some(self.file(&planned.entry.path, &mut file)?))
+                }
                 Err(e) => {
                     self.fail(&e);
-                    continue;
+                    match with_aliases.get(e.path()) {
+                        Some(&planned) => (planned, None),
+                        None => continue,
+                    }
                 }
             };
-            let planned = &plan.files()[file.index() as usize];
-            match self.file(planned, file)? {
-                Some((name, st)) => {
-                    // Its other names share its inode, and so its metadata.
-                    for alias in aliases.get(&planned.entry.id).into_iter().flatten() {
-                        self.hard_link(alias, &name, &st)?;
-                    }
-                    self.events.file_done(planned, true);
+            let was_opened = opened.is_some();
+            let names = aliases
+                .get(&planned.entry.id)
+                .map_or(&[][..], Vec::as_slice);
+            let stored = match opened.flatten() {
+                Some(member) => Some((member, names)),
+                // Its planned name failed: the next name that can be read is stored as the
+                // file, and the names after it as links to it.
+                None => self.first_readable(planned.entry.id, names)?,
+            };
+            if let Some(((name, st), links)) = &stored {
+                // Its other names share its inode, and so its metadata.
+                for alias in *links {
+                    self.hard_link(alias, name, st)?;
                 }
-                None => self.events.file_done(planned, false),
+            }
+            if was_opened {
+                self.events.file_done(planned, stored.is_some());
             }
         }
         self.events.read_done(&reader.stats(), started.elapsed());
@@ -365,6 +412,28 @@ impl Job<'_> {
         Ok(())
     }
 
+    /// Stores the first of `names` that can be read as the file `id` (whose planned name
+    /// failed). Returns its member name and metadata, and the names after it.
+    fn first_readable<'n>(
+        &mut self,
+        id: FileId,
+        names: &'n [&'n Entry],
+    ) -> io::Result<Option<(Stored, &'n [&'n Entry])>> {
+        for (i, alias) in names.iter().enumerate() {
+            let mut file = match LooseFile::open(&alias.path, id) {
+                Ok(file) => file,
+                Err(e) => {
+                    self.fail(&e);
+                    continue;
+                }
+            };
+            if let Some(member) = self.file(&alias.path, &mut file)? {
+                return Ok(Some((member, &names[i + 1..])));
+            }
+        }
+        Ok(None)
+    }
+
     /// A second name of a file already stored as `target`, whose metadata is `st`.
     fn hard_link(&mut self, alias: &Entry, target: &[u8], st: &Stat) -> io::Result<()> {
         let name = self.member_name(&alias.path, false);
@@ -413,12 +482,7 @@ impl Job<'_> {
     /// A regular file: headers, then its content as it streams in, padded or cut to the
     /// size the header gave. Returns its member name and metadata, or `None` if it was
     /// not stored.
-    fn file(
-        &mut self,
-        planned: &PlannedFile,
-        mut file: FileReader,
-    ) -> io::Result<Option<(Vec<u8>, Stat)>> {
-        let path = &*planned.entry.path;
+    fn file(&mut self, path: &Path, file: &mut impl Source) -> io::Result<Option<(Vec<u8>, Stat)>> {
         let before = match file.metadata() {
             Ok(m) => m,
             Err(e) => {
@@ -506,10 +570,95 @@ impl Job<'_> {
             None
         };
         if let Some(what) = changed {
+            // Stored: counted once, as changed (not also as failed), and still an error.
             self.summary.changed += 1;
-            self.fail(&Error::io(path, io::Error::other(what)));
+            self.reporter
+                .error(&Error::io(path, io::Error::other(what)));
         }
         Ok(Some((name, st)))
+    }
+}
+
+/// A file being archived: read through the reader in plan order, or opened on its own (a
+/// second name of a file whose first name failed).
+trait Source: Read {
+    fn metadata(&self) -> io::Result<std::fs::Metadata>;
+    fn data_regions(&mut self, size: u64) -> Result<Vec<Range<u64>>, Error>;
+    fn position(&self) -> u64;
+    fn seek_to(&mut self, offset: u64) -> Result<(), Error>;
+}
+
+impl Source for FileReader {
+    fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        FileReader::metadata(self)
+    }
+    fn data_regions(&mut self, size: u64) -> Result<Vec<Range<u64>>, Error> {
+        FileReader::data_regions(self, size)
+    }
+    fn position(&self) -> u64 {
+        FileReader::position(self)
+    }
+    fn seek_to(&mut self, offset: u64) -> Result<(), Error> {
+        FileReader::seek_to(self, offset)
+    }
+}
+
+/// A file opened by name, outside the reader's sweep.
+struct LooseFile {
+    file: std::fs::File,
+    path: PathBuf,
+    pos: u64,
+}
+
+impl LooseFile {
+    /// Opens `path`, which must still be the file `id`.
+    fn open(path: &Path, id: FileId) -> Result<LooseFile, Error> {
+        let file = os::open_to_read(path).map_err(|e| Error::io(path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        let now = os::file_id(path, Some(&file), &meta).map_err(|e| Error::io(path, e))?;
+        if now != id {
+            let e = io::Error::other("file changed as we read it (another file by that name)");
+            return Err(Error::io(path, e));
+        }
+        Ok(LooseFile {
+            file,
+            path: path.to_path_buf(),
+            pos: 0,
+        })
+    }
+}
+
+impl Read for LooseFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Source for LooseFile {
+    fn metadata(&self) -> io::Result<std::fs::Metadata> {
+        self.file.metadata()
+    }
+    fn data_regions(&mut self, size: u64) -> Result<Vec<Range<u64>>, Error> {
+        let regions = os::data_regions(&self.file, size);
+        // The probes moved the offset: put it back.
+        let pos = self.pos;
+        let back = self.seek_to(pos);
+        let regions = regions.map_err(|e| Error::io(&*self.path, e))?;
+        back?;
+        Ok(regions)
+    }
+    fn position(&self) -> u64 {
+        self.pos
+    }
+    fn seek_to(&mut self, offset: u64) -> Result<(), Error> {
+        use std::io::Seek;
+        self.file
+            .seek(io::SeekFrom::Start(offset))
+            .map_err(|e| Error::io(&*self.path, e))?;
+        self.pos = offset;
+        Ok(())
     }
 }
 
@@ -623,6 +772,37 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
+    fn a_file_whose_first_name_fails_is_stored_under_its_next_name_with_the_rest_linked() {
+        let t = tempfile::tempdir().unwrap();
+        let first = t.path().join("seekless-fault-vanish-a");
+        fs::write(&first, b"one inode, three names").unwrap();
+        fs::hard_link(&first, t.path().join("b")).unwrap();
+        fs::hard_link(&first, t.path().join("c")).unwrap();
+        let (members, summary) = round_trip(&[first, t.path().join("b"), t.path().join("c")]);
+        let got: Vec<(char, &str, &[u8])> = members
+            .iter()
+            .map(|m| (m.1, m.0.rsplit('/').next().unwrap(), &m.3[..]))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ('0', "b", &b"one inode, three names"[..]),
+                ('1', "c", &b""[..])
+            ]
+        );
+        assert!(
+            members[1].2.ends_with("/b"),
+            "c links to b: {:?}",
+            members[1].2
+        );
+        assert_eq!(
+            (summary.files, summary.hardlinks, summary.failed),
+            (1, 1, 1)
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
     fn a_file_that_shrinks_is_padded_and_one_that_grows_is_cut_and_both_are_reported() {
         let t = tempfile::tempdir().unwrap();
         let shrink = t.path().join("seekless-fault-shrink-x");
@@ -634,7 +814,11 @@ mod tests {
         want.resize(10_000, 0);
         assert_eq!(members[0].3, want);
         assert_eq!(members[1].3, vec![2u8; 10_000]);
-        assert_eq!((summary.changed, summary.failed), (2, 2));
+        assert_eq!(
+            (summary.changed, summary.failed),
+            (2, 0),
+            "each counted once"
+        );
     }
 
     #[cfg(target_os = "linux")]

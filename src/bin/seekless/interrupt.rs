@@ -1,0 +1,102 @@
+//! An interrupted run removes the temporary file it was writing: on SIGINT, SIGTERM or
+//! SIGHUP the handler unlinks the one registered path, then ends the process by the same
+//! signal with its default action (so the exit status still says what stopped it).
+//! `kill -9` cannot be caught: a later run removes what it leaves (see
+//! `seekless::jobs::tar::ArchiveFile`).
+
+use std::path::Path;
+
+/// Removes `path` if the process is interrupted before the guard is dropped.
+#[must_use = "the path is forgotten when the guard is dropped"]
+pub struct RemoveOnSignal(());
+
+#[cfg(unix)]
+mod unix {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+    use std::ptr;
+    use std::sync::Once;
+    use std::sync::atomic::{AtomicPtr, Ordering};
+
+    /// The path to remove (a leaked C string: a handler may read it at any moment, on any
+    /// thread, so it is never freed), or null.
+    static PATH: AtomicPtr<libc::c_char> = AtomicPtr::new(ptr::null_mut());
+
+    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+    pub fn register(path: &Path) {
+        let Ok(c_path) = CString::new(path.as_os_str().as_bytes()) else {
+            return;
+        };
+        PATH.store(c_path.into_raw(), Ordering::SeqCst);
+        static INSTALL: Once = Once::new();
+        INSTALL.call_once(install);
+    }
+
+    pub fn forget() {
+        PATH.store(ptr::null_mut(), Ordering::SeqCst);
+    }
+
+    fn install() {
+        for sig in SIGNALS {
+            // SAFETY: sigaction with a zeroed (valid: empty mask, no flags) struct, only
+            // to read the current action into `old`.
+            let ignored = unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(sig, ptr::null(), &mut old) == 0
+                    && old.sa_sigaction == libc::SIG_IGN
+            };
+            // A signal ignored when we started (`nohup`) stays ignored.
+            if ignored {
+                continue;
+            }
+            // SAFETY: the handler is an `extern "C" fn(c_int)` that makes only
+            // async-signal-safe calls (see `on_signal`); the struct is fully initialised
+            // (zeroed: empty mask, then the handler and flags set).
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                action.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(sig, &action, ptr::null_mut());
+            }
+        }
+    }
+
+    /// Async-signal-safe only: an atomic swap, `unlink`, `sigaction`, `raise`.
+    extern "C" fn on_signal(sig: libc::c_int) {
+        let path = PATH.swap(ptr::null_mut(), Ordering::SeqCst);
+        // SAFETY: `path` is null or a NUL-terminated string that is never freed;
+        // unlink, sigaction and raise are async-signal-safe (signal-safety(7)). The
+        // signal is blocked while its handler runs, so the raised one is delivered, with
+        // the default action (the process ends), as soon as the handler returns.
+        unsafe {
+            if !path.is_null() {
+                libc::unlink(path);
+            }
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(sig, &action, ptr::null_mut());
+            libc::raise(sig);
+        }
+    }
+}
+
+impl RemoveOnSignal {
+    /// Registers `path` (one at a time: a second registration replaces the first).
+    pub fn register(path: &Path) -> RemoveOnSignal {
+        #[cfg(unix)]
+        unix::register(path);
+        #[cfg(not(unix))]
+        let _ = path;
+        RemoveOnSignal(())
+    }
+}
+
+impl Drop for RemoveOnSignal {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        unix::forget();
+    }
+}
