@@ -276,26 +276,34 @@ impl Reader {
         let stop = &stop;
         // A panic in `work` or in a sweep ends that worker; the others finish, and the
         // first panic is re-raised here with its own payload.
+        let run = move || {
+            while !stop.load(Ordering::Relaxed)
+                && let Some((index, item)) = me.next_file()
+            {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if work(&me.plan.files()[index as usize], item).is_break() {
+                    stop.store(true, Ordering::Relaxed);
+                    for w in &me.windows {
+                        w.cancel();
+                    }
+                }
+            }
+        };
         std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers.max(1))
-                .map(|_| {
-                    s.spawn(move || {
-                        while !stop.load(Ordering::Relaxed)
-                            && let Some((index, item)) = me.next_file()
-                        {
-                            if stop.load(Ordering::Relaxed) {
-                                break;
-                            }
-                            if work(&me.plan.files()[index as usize], item).is_break() {
-                                stop.store(true, Ordering::Relaxed);
-                                for w in &me.windows {
-                                    w.cancel();
-                                }
-                            }
-                        }
-                    })
-                })
-                .collect();
+            // Where threads are scarce (a pids or address-space limit), work with those
+            // that could be had, down to this thread alone.
+            let mut handles = Vec::new();
+            for _ in 0..workers.max(1) {
+                match std::thread::Builder::new().spawn_scoped(s, run) {
+                    Ok(h) => handles.push(h),
+                    Err(_) => break,
+                }
+            }
+            if handles.is_empty() {
+                run();
+            }
             crate::sync::join_all(handles);
         });
         ReadStats {

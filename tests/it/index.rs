@@ -1477,6 +1477,8 @@ fn a_second_index_on_a_database_being_written_fails_at_once_naming_it() {
             err.contains(&db.display().to_string()),
             "the message names the database: {err}"
         );
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(!err.contains("--help"), "not a command-line mistake: {err}");
         assert!(!err.contains("panicked"), "{err}");
         assert!(
             took < Duration::from_secs(3),
@@ -2092,7 +2094,8 @@ fn a_version_1_catalog_is_upgraded_in_place_and_keeps_its_rows() {
              INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, blake3, scan)
                  VALUES ('photos/gone.gif', CAST('photos/gone.gif' AS BLOB), 1, 1, 1, 1, 'x', 1),
                         ('/elsewhere/x.gif', CAST('/elsewhere/x.gif' AS BLOB), 1, 2, 1, 1, 'y', 1);
-             PRAGMA user_version = 1;",
+             PRAGMA user_version = 1;
+             PRAGMA application_id = 0;",
             n = prefix.len() + 1
         ),
     );
@@ -2121,6 +2124,11 @@ fn a_version_1_catalog_is_upgraded_in_place_and_keeps_its_rows() {
         "the upgraded rows are recognised: nothing read"
     );
     assert_eq!(one(&db, "PRAGMA user_version", "user_version"), json!(2));
+    assert_eq!(
+        one(&db, "PRAGMA application_id", "application_id"),
+        json!(APPLICATION_ID),
+        "recognised by its schema and marked"
+    );
     assert_eq!(
         query(&db, "SELECT id FROM images ORDER BY id"),
         ids_before,
@@ -2295,4 +2303,198 @@ fn a_catalog_inside_the_tree_keeps_its_locks_through_the_walk() {
     drop(run);
     drop(reader_in);
     let _ = reader.wait();
+}
+
+// ---------------------------------------------------------------------------------------
+// 10. Someone else's database.
+
+/// `sha256sum FILE`'s digest.
+fn sha256(path: &Path) -> String {
+    let out = run(Command::new("sha256sum").arg(path));
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// The files beside `db` that SQLite would make for it.
+fn journals_of(db: &Path) -> Vec<PathBuf> {
+    ["-wal", "-shm", "-journal"]
+        .iter()
+        .map(|s| {
+            let mut p = db.as_os_str().to_owned();
+            p.push(s);
+            PathBuf::from(p)
+        })
+        .filter(|p| p.exists())
+        .collect()
+}
+
+/// `index --db FILE` on a file that is not a seekless catalog: exit 2, one line naming it
+/// and saying so (no pointer to --help), the file byte for byte as it was, and nothing
+/// made beside it.
+fn assert_refused_untouched(db: &Path, photos: &Path) {
+    let before = std::fs::read(db).unwrap();
+    let digest = sha256(db);
+    let o = index(db, &[photos.as_os_str()]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {err}");
+    assert!(
+        lines[0].starts_with(&format!("seekless: {}: ", db.display()))
+            && lines[0].contains("not a seekless catalog"),
+        "names the file and says why: {err}"
+    );
+    assert!(!err.contains("--help"), "{err}");
+    assert_eq!(
+        journals_of(db),
+        Vec::<PathBuf>::new(),
+        "nothing made beside it"
+    );
+    assert_eq!(sha256(db), digest, "{} changed", db.display());
+    assert!(std::fs::read(db).unwrap() == before, "byte for byte");
+}
+
+#[test]
+fn another_applications_database_is_refused_and_left_exactly_as_it_was() {
+    let test = test_name!();
+    if !require_tool(test, "sqlite3") || !require_tool(test, "sha256sum") {
+        return;
+    }
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    gifs(&[photos.join("a.gif"), photos.join("b.gif")]);
+    // Another application's photo table, in each journal mode; one without tables named
+    // like ours; one marked with another application id.
+    let cases = [
+        (
+            "images-delete.db",
+            "delete",
+            "CREATE TABLE images (id INTEGER PRIMARY KEY, path TEXT, width INTEGER);
+          INSERT INTO images (path, width) VALUES ('/x/1.jpg', 640), ('/x/2.jpg', 800);",
+        ),
+        (
+            "images-wal.db",
+            "wal",
+            "CREATE TABLE images (id INTEGER PRIMARY KEY, path TEXT);
+          INSERT INTO images (path) VALUES ('/x/1.jpg');",
+        ),
+        (
+            "notes.db",
+            "delete",
+            "CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me');",
+        ),
+        (
+            "marked.db",
+            "delete",
+            "PRAGMA application_id = 1234; CREATE TABLE scans (id INTEGER PRIMARY KEY);",
+        ),
+    ];
+    for (name, mode, sql) in cases {
+        let db = t.path().join(name);
+        query(
+            &db_new(&db),
+            &format!("PRAGMA journal_mode = {mode}; {sql}"),
+        );
+        assert_eq!(journals_of(&db), Vec::<PathBuf>::new(), "{name} as made");
+        assert_refused_untouched(&db, &photos);
+        assert_eq!(
+            one(&db, "PRAGMA journal_mode", "journal_mode"),
+            json!(mode),
+            "{name}: the journal mode is unchanged"
+        );
+    }
+}
+
+/// `db`, made an empty file first so [`query`] lets sqlite3 create the database.
+fn db_new(db: &Path) -> PathBuf {
+    std::fs::write(db, b"").unwrap();
+    db.to_path_buf()
+}
+
+#[test]
+fn a_file_that_is_not_sqlite_is_refused_and_left_exactly_as_it_was() {
+    let test = test_name!();
+    if !require_tool(test, "sha256sum") {
+        return;
+    }
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    gifs(&[photos.join("a.gif")]);
+    let text = t.path().join("notes.txt");
+    std::fs::write(&text, "a text file\nof two lines\n").unwrap();
+    assert_refused_untouched(&text, &photos);
+    let image = photos.join("a.gif");
+    assert_refused_untouched(&image, &photos);
+    // Shorter than an SQLite header, but starting like one.
+    let short = t.path().join("short.db");
+    std::fs::write(&short, b"SQLite format 3\0").unwrap();
+    assert_refused_untouched(&short, &photos);
+}
+
+#[test]
+fn an_empty_file_becomes_a_new_catalog() {
+    let test = test_name!();
+    if !require_tool(test, "sqlite3") {
+        return;
+    }
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    gifs(&[photos.join("a.gif")]);
+    let db = t.path().join("c.db");
+    std::fs::write(&db, b"").unwrap();
+    assert_exit(&index(&db, &[photos.as_os_str()]), 0);
+    assert_eq!(
+        one(&db, "PRAGMA application_id", "application_id"),
+        json!(APPLICATION_ID)
+    );
+    assert_eq!(one(&db, "SELECT count(*) AS n FROM images", "n"), json!(1));
+}
+
+/// `PRAGMA application_id` of a catalog: "SKLS" (docs/index.md).
+const APPLICATION_ID: i64 = 0x534b_4c53;
+
+#[test]
+fn a_catalog_made_before_the_application_id_is_recognised_by_its_schema_and_marked() {
+    let test = test_name!();
+    if !require_tool(test, "sqlite3") {
+        return;
+    }
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    let files: Vec<PathBuf> = (0..4).map(|i| photos.join(format!("{i}.gif"))).collect();
+    gifs(&files);
+    let db = t.path().join("c.db");
+    assert_exit(&index(&db, &[photos.as_os_str()]), 0);
+    assert_eq!(
+        one(&db, "PRAGMA application_id", "application_id"),
+        json!(APPLICATION_ID),
+        "a new catalog is marked"
+    );
+    // As a version-2 catalog made before catalogs were marked.
+    query(&db, "PRAGMA application_id = 0");
+    let rows = catalog(&db);
+    let o = index(&db, &["--summary".as_ref(), photos.as_os_str()]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        closing_line(&o),
+        "seekless: index: 4 seen, 0 added, 0 changed, 0 moved, 4 unchanged, 0 removed, 0 failed",
+        "accepted as the catalog it is"
+    );
+    assert_eq!(
+        one(&db, "PRAGMA application_id", "application_id"),
+        json!(APPLICATION_ID),
+        "and marked"
+    );
+    assert_eq!(one(&db, "PRAGMA user_version", "user_version"), json!(2));
+    assert_same_catalog(&catalog(&db), &rows, "after marking");
+
+    // The same tables with a column more are not the catalog's.
+    query(
+        &db,
+        "PRAGMA application_id = 0; ALTER TABLE images ADD COLUMN rating INTEGER;",
+    );
+    assert_refused_untouched(&db, &photos);
 }

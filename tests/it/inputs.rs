@@ -372,3 +372,196 @@ fn directories_and_files_reached_twice_are_counted_and_named_with_verbose() {
     );
     assert!(err.contains("skipped: same file as"), "{err}");
 }
+
+/// Every name under `dir`, recursively, sorted (for "nothing was created").
+fn names_under(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                todo.push(p.clone());
+            }
+            names.push(p.strip_prefix(dir).unwrap().display().to_string());
+        }
+    }
+    names.sort();
+    names
+}
+
+#[test]
+fn thread_and_window_counts_past_their_bounds_are_usage_errors_that_create_nothing() {
+    let t = scratch!();
+    let src = t.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    for i in 0..3 {
+        std::fs::write(src.join(format!("{i}.gif")), b"GIF89a").unwrap();
+    }
+    let before = names_under(t.path());
+    let s = |p: &str| t.path().join(p).into_os_string();
+    let cases: Vec<(Vec<std::ffi::OsString>, &str)> = vec![
+        (
+            vec!["hash".into(), "-j".into(), "99999999999".into()],
+            "1..=1024",
+        ),
+        (
+            vec!["hash".into(), "-j".into(), "100000".into()],
+            "1..=1024",
+        ),
+        (vec!["hash".into(), "-j".into(), "0".into()], "1..=1024"),
+        (
+            vec!["order".into(), "--walk-threads".into(), "4294967295".into()],
+            "1..=1024",
+        ),
+        (
+            vec![
+                "index".into(),
+                "-j".into(),
+                "99999999999".into(),
+                "--db".into(),
+                s("j.db"),
+            ],
+            "1..=1024",
+        ),
+        (
+            vec![
+                "index".into(),
+                "--walk-threads".into(),
+                "1025".into(),
+                "--db".into(),
+                s("w.db"),
+            ],
+            "1..=1024",
+        ),
+        (
+            vec!["copy".into(), "-j".into(), "99999999999".into()],
+            "1..=1024",
+        ),
+        (
+            vec![
+                "tar".into(),
+                "-j".into(),
+                "5000".into(),
+                "-f".into(),
+                s("a.tar"),
+            ],
+            "1..=1024",
+        ),
+        (
+            vec!["hash".into(), "--window-files".into(), "99999999999".into()],
+            "1..=1048576",
+        ),
+        (
+            vec!["copy".into(), "--window-files".into(), "1048577".into()],
+            "1..=1048576",
+        ),
+    ];
+    for (args, range) in cases {
+        let mut cmd = seekless();
+        cmd.args(&args).arg(&src);
+        if args[0] == "copy" {
+            cmd.arg(t.path().join("dst"));
+        }
+        let o = cmd.stdout(Stdio::null()).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(range), "{args:?}: the range is given: {err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("memory allocation"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(
+            names_under(t.path()),
+            before,
+            "{args:?}: a usage error leaves nothing behind (no catalog, -wal, -shm, archive, destination)"
+        );
+    }
+}
+
+#[test]
+fn hash_with_1024_workers_hashes_every_file() {
+    // sha256 of "seekless\n", as sha256sum prints it.
+    const DIGEST: &str = "bc0b23eafa20f3460ecff925ce2b9f8ba813b1e04eae38ecdd717b429e96233c";
+    let t = scratch!();
+    let files: Vec<_> = (0..5)
+        .map(|i| {
+            let p = t.path().join(format!("f{i}"));
+            std::fs::write(&p, b"seekless\n").unwrap();
+            p
+        })
+        .collect();
+    let o = seekless()
+        .args(["hash", "-j", "1024", "--sort-output"])
+        .args(&files)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let want: Vec<String> = files
+        .iter()
+        .map(|p| format!("{DIGEST}  {}", p.display()))
+        .collect();
+    assert_eq!(lines(&o), want);
+}
+
+/// With a process limit far below the threads asked for, a job works with the threads it
+/// could start (down to its own) instead of aborting. Run as a user id of its own (the
+/// limit counts every process of the user), as root is not held to it.
+#[test]
+#[cfg(target_os = "linux")]
+fn workers_that_cannot_be_started_are_done_without_and_every_file_is_hashed() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "sha256sum") {
+        return;
+    }
+    let t = scratch!();
+    std::fs::set_permissions(t.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let files: Vec<_> = (0..20)
+        .map(|i| {
+            let p = t.path().join(format!("f{i:02}"));
+            std::fs::write(&p, format!("content {i}\n")).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+            p
+        })
+        .collect();
+    let uid = 60_000 + std::process::id() % 5_000;
+    let mut cmd = Command::new("setpriv");
+    cmd.arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .arg("--clear-groups")
+        .arg(env!("CARGO_BIN_EXE_seekless"))
+        .args([
+            "hash",
+            "-j",
+            "1024",
+            "--walk-threads",
+            "1024",
+            "--sort-output",
+        ])
+        .args(&files);
+    // SAFETY: setrlimit is async-signal-safe; the closure touches nothing else.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 8,
+                rlim_max: 8,
+            };
+            if libc::setrlimit(libc::RLIMIT_NPROC, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let want = Command::new("sha256sum").args(&files).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&want.stdout),
+        "every file hashed as sha256sum does"
+    );
+}

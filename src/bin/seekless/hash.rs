@@ -14,7 +14,7 @@ use seekless::read::{ReadOptions, ReadStats};
 use seekless::{Plan, PlannedFile, Reporter};
 
 use crate::exit::Code;
-use crate::inputs::InputArgs;
+use crate::inputs::{InputArgs, threads_parser};
 use crate::output::path_bytes;
 use crate::progress::{Console, ReadProgress};
 
@@ -67,19 +67,21 @@ pub struct Args {
 
 #[derive(clap::Args, Debug)]
 pub struct ReadArgs {
-    /// Worker threads processing files (hash, index; tar writes from one; default: one
-    /// per CPU).
-    #[arg(short = 'j', long, value_name = "N")]
-    pub jobs: Option<NonZeroUsize>,
+    /// Worker threads processing files, 1 to 1024 (hash, index, copy; tar writes from
+    /// one; default: one per CPU).
+    #[arg(short = 'j', long, value_name = "N", value_parser = threads_parser())]
+    pub jobs: Option<usize>,
 
     /// Readahead window per disk, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 64,
           value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
     pub window_mb: u64,
 
-    /// Files open ahead of the consumer, per disk.
-    #[arg(long, value_name = "N", default_value_t = NonZeroUsize::new(512).expect("not 0"))]
-    pub window_files: NonZeroUsize,
+    /// Files open ahead of the consumer, per disk, 1 to 1048576 (and at most half the
+    /// open-file limit).
+    #[arg(long, value_name = "N", default_value_t = 512,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 20))]
+    pub window_files: usize,
 
     /// On rotational disks, let the first request past a gap of at least KIB KiB on the
     /// disk be served before prefetching further (0: never).
@@ -99,7 +101,7 @@ impl ReadArgs {
     pub fn options(&self) -> ReadOptions {
         let mut opts = ReadOptions::default();
         opts.window_bytes = self.window_mb << 20;
-        opts.window_files = self.window_files.get();
+        opts.window_files = self.window_files;
         opts.drop_behind = !self.keep_cache;
         opts.prefetch = !self.no_prefetch;
         opts.gap_barrier = self.gap_barrier_kb << 10;
@@ -108,8 +110,7 @@ impl ReadArgs {
 
     pub fn workers(&self) -> usize {
         self.jobs
-            .or_else(|| std::thread::available_parallelism().ok())
-            .map_or(2, NonZeroUsize::get)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, NonZeroUsize::get))
     }
 }
 

@@ -12,7 +12,7 @@ use seekless::{Filter, Plan, PlannedFile};
 
 use crate::exit::Code;
 use crate::hash::ReadArgs;
-use crate::inputs::{InputArgs, UsageError};
+use crate::inputs::{InputArgs, Refused};
 use crate::progress::{Console, ReadProgress};
 
 #[derive(clap::Args, Debug)]
@@ -66,7 +66,7 @@ pub fn run(args: Args) -> Result<Code> {
     let mut events = Progress(ReadProgress::new(&console, args.summary));
     let summary = match index_with(&paths, &plan_opts, &opts, &console, &mut events) {
         Ok(s) => s,
-        Err(e) if e.is_busy() => return Err(UsageError(e.to_string()).into()),
+        Err(e) if e.is_refusal() => return Err(Refused(e.to_string()).into()),
         Err(e) => return Err(e.into()),
     };
     console.finish();

@@ -3,7 +3,6 @@
 
 use std::fs::File;
 use std::io;
-use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
@@ -51,10 +50,10 @@ pub struct InputArgs {
     #[arg(long)]
     pub sync: bool,
 
-    /// Threads walking directories and locating files (default: 64; they mostly wait
-    /// for the disk, and more of them keep more metadata reads in its queue).
-    #[arg(long, value_name = "N")]
-    pub walk_threads: Option<NonZeroUsize>,
+    /// Threads walking directories and locating files, 1 to 1024 (default: 64; they
+    /// mostly wait for the disk, and more of them keep more metadata reads in its queue).
+    #[arg(long, value_name = "N", value_parser = threads_parser())]
+    pub walk_threads: Option<usize>,
 
     /// Do not read directories' blocks ahead through the block device. By default, on
     /// ext2/3/4 on a rotational disk and when the device is readable (root), each
@@ -113,7 +112,7 @@ impl InputArgs {
         walk.filter = filter;
         walk.dir_readahead = !self.no_dir_readahead;
         if let Some(n) = self.walk_threads {
-            walk.threads = n.get();
+            walk.threads = n;
         }
         let strategy = match self.locate {
             LocateArg::Auto => None,
@@ -138,3 +137,20 @@ fn has_nul(path: &std::path::Path) -> bool {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
+
+/// A run refused before it changed anything, for a reason that is not a mistake in the
+/// command line (the catalog is being written by another run, or is not a catalog): exit
+/// code 2, without pointing at `--help`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// Threads a user may ask for (`-j`, `--walk-threads`), at most. Far more than a disk
+/// queue or a CPU count calls for; every thread costs a stack and a descriptor-table
+/// share, and the count sizes buffers up front.
+pub const MAX_THREADS: u64 = 1024;
+
+/// Parses a thread count: 1 to [`MAX_THREADS`].
+pub fn threads_parser() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(1..=MAX_THREADS)
+}

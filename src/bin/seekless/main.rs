@@ -72,6 +72,10 @@ fn main() -> ExitCode {
                 eprintln!("seekless: {usage}\nTry 'seekless --help' for more information.");
                 return exit::Code::Usage.into();
             }
+            if let Some(refused) = err.downcast_ref::<inputs::Refused>() {
+                eprintln!("seekless: {refused}");
+                return exit::Code::Usage.into();
+            }
             eprintln!("seekless: {err:#}");
             exit::Code::Failed.into()
         }

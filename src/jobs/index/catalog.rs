@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use crossbeam_channel::RecvTimeoutError;
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OpenFlags, params};
 
 use super::inspect::ImageInfo;
 
@@ -15,6 +15,11 @@ use super::inspect::ImageInfo;
 /// version-1 catalog is upgraded in place, in one transaction, when opened (see
 /// `upgrade_v1`).
 pub const SCHEMA_VERSION: i64 = 2;
+
+/// `PRAGMA application_id` of a seekless catalog ("SKLS"): what tells a catalog from any
+/// other SQLite database. Catalogs made before it was set (schema versions 1 and 2) are
+/// recognised by their exact schema and marked when first opened.
+pub const APPLICATION_ID: i32 = i32::from_be_bytes(*b"SKLS");
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS scans (
@@ -84,6 +89,15 @@ pub enum CatalogError {
         /// Its schema version.
         version: i64,
     },
+    /// It is not a seekless catalog (another application's database, or not SQLite at
+    /// all): refused, and left exactly as it was.
+    #[error("{}: {why}: not a seekless catalog, left untouched", .path.display())]
+    NotCatalog {
+        /// The file given as the catalog.
+        path: PathBuf,
+        /// What it is instead.
+        why: String,
+    },
     /// It cannot be opened, created or written.
     #[error("{}: {message}", .path.display())]
     Io {
@@ -151,16 +165,49 @@ pub(crate) struct Catalog {
 pub(crate) struct WriterLock {
     path: PathBuf,
     file: File,
+    /// What the file was when the lock was taken.
+    found: Found,
+}
+
+/// What the file given as the catalog is, as far as taking it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Found {
+    /// Missing or empty (0 bytes): a new catalog.
+    New,
+    /// A seekless catalog (marked, or recognised by its exact schema).
+    Catalog,
+}
+
+/// What an SQLite database holds, as far as telling a catalog goes.
+struct Contents {
+    application_id: i32,
+    user_version: i64,
+    schema: Schema,
+}
+
+/// How a database's schema compares with the catalog's.
+enum Schema {
+    /// No tables, indexes or views at all.
+    Empty,
+    /// Every table and index of [`SCHEMA`], exactly (anything the user added beside them
+    /// is left alone).
+    Catalog,
+    /// Something else: the names of its tables.
+    Other(Vec<String>),
 }
 
 impl WriterLock {
     /// Takes the writer lock of the catalog at `path` (creating the file if needed), or
-    /// fails at once if another `seekless index` holds it.
+    /// fails at once if another `seekless index` holds it, or if the file is not a seekless
+    /// catalog (then it is left exactly as it was).
     pub fn take(path: &Path) -> Result<WriterLock, CatalogError> {
         let io = |e: &dyn std::fmt::Display| CatalogError::Io {
             path: path.to_path_buf(),
             message: e.to_string(),
         };
+        // Looked at before anything is created or locked: a file that is not ours is not
+        // even given a lock file beside it (Windows).
+        let found = inspect(path)?;
         let file = File::options()
             .read(true)
             .write(true)
@@ -172,34 +219,32 @@ impl WriterLock {
             Ok(()) => Ok(WriterLock {
                 path: path.to_path_buf(),
                 file,
+                found,
             }),
             Err(std::fs::TryLockError::WouldBlock) => Err(CatalogError::Busy(path.to_path_buf())),
             Err(std::fs::TryLockError::Error(e)) => Err(io(&e)),
         }
     }
 
-    /// Opens the database (creating or upgrading its schema) and starts a scan.
+    /// Opens the database (creating, upgrading or marking its schema) and starts a scan.
     pub fn open(self) -> Result<Catalog, CatalogError> {
         let path = self.path.as_path();
-        let io = |e: &dyn std::fmt::Display| CatalogError::Io {
+        let io = |e: rusqlite::Error| CatalogError::Io {
             path: path.to_path_buf(),
-            message: e.to_string(),
+            message: one_line(&e),
         };
-        let mut conn = Connection::open(path).map_err(|e| io(&e))?;
-        conn.busy_timeout(Duration::from_secs(10))
-            .map_err(|e| io(&e))?;
-        // WAL: readers never block the writer, and a crash leaves the last commit intact.
-        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
-            .map_err(|e| io(&e))?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(|e| io(&e))?;
-        // The schema is created or upgraded in one transaction: a crash leaves the old one.
+        let mut conn = Connection::open(path).map_err(io)?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(io)?;
+        // The schema is created, upgraded or marked in one transaction: a crash leaves the
+        // old one. What the file holds is looked at again inside it (it may have been
+        // replaced during the walk), before anything is written; a new catalog gets its
+        // mark in the same transaction, before WAL mode is set.
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| io(&e))?;
-        let version: i64 = tx
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(|e| io(&e))?;
+            .map_err(io)?;
+        let contents = contents(&tx).map_err(io)?;
+        let version = contents.user_version;
+        judge(path, &contents, self.found == Found::New)?;
         if version > SCHEMA_VERSION {
             return Err(CatalogError::NewerSchema {
                 path: path.to_path_buf(),
@@ -207,14 +252,21 @@ impl WriterLock {
             });
         }
         if version == 1 {
-            upgrade_v1(&tx).map_err(|e| io(&e))?;
+            upgrade_v1(&tx).map_err(io)?;
         }
-        tx.execute_batch(SCHEMA).map_err(|e| io(&e))?;
+        tx.execute_batch(SCHEMA).map_err(io)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(|e| io(&e))?;
-        tx.commit().map_err(|e| io(&e))?;
+            .map_err(io)?;
+        tx.pragma_update(None, "application_id", APPLICATION_ID)
+            .map_err(io)?;
+        tx.commit().map_err(io)?;
+        // WAL: readers never block the writer, and a crash leaves the last commit intact.
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+            .map_err(io)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(io)?;
         conn.execute("INSERT INTO scans (started) VALUES (?1)", [now()])
-            .map_err(|e| io(&e))?;
+            .map_err(io)?;
         let scan = conn.last_insert_rowid();
         Ok(Catalog {
             conn,
@@ -223,6 +275,203 @@ impl WriterLock {
             scan,
         })
     }
+}
+
+/// The first 16 bytes of every SQLite database file.
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// Tells whether the file at `path` may be used as the catalog, changing nothing: its
+/// header is read as a plain file; only a database that carries no application id is
+/// opened with SQLite, read-only, to compare its schema with the catalog's.
+fn inspect(path: &Path) -> Result<Found, CatalogError> {
+    use std::io::Read;
+    let refuse = |why: String| CatalogError::NotCatalog {
+        path: path.to_path_buf(),
+        why,
+    };
+    let mut header = Vec::with_capacity(100);
+    match File::open(path) {
+        Ok(f) => f.take(100).read_to_end(&mut header),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::New),
+        Err(e) => Err(e),
+    }
+    .map_err(|e| CatalogError::Io {
+        path: path.to_path_buf(),
+        message: crate::error::describe_io(&e),
+    })?;
+    if header.is_empty() {
+        return Ok(Found::New);
+    }
+    if header.len() < 100 || !header.starts_with(SQLITE_MAGIC) {
+        return Err(refuse("not an SQLite database".into()));
+    }
+    // The header's application id (big-endian, at byte 68), as the database file holds
+    // it; a newer one can only be in a write-ahead log, which never changes it from one
+    // application's id to another's.
+    let id = i32::from_be_bytes([header[68], header[69], header[70], header[71]]);
+    if id == APPLICATION_ID {
+        return Ok(Found::Catalog);
+    }
+    if id != 0 {
+        return Err(refuse(format!(
+            "an SQLite database of another application (application_id {id:#010x})"
+        )));
+    }
+    let conn = open_to_inspect(path).map_err(|e| refuse(one_line(&e)))?;
+    let contents = contents(&conn).map_err(|e| refuse(one_line(&e)))?;
+    drop(conn);
+    judge(path, &contents, false)?;
+    Ok(Found::Catalog)
+}
+
+/// Opens the database at `path` read-only, creating nothing beside it and changing nothing
+/// in it. A read-only connection to a database in WAL mode still creates its `-wal` and
+/// `-shm` files when they are missing, and leaves them: where there is neither a
+/// write-ahead log nor a rollback journal (nothing half-written to take into account),
+/// SQLite is told the file is immutable, and then opens nothing but the file.
+fn open_to_inspect(path: &Path) -> rusqlite::Result<Connection> {
+    let beside = |suffix: &str| {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        PathBuf::from(p).exists()
+    };
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if beside("-wal") || beside("-journal") {
+        return Connection::open_with_flags(path, flags);
+    }
+    let absolute = std::path::absolute(path).map_err(|e| {
+        rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+            Some(crate::error::describe_io(&e)),
+        )
+    })?;
+    Connection::open_with_flags(immutable_uri(&absolute), flags | OpenFlags::SQLITE_OPEN_URI)
+}
+
+/// `file://PATH?immutable=1`, every byte of the path but unreserved ones and `/`
+/// percent-encoded (RFC 3986; SQLite decodes them back).
+fn immutable_uri(absolute: &Path) -> PathBuf {
+    #[cfg(unix)]
+    let bytes = {
+        use std::os::unix::ffi::OsStrExt;
+        absolute.as_os_str().as_bytes().to_vec()
+    };
+    // Windows: `C:\x` becomes `file:///C:/x`.
+    #[cfg(not(unix))]
+    let bytes = {
+        let s = absolute.to_string_lossy().replace('\\', "/");
+        format!("/{}", s.trim_start_matches('/')).into_bytes()
+    };
+    let mut uri = String::from("file://");
+    for b in bytes {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b as char);
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    PathBuf::from(uri)
+}
+
+/// What the database behind `conn` holds: its ids and how its schema compares with the
+/// catalog's.
+fn contents(conn: &Connection) -> rusqlite::Result<Contents> {
+    let application_id = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+    let user_version = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let objects = schema_objects(conn)?;
+    let schema = if objects.is_empty() {
+        Schema::Empty
+    } else if expected_schema()?.iter().all(|o| objects.contains(o)) {
+        Schema::Catalog
+    } else {
+        Schema::Other(
+            objects
+                .iter()
+                .filter(|(kind, ..)| kind == "table")
+                .map(|(_, name, _)| name.clone())
+                .collect(),
+        )
+    };
+    Ok(Contents {
+        application_id,
+        user_version,
+        schema,
+    })
+}
+
+/// A schema object: its type, its name, and its SQL with runs of white space made one
+/// space (SQLite keeps the text as written).
+type SchemaObject = (String, String, Option<String>);
+
+/// Every table, index, view and trigger of the database behind `conn`, by name.
+fn schema_objects(conn: &Connection) -> rusqlite::Result<Vec<SchemaObject>> {
+    let mut stmt = conn.prepare("SELECT type, name, sql FROM sqlite_master ORDER BY name")?;
+    let rows = stmt.query_map([], |r| {
+        let sql: Option<String> = r.get(2)?;
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            sql.map(|s| s.split_whitespace().collect::<Vec<_>>().join(" ")),
+        ))
+    })?;
+    rows.collect()
+}
+
+/// The schema objects [`SCHEMA`] makes, as SQLite records them.
+fn expected_schema() -> rusqlite::Result<Vec<SchemaObject>> {
+    let conn = Connection::open_in_memory()?;
+    conn.execute_batch(SCHEMA)?;
+    schema_objects(&conn)
+}
+
+/// Whether a database holding `contents` may be used as the catalog: one with the catalog's
+/// application id; one without it (made before it was set) whose schema is exactly the
+/// catalog's at version 1 or 2; or, when the file was empty when the run began (`new`), one
+/// still empty.
+fn judge(path: &Path, contents: &Contents, new: bool) -> Result<(), CatalogError> {
+    let refuse = |why: String| {
+        Err(CatalogError::NotCatalog {
+            path: path.to_path_buf(),
+            why,
+        })
+    };
+    let id = contents.application_id;
+    if id == APPLICATION_ID {
+        return Ok(());
+    }
+    if id != 0 {
+        return refuse(format!(
+            "an SQLite database of another application (application_id {id:#010x})"
+        ));
+    }
+    match &contents.schema {
+        Schema::Empty if new && contents.user_version == 0 => Ok(()),
+        Schema::Catalog if matches!(contents.user_version, 1 | 2) => Ok(()),
+        Schema::Catalog => refuse(format!(
+            "an SQLite database with the catalog's tables but user_version {}",
+            contents.user_version
+        )),
+        Schema::Empty => refuse("an SQLite database without tables".into()),
+        Schema::Other(tables) if tables.is_empty() => {
+            refuse("an SQLite database without the catalog's tables".into())
+        }
+        Schema::Other(tables) => refuse(format!(
+            "an SQLite database whose tables ({}) are not the catalog's",
+            tables.join(", ")
+        )),
+    }
+}
+
+/// An SQLite error as one line: SQLite's own message, without the SQL it was about (which
+/// spans many lines).
+fn one_line(e: &rusqlite::Error) -> String {
+    let text = match e {
+        rusqlite::Error::SqliteFailure(_, Some(msg)) => msg.clone(),
+        rusqlite::Error::SqlInputError { msg, .. } => msg.clone(),
+        other => other.to_string(),
+    };
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Upgrades a version-1 catalog (paths as given: relative, or absolute through symbolic
@@ -288,7 +537,7 @@ impl Catalog {
     fn err(&self, e: rusqlite::Error) -> CatalogError {
         CatalogError::Io {
             path: self.path.clone(),
-            message: e.to_string(),
+            message: one_line(&e),
         }
     }
 
@@ -331,7 +580,7 @@ impl Catalog {
         let path = self.path.clone();
         let err = |e: rusqlite::Error| CatalogError::Io {
             path: path.clone(),
-            message: e.to_string(),
+            message: one_line(&e),
         };
         let scan = self.scan;
         let tx = self.conn.transaction().map_err(err)?;
@@ -373,7 +622,7 @@ impl Catalog {
         let path = self.path.clone();
         let err = |e: rusqlite::Error| CatalogError::Io {
             path: path.clone(),
-            message: e.to_string(),
+            message: one_line(&e),
         };
         let scan = self.scan;
         loop {
@@ -554,5 +803,64 @@ mod tests {
         assert!(matches!(Catalog::open(&db), Err(CatalogError::Busy(_))));
         drop(first);
         Catalog::open(&db).unwrap();
+    }
+
+    #[test]
+    fn sql_errors_are_told_in_one_line_without_their_sql() {
+        let conn = Connection::open_in_memory().unwrap();
+        let e = conn
+            .execute_batch("CREATE TABLE t (x);\nCREATE INDEX i\n  ON t (nope);")
+            .unwrap_err();
+        let line = one_line(&e);
+        assert!(!line.contains('\n') && !line.contains("CREATE"), "{line}");
+        assert!(line.contains("nope"), "{line}");
+    }
+
+    #[test]
+    fn a_foreign_database_in_wal_mode_is_inspected_without_a_trace() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("other.db");
+        {
+            let conn = Connection::open(&db).unwrap();
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
+                .unwrap();
+            conn.execute_batch("CREATE TABLE images (path TEXT); INSERT INTO images VALUES ('x');")
+                .unwrap();
+        }
+        let before = std::fs::read(&db).unwrap();
+        let names = || {
+            let mut n: Vec<_> = std::fs::read_dir(t.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(), ["other.db"]);
+        let e = WriterLock::take(&db).err().expect("refused");
+        assert!(matches!(e, CatalogError::NotCatalog { .. }), "{e}");
+        assert_eq!(names(), ["other.db"], "no -wal, no -shm");
+        assert!(std::fs::read(&db).unwrap() == before);
+    }
+
+    #[test]
+    fn a_new_catalog_is_marked_and_one_made_before_the_mark_is_recognised() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        drop(Catalog::open(&db).unwrap());
+        let id = |db: &Path| -> i32 {
+            Connection::open(db)
+                .unwrap()
+                .pragma_query_value(None, "application_id", |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(id(&db), APPLICATION_ID);
+        Connection::open(&db)
+            .unwrap()
+            .pragma_update(None, "application_id", 0)
+            .unwrap();
+        assert_eq!(id(&db), 0);
+        drop(Catalog::open(&db).unwrap());
+        assert_eq!(id(&db), APPLICATION_ID);
     }
 }

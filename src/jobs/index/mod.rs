@@ -34,7 +34,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
-pub use catalog::{CatalogError, SCHEMA_VERSION};
+pub use catalog::{APPLICATION_ID, CatalogError, SCHEMA_VERSION};
 use catalog::{Row, WriterLock};
 use crossbeam_channel::RecvTimeoutError;
 
@@ -120,6 +120,15 @@ impl IndexError {
     /// Whether another `seekless index` holds the catalog.
     pub fn is_busy(&self) -> bool {
         matches!(self, IndexError::Catalog(CatalogError::Busy(_)))
+    }
+
+    /// Whether the run was refused before it changed anything: another `seekless index`
+    /// holds the catalog, or the file is not a seekless catalog (left untouched).
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            IndexError::Catalog(CatalogError::Busy(_) | CatalogError::NotCatalog { .. })
+        )
     }
 }
 
@@ -438,7 +447,7 @@ pub fn index_with(
     let started = Instant::now();
     let (tx, rx) = crossbeam_channel::bounded::<Row>(1024);
     let written = std::thread::scope(|s| {
-        let writer = s.spawn(|| {
+        let writer = std::thread::Builder::new().spawn_scoped(s, || {
             catalog.write_all(|timeout| {
                 if timeout == Duration::MAX {
                     rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
@@ -447,6 +456,19 @@ pub fn index_with(
                 }
             })
         });
+        // Threads can be scarce (a pids or address-space limit): then nothing is read.
+        let writer = match writer {
+            Ok(w) => w,
+            Err(e) => {
+                return Err(CatalogError::Io {
+                    path: opts.db.clone(),
+                    message: format!(
+                        "cannot start the catalog's writer thread: {}",
+                        crate::error::describe_io(&e)
+                    ),
+                });
+            }
+        };
         // The counts and the caller's events, updated together once per file.
         let progress = std::sync::Mutex::new((&mut summary, &mut *events));
         let stats = Reader::new(plan.clone(), opts.read.clone()).par_for_each_until(
