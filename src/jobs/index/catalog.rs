@@ -317,8 +317,17 @@ fn inspect(path: &Path) -> Result<Found, CatalogError> {
             "an SQLite database of another application (application_id {id:#010x})"
         )));
     }
-    let conn = open_to_inspect(path).map_err(|e| refuse(one_line(&e)))?;
-    let contents = contents(&conn).map_err(|e| refuse(one_line(&e)))?;
+    // A database SQLite cannot read (damaged, or locked in a way a reader cannot wait out)
+    // is neither known to be ours nor known not to be: an error, and it is left alone.
+    let unknown = |e: rusqlite::Error| CatalogError::Io {
+        path: path.to_path_buf(),
+        message: format!(
+            "cannot tell whether it is a seekless catalog: {}",
+            one_line(&e)
+        ),
+    };
+    let conn = open_to_inspect(path).map_err(unknown)?;
+    let contents = contents(&conn).map_err(unknown)?;
     drop(conn);
     judge(path, &contents, false)?;
     Ok(Found::Catalog)
@@ -841,6 +850,26 @@ mod tests {
         assert!(matches!(e, CatalogError::NotCatalog { .. }), "{e}");
         assert_eq!(names(), ["other.db"], "no -wal, no -shm");
         assert!(std::fs::read(&db).unwrap() == before);
+    }
+
+    #[test]
+    fn a_damaged_database_is_an_error_and_left_as_it_was() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("bad.db");
+        {
+            let conn = Connection::open(&db).unwrap();
+            conn.execute_batch("CREATE TABLE notes (body TEXT);")
+                .unwrap();
+        }
+        let mut bytes = std::fs::read(&db).unwrap();
+        bytes[100..4096].fill(0xff);
+        std::fs::write(&db, &bytes).unwrap();
+        let e = WriterLock::take(&db).err().expect("refused");
+        assert!(
+            matches!(&e, CatalogError::Io { message, .. } if message.contains("cannot tell")),
+            "{e}"
+        );
+        assert!(std::fs::read(&db).unwrap() == bytes);
     }
 
     #[test]
