@@ -310,6 +310,17 @@ fn inspect(path: &Path) -> Result<Found, CatalogError> {
     // application's id to another's.
     let id = i32::from_be_bytes([header[68], header[69], header[70], header[71]]);
     if id == APPLICATION_ID {
+        // A newer seekless's catalog is refused before the walk (and again when opened,
+        // should the newer version be in the write-ahead log only).
+        let version = i64::from(i32::from_be_bytes([
+            header[60], header[61], header[62], header[63],
+        ]));
+        if version > SCHEMA_VERSION {
+            return Err(CatalogError::NewerSchema {
+                path: path.to_path_buf(),
+                version,
+            });
+        }
         return Ok(Found::Catalog);
     }
     if id != 0 {
@@ -850,6 +861,21 @@ mod tests {
         assert!(matches!(e, CatalogError::NotCatalog { .. }), "{e}");
         assert_eq!(names(), ["other.db"], "no -wal, no -shm");
         assert!(std::fs::read(&db).unwrap() == before);
+    }
+
+    #[test]
+    fn a_newer_catalog_is_refused_before_the_walk() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        drop(Catalog::open(&db).unwrap());
+        Connection::open(&db)
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        assert!(matches!(
+            WriterLock::take(&db),
+            Err(CatalogError::NewerSchema { version, .. }) if version == SCHEMA_VERSION + 1
+        ));
     }
 
     #[test]
