@@ -707,6 +707,7 @@ def copy_check(src, dests):
 COPY_LABELS = {
     "sl-copy": "seekless copy",
     "sl-copy-rerun": "seekless copy, re-run, nothing changed",
+    "sl-copy-late-sync": "seekless copy --no-sync + one syncfs (the old default)",
     "lookup": "lookup alone (seekless order, cold)",
     "sl-physical": "seekless hash --algo blake3 (physical)",
     "cp": "cp -a",
@@ -754,6 +755,10 @@ def copy_targets(a):
         if "sl-physical" in tot:
             v = sl / tot["sl-physical"]
             t("seekless copy / seekless hash --algo blake3", v, "<= 1.2", v <= 1.2)
+        if "sl-copy-late-sync" in tot:
+            v = sl / tot["sl-copy-late-sync"]
+            t("seekless copy (durable before rename) / the old default (one syncfs at the end)", v, "<= 1.1",
+              v <= 1.1)
     rr, lk = tot.get("sl-copy-rerun"), tot.get("lookup")
     if rr and lk:
         t("seekless copy re-run (nothing changed) / cold lookup alone", rr / lk, "<= 1.5", rr / lk <= 1.5)
@@ -777,7 +782,8 @@ def copy_targets(a):
                 continue
             if c is None:
                 continue
-            want_copied, want_skipped = (nfiles, 0) if name == "sl-copy" else (0, nfiles)
+            fresh = name in ("sl-copy", "sl-copy-late-sync")
+            want_copied, want_skipped = (nfiles, 0) if fresh else (0, nfiles)
             ok = (c.get("failed") == 0 and c.get("updated") == 0 and not c.get("stopped")
                   and (nfiles is None or (c.get("copied") == want_copied and c.get("skipped") == want_skipped))
                   and (name != "sl-copy-rerun" or not c.get("read_files")))
@@ -785,7 +791,7 @@ def copy_targets(a):
                 runs_bad.append(f"{name} rep {r['rep']}: " + ", ".join(f"{k} {v}" for k, v in c.items()))
 
     L = ["", "#### seekless copy (issue 15): the copy job and its peers", "",
-         "Source on the emulated disk, destination on tmpfs (`/dev/shm`), emptied before each cp, rsync and "
+         "Source on the emulated disk, destination on tmpfs (`/dev/shm`, or `COPY_PARENT`), emptied before each cp, rsync and "
          "seekless copy run (untimed); the re-run goes over the copy the same rep's seekless copy made. "
          "Lookup: each seekless run's own walk + locate (`--summary`); lookup alone = cold `seekless order "
          "--summary` (wall). User, sys and cores busy (= (user + sys) / wall) are GNU time's for the median "
