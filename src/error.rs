@@ -98,6 +98,15 @@ impl Error {
         &self.kind
     }
 
+    /// What went wrong, without the path (`Display` writes `PATH: message`): for a
+    /// caller that prints the path its own way (its bytes, when it is not UTF-8).
+    pub fn message(&self) -> String {
+        match &self.kind {
+            ErrorKind::Io(e) => describe_io(e),
+            other => other.to_string(),
+        }
+    }
+
     /// The underlying I/O error, if there is one.
     pub fn io_error(&self) -> Option<&io::Error> {
         match &self.kind {

@@ -402,3 +402,29 @@ fn hash_into_a_pipe_closed_by_head_stops_reading_at_once_and_exits_0() {
         "read {read} bytes of {total} after head went away"
     );
 }
+
+#[test]
+fn a_name_that_is_not_utf8_is_named_byte_for_byte_in_messages() {
+    let t = scratch!();
+    let missing = t.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9-gone"));
+    let fifo = t.path().join(std::ffi::OsStr::from_bytes(b"pipe-\xff"));
+    run(Command::new("mkfifo").arg(&fifo));
+    let o = hash(&[missing.as_os_str(), os("-v"), t.path().as_os_str()]);
+    assert_eq!(o.status.code(), Some(1));
+    let mut want = b"seekless: ".to_vec();
+    want.extend_from_slice(missing.as_os_str().as_bytes());
+    want.extend_from_slice(b": No such file or directory\n");
+    assert!(
+        o.stderr.windows(want.len()).any(|w| w == want),
+        "{:?}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut skipped = b"seekless: ".to_vec();
+    skipped.extend_from_slice(fifo.as_os_str().as_bytes());
+    skipped.extend_from_slice(b": skipped: ");
+    assert!(
+        o.stderr.windows(skipped.len()).any(|w| w == skipped),
+        "{:?}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

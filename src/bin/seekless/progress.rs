@@ -1,7 +1,7 @@
 //! What the user sees on stderr while a job runs: errors as they happen, and a progress
 //! line when stderr is a terminal.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -51,22 +51,34 @@ impl Console {
     }
 }
 
+/// `seekless: PATH: what` on stderr in one write, the path as its bytes (a name that is
+/// not UTF-8 comes out as it is, as in the outputs, not as `\u{FFFD}`).
+pub fn eprint_about(path: &Path, what: &str) {
+    let mut line = b"seekless: ".to_vec();
+    line.extend_from_slice(&crate::output::path_bytes(path));
+    line.extend_from_slice(b": ");
+    line.extend_from_slice(what.as_bytes());
+    line.push(b'\n');
+    let _ = std::io::stderr().lock().write_all(&line);
+}
+
 impl Reporter for Console {
     fn error(&self, err: &Error) {
         self.errors.fetch_add(1, Ordering::Relaxed);
-        self.bar.suspend(|| eprintln!("seekless: {err}"));
+        self.bar
+            .suspend(|| eprint_about(err.path(), &err.message()));
     }
 
     fn skipped(&self, path: &Path, why: &str) {
         if self.verbose {
             self.bar
-                .suspend(|| eprintln!("seekless: {}: skipped: {why}", path.display()));
+                .suspend(|| eprint_about(path, &format!("skipped: {why}")));
         }
     }
 
     fn warning(&self, path: Option<&Path>, what: &str) {
         self.bar.suspend(|| match path {
-            Some(path) => eprintln!("seekless: {}: {what}", path.display()),
+            Some(path) => eprint_about(path, what),
             None => eprintln!("seekless: {what}"),
         });
     }
