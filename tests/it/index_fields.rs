@@ -85,10 +85,13 @@ fn pillow_images(test: &str) -> Option<PathBuf> {
         Some(PathBuf::from("/var/cache/seekless-test")),
         Some(Path::new(env!("CARGO_TARGET_TMPDIR")).join("seekless-test-cache")),
     ];
-    let cache = candidates
+    let Some(cache) = candidates
         .into_iter()
         .flatten()
-        .find(|dir| std::fs::create_dir_all(dir).is_ok() && writable(dir))?;
+        .find(|dir| std::fs::create_dir_all(dir).is_ok() && writable(dir))
+    else {
+        return skip("no writable cache directory for the Pillow sdist".into());
+    };
     let images = cache.join(PILLOW).join("Tests/images");
     let done = cache.join(format!("{PILLOW}.unpacked"));
     if done.exists() && images.is_dir() {

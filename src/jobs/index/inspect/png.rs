@@ -39,10 +39,13 @@ pub(super) fn read(data: &[u8], complete: bool) -> Layout<'_> {
         }
         let Some(body) = body else {
             if complete {
-                let name = String::from_utf8_lossy(kind);
-                out.error = Some(format!(
-                    "truncated PNG (chunk {name} at {at} runs past the end)"
-                ));
+                // A garbage length often comes with a garbage type: name only real ones.
+                let name = if kind.iter().all(u8::is_ascii_alphabetic) {
+                    format!("chunk {} ", String::from_utf8_lossy(kind))
+                } else {
+                    "a chunk ".to_string()
+                };
+                out.error = Some(format!("truncated PNG ({name}at {at} runs past the end)"));
             }
             break;
         };
