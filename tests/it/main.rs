@@ -28,6 +28,8 @@ mod hash; // loop devices, coreutils, /proc and sysfs files, tmpfs
 #[cfg(target_os = "linux")]
 mod index; // exiftool, sqlite3, b3sum, Pillow; SIGSTOP and /proc to freeze a run mid-write
 #[cfg(target_os = "linux")]
+mod index_fields; // the catalog's fields against exiftool and ImageMagick on Pillow's test images
+#[cfg(target_os = "linux")]
 mod partitions; // partitions of one loop device (losetup -P, or loop devices at offsets), filefrag
 #[cfg(target_os = "linux")]
 mod read; // the page cache (fincore) and sysfs queue settings

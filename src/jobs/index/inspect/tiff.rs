@@ -1,0 +1,366 @@
+//! The TIFF structure: a TIFF file's first image directory (IFD0) and the EXIF block of
+//! every other format (a TIFF structure without the image), classic and BigTIFF.
+//!
+//! Our own reader rather than `kamadak-exif`'s because that one drops a whole block for one
+//! bad entry: a sub-IFD pointer typed IFD (13) instead of LONG, an Orientation typed SLONG,
+//! a pointer past the end. Here every entry stands alone: one that cannot be read is
+//! skipped and named as damage, and every other field is kept (as exiftool does).
+//! References: TIFF 6.0 §2, EXIF 2.32 §4.6, BigTIFF (<https://www.awaresystems.be/imaging/tiff/bigtiff.html>).
+
+use std::collections::HashSet;
+
+/// One directory entry: its tag, type, count and where its value lies.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    tag: u16,
+    kind: u16,
+    count: u64,
+    /// Offset of the value's bytes in the block (inline values point into the entry).
+    at: usize,
+}
+
+/// The fields of one TIFF structure that the catalog keeps, raw.
+#[derive(Debug, Default)]
+pub(super) struct Fields {
+    pub width: Option<u64>,
+    pub height: Option<u64>,
+    pub make: Option<String>,
+    pub model: Option<String>,
+    pub lens: Option<String>,
+    pub orientation: Option<u32>,
+    pub exposure_time: Option<f64>,
+    pub f_number: Option<f64>,
+    pub iso: Option<u32>,
+    pub focal_length: Option<f64>,
+    pub date: Option<String>,
+    pub subsec: Option<String>,
+    pub offset: Option<String>,
+    pub gps_lat: Option<f64>,
+    pub gps_lon: Option<f64>,
+    pub gps_alt: Option<f64>,
+    /// What could not be read (the first few), each a short phrase.
+    pub damage: Vec<String>,
+}
+
+struct Reader<'a> {
+    data: &'a [u8],
+    little: bool,
+    big: bool,
+    damage: Vec<String>,
+    /// Links to further IFDs that are not followed (next-IFD links, SubIFDs, Interop):
+    /// one that points back to an IFD already read is a loop, damage to report.
+    links: Vec<u64>,
+}
+
+const EXIF_IFD: u16 = 0x8769;
+const GPS_IFD: u16 = 0x8825;
+
+/// The tags of IFD0 and the Exif IFD the catalog reads: damage elsewhere (an
+/// ImageDescription pointing past the end) does not make the file an error.
+const MAIN_TAGS: &[u16] = &[
+    0x0100, 0x0101, 0x010F, 0x0110, 0x0112, EXIF_IFD, GPS_IFD, 0x829A, 0x829D, 0x8827, 0x920A,
+    0x9003, 0x9291, 0x9011, 0xA434,
+];
+/// The GPS IFD's: latitude, longitude, altitude and their references.
+const GPS_TAGS: &[u16] = &[1, 2, 3, 4, 5, 6];
+
+/// Reads the TIFF structure in `data` (starting with `II` or `MM`). `Err` when it is not
+/// one at all (no byte order, no IFD0); otherwise whatever could be read, with the damage.
+pub(super) fn read(data: &[u8]) -> Result<Fields, String> {
+    let little = match data.get(0..2) {
+        Some(b"II") => true,
+        Some(b"MM") => false,
+        _ => return Err("no TIFF byte order mark".into()),
+    };
+    let mut r = Reader {
+        data,
+        little,
+        big: false,
+        damage: Vec::new(),
+        links: Vec::new(),
+    };
+    // The magic number is 42 for TIFF and EXIF, 43 for BigTIFF; raw formats use their
+    // own (ORF: 0x4F52/0x5352, RW2: 0x55) with a classic layout.
+    let first = if r.u16(2) == Some(43) {
+        r.big = true;
+        if r.u16(4) != Some(8) {
+            return Err("BigTIFF with an offset size other than 8".into());
+        }
+        r.u64(8)
+    } else {
+        r.u32(4).map(u64::from)
+    }
+    .ok_or("TIFF header cut short")?;
+    let mut seen = HashSet::new();
+    let ifd0 = r
+        .ifd(first, MAIN_TAGS, &mut seen)
+        .ok_or_else(|| format!("IFD0 at {first} is outside the block"))?;
+    let mut f = Fields::default();
+    let exif = r.sub_ifd(&ifd0, EXIF_IFD, "Exif", MAIN_TAGS, &mut seen);
+    let gps = r.sub_ifd(&ifd0, GPS_IFD, "GPS", GPS_TAGS, &mut seen);
+    // EXIF tags are looked up in the Exif IFD first, then in IFD0 (some writers put
+    // LensModel or DateTimeOriginal there; exiftool reads them).
+    let find = |tag: u16| {
+        exif.iter()
+            .chain(ifd0.iter())
+            .find(|e| e.tag == tag)
+            .copied()
+    };
+    for e in ifd0.iter().chain(&exif) {
+        if matches!(e.tag, 0x014A | 0xA005)
+            && let Some(at) = r.uint(e)
+        {
+            r.links.push(at);
+        }
+    }
+    for at in std::mem::take(&mut r.links) {
+        if seen.contains(&at) {
+            r.note(format!("IFD at {at} is linked to again (a loop)"));
+        }
+    }
+    let in_ifd0 = |tag: u16| ifd0.iter().find(|e| e.tag == tag).copied();
+    let in_gps = |tag: u16| gps.iter().find(|e| e.tag == tag).copied();
+
+    f.width = in_ifd0(0x0100).and_then(|e| r.uint(&e));
+    f.height = in_ifd0(0x0101).and_then(|e| r.uint(&e));
+    f.make = in_ifd0(0x010F).and_then(|e| r.text(&e));
+    f.model = in_ifd0(0x0110).and_then(|e| r.text(&e));
+    // Orientation is a SHORT; some writers use LONG or SLONG (exiftool reads those).
+    f.orientation = in_ifd0(0x0112)
+        .and_then(|e| r.uint(&e))
+        .and_then(|o| u32::try_from(o).ok())
+        .filter(|o| (1..=8).contains(o));
+    f.exposure_time = find(0x829A).and_then(|e| r.real(&e, 0));
+    f.f_number = find(0x829D).and_then(|e| r.real(&e, 0));
+    f.iso = find(0x8827)
+        .and_then(|e| r.uint(&e))
+        .and_then(|v| u32::try_from(v).ok());
+    f.focal_length = find(0x920A).and_then(|e| r.real(&e, 0));
+    f.date = find(0x9003).and_then(|e| r.text(&e));
+    f.subsec = find(0x9291).and_then(|e| r.text(&e));
+    f.offset = find(0x9011).and_then(|e| r.text(&e));
+    f.lens = find(0xA434).and_then(|e| r.text(&e));
+
+    let degrees = |tag: u16, reference: u16, negative: u8, limit: f64| -> Option<f64> {
+        let e = in_gps(tag)?;
+        if e.count != 3 {
+            return None;
+        }
+        let d = r.real(&e, 0)? + r.real(&e, 1)? / 60.0 + r.real(&e, 2)? / 3600.0;
+        let sign = match in_gps(reference).and_then(|e| r.text(&e)) {
+            Some(s) if s.as_bytes().first() == Some(&negative) => -1.0,
+            _ => 1.0,
+        };
+        // A latitude beyond 90° or a longitude beyond 180° is no place.
+        (d.is_finite() && d <= limit).then_some(sign * d)
+    };
+    f.gps_lat = degrees(2, 1, b'S', 90.0);
+    f.gps_lon = degrees(4, 3, b'W', 180.0);
+    f.gps_alt = in_gps(6).and_then(|e| r.real(&e, 0)).map(|alt| {
+        let below = in_gps(5).and_then(|e| r.uint(&e)) == Some(1);
+        if below { -alt } else { alt }
+    });
+    f.damage = r.damage;
+    Ok(f)
+}
+
+/// Bytes per value of each TIFF type; `None` for types this reader does not know.
+fn type_size(kind: u16) -> Option<u64> {
+    Some(match kind {
+        1 | 2 | 6 | 7 => 1,
+        3 | 8 => 2,
+        4 | 9 | 11 | 13 => 4,
+        5 | 10 | 12 | 16 | 17 | 18 => 8,
+        _ => return None,
+    })
+}
+
+impl Reader<'_> {
+    fn bytes<const N: usize>(&self, at: u64) -> Option<[u8; N]> {
+        let at = usize::try_from(at).ok()?;
+        self.data.get(at..at.checked_add(N)?)?.try_into().ok()
+    }
+    fn u16(&self, at: u64) -> Option<u16> {
+        let b = self.bytes::<2>(at)?;
+        Some(if self.little {
+            u16::from_le_bytes(b)
+        } else {
+            u16::from_be_bytes(b)
+        })
+    }
+    fn u32(&self, at: u64) -> Option<u32> {
+        let b = self.bytes::<4>(at)?;
+        Some(if self.little {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        })
+    }
+    fn u64(&self, at: u64) -> Option<u64> {
+        let b = self.bytes::<8>(at)?;
+        Some(if self.little {
+            u64::from_le_bytes(b)
+        } else {
+            u64::from_be_bytes(b)
+        })
+    }
+
+    fn note(&mut self, what: String) {
+        if self.damage.len() < 4 {
+            self.damage.push(what);
+        }
+    }
+
+    /// The entries of the IFD at `at` that lie inside the block (a directory cut short
+    /// keeps the entries before the cut). `None` when it starts outside the block or was
+    /// already read (a loop).
+    fn ifd(&mut self, at: u64, wanted: &[u16], seen: &mut HashSet<u64>) -> Option<Vec<Entry>> {
+        if !seen.insert(at) {
+            self.note(format!("IFD at {at} is visited twice (a loop)"));
+            return None;
+        }
+        let (count, first, size, inline) = if self.big {
+            (self.u64(at)?, at + 8, 20, 8)
+        } else {
+            (u64::from(self.u16(at)?), at + 2, 12, 4)
+        };
+        let fits = (self.data.len() as u64).saturating_sub(first) / size;
+        if count > fits {
+            self.note(format!("IFD at {at} has {count} entries, only {fits} fit"));
+        }
+        if count <= fits {
+            let next = first + count * size;
+            let link = if self.big {
+                self.u64(next)
+            } else {
+                self.u32(next).map(u64::from)
+            };
+            self.links.extend(link.filter(|&l| l != 0));
+        }
+        let mut entries = Vec::new();
+        for i in 0..count.min(fits) {
+            let e = first + i * size;
+            let (tag, kind) = (self.u16(e)?, self.u16(e + 2)?);
+            let (n, value) = if self.big {
+                (self.u64(e + 4)?, e + 12)
+            } else {
+                (u64::from(self.u32(e + 4)?), e + 8)
+            };
+            let Some(len) = type_size(kind).and_then(|s| s.checked_mul(n)) else {
+                continue; // an unknown type: skipped, as the TIFF spec says readers should
+            };
+            let at = if len <= inline {
+                value
+            } else if self.big {
+                self.u64(value)?
+            } else {
+                u64::from(self.u32(value)?)
+            };
+            if at
+                .checked_add(len)
+                .is_none_or(|end| end > self.data.len() as u64)
+            {
+                if wanted.contains(&tag) {
+                    self.note(format!("tag 0x{tag:04X} points outside the block"));
+                }
+                continue;
+            }
+            entries.push(Entry {
+                tag,
+                kind,
+                count: n,
+                at: at as usize,
+            });
+        }
+        Some(entries)
+    }
+
+    /// The IFD that `tag` of `parent` points to (typed LONG, IFD, LONG8 or IFD8).
+    fn sub_ifd(
+        &mut self,
+        parent: &[Entry],
+        tag: u16,
+        name: &str,
+        wanted: &[u16],
+        seen: &mut HashSet<u64>,
+    ) -> Vec<Entry> {
+        let Some(e) = parent.iter().find(|e| e.tag == tag) else {
+            return Vec::new();
+        };
+        let at = match e.kind {
+            3 | 4 | 13 | 16 | 18 => self.uint(e),
+            _ => None,
+        };
+        let Some(at) = at else {
+            self.note(format!("the {name} IFD pointer has type {}", e.kind));
+            return Vec::new();
+        };
+        match self.ifd(at, wanted, seen) {
+            Some(entries) => entries,
+            None => {
+                self.note(format!("the {name} IFD at {at} is outside the block"));
+                Vec::new()
+            }
+        }
+    }
+
+    /// The first value of an integer entry (any width, signed ones only if ≥ 0).
+    fn uint(&self, e: &Entry) -> Option<u64> {
+        if e.count == 0 {
+            return None;
+        }
+        let at = e.at as u64;
+        match e.kind {
+            1 | 7 => self.data.get(e.at).map(|&b| u64::from(b)),
+            3 => self.u16(at).map(u64::from),
+            4 | 13 => self.u32(at).map(u64::from),
+            16 | 18 => self.u64(at),
+            6 => self
+                .data
+                .get(e.at)
+                .and_then(|&b| u64::try_from(b as i8).ok()),
+            8 => self.u16(at).and_then(|v| u64::try_from(v as i16).ok()),
+            9 => self.u32(at).and_then(|v| u64::try_from(v as i32).ok()),
+            17 => self.u64(at).and_then(|v| u64::try_from(v as i64).ok()),
+            _ => None,
+        }
+    }
+
+    /// Value `i` of a numeric entry as a real number; `None` for x/0.
+    fn real(&self, e: &Entry, i: u64) -> Option<f64> {
+        if i >= e.count {
+            return None;
+        }
+        let size = type_size(e.kind)?;
+        let at = e.at as u64 + i * size;
+        let x = match e.kind {
+            5 => f64::from(self.u32(at)?) / f64::from(self.u32(at + 4)?),
+            10 => f64::from(self.u32(at)? as i32) / f64::from(self.u32(at + 4)? as i32),
+            11 => f64::from(f32::from_bits(self.u32(at)?)),
+            12 => f64::from_bits(self.u64(at)?),
+            1 | 3 | 4 | 6 | 8 | 9 | 16 | 17 => {
+                let one = Entry {
+                    at: at as usize,
+                    count: 1,
+                    ..*e
+                };
+                self.uint(&one)? as f64
+            }
+            _ => return None,
+        };
+        x.is_finite().then_some(x)
+    }
+
+    /// An ASCII (or UNDEFINED) entry as text up to its first NUL, trailing spaces
+    /// trimmed; `None` when empty.
+    fn text(&self, e: &Entry) -> Option<String> {
+        if !matches!(e.kind, 2 | 7) {
+            return None;
+        }
+        let bytes = self.data.get(e.at..e.at + e.count as usize)?;
+        let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
+        let s = String::from_utf8_lossy(bytes);
+        let s = s.trim_end_matches(' ').trim_start();
+        (!s.is_empty()).then(|| s.to_string())
+    }
+}

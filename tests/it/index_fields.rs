@@ -1,0 +1,442 @@
+//! The catalog's fields against exiftool's and ImageMagick's reading of the same files, on
+//! Pillow's own test images (its sdist's `Tests/images`: hostile, truncated and odd files
+//! in every format the catalog knows). One `seekless index` run, one `exiftool` run and
+//! a few batched `identify` runs; every difference must be one of the judgement calls
+//! listed below (docs/index.md, "Judgement calls"), and every judgement call must still be
+//! a difference (a fixed one leaves the list).
+//!
+//! The sdist is fetched once from PyPI (pinned version, checked by SHA-256) and kept in
+//! `$SEEKLESS_TEST_CACHE`, else `/var/cache/seekless-test`, else under `target/`. Without
+//! the network that is a skip, except in CI (`SEEKLESS_REQUIRE_ROOT_TESTS=1`), where it
+//! is a failure.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::common::*;
+
+const PILLOW: &str = "pillow-13.0.0";
+const PILLOW_URL: &str = "https://files.pythonhosted.org/packages/ce/a4/\
+    9cc30690a394a8305e8be4c9036aa16d0dfddadd09079860b582f562496d/pillow-13.0.0.tar.gz";
+const PILLOW_SHA256: &str = "cdcd1ba258178f7356d74170c9a81ba4eab6a5d55748bc402a5a2a6fe6be3510";
+
+/// Where seekless is right and the reference is not, or where the two answer different
+/// questions: (file under `Tests/images`, field, why). docs/index.md explains each kind.
+const JUDGEMENT_CALLS: &[(&str, &str, &str)] = &[
+    // Dimensions no image can have: the row has an error and no dimensions; exiftool
+    // (identify cannot read these) prints the header's numbers.
+    (
+        "bmp/b/badwidth.bmp",
+        "dims",
+        "width -127: an error, not 4294967169",
+    ),
+    ("zero_width.gif", "dims", "width 0: an error, not a number"),
+    // An IFD0 that claims more entries than fit in the file: the catalog keeps the
+    // entries inside it (with the damage as the row's error); exiftool and identify
+    // give up on the whole directory.
+    (
+        "oom-225817ca0f8c663be7ab4b9e717b02c661e66834.tif",
+        "dims",
+        "entries before the cut are kept",
+    ),
+    // GIF: the catalog's size is the logical screen (the canvas every frame is drawn on,
+    // as exiftool reports it); identify's %w %h is the first frame's own rectangle.
+    (
+        "dispose_bgnd_transparency.gif",
+        "dims",
+        "canvas, not first frame",
+    ),
+    (
+        "first_frame_transparency.gif",
+        "dims",
+        "canvas, not first frame",
+    ),
+    // A latitude of 4294967295° is no place: the catalog stores none.
+    ("exif_gps.jpg", "gps_lat", "out of range"),
+    (
+        "hopper_bad_exif.jpg",
+        "orientation",
+        "entries before the cut are kept",
+    ),
+    // A byte that is not UTF-8: the catalog shows U+FFFD, exiftool's JSON a '?'.
+    ("pport_g4.tif", "make", "not UTF-8"),
+    // Values exiftool takes from places other than EXIF and XMP: IPTC, maker notes.
+    ("app13-multiple.jpg", "taken", "IPTC, not EXIF"),
+    ("flower.jpg", "iso", "Canon maker note, not EXIF"),
+    ("flower.webp", "iso", "Canon maker note, not EXIF"),
+];
+
+/// The pinned Pillow sdist's `Tests/images`, fetched and unpacked once; `None` after a
+/// SKIP line when it cannot be had outside CI.
+fn pillow_images(test: &str) -> Option<PathBuf> {
+    let strict = std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1");
+    let skip = |why: String| -> Option<PathBuf> {
+        if strict {
+            panic!("{test}: {why}, and SEEKLESS_REQUIRE_ROOT_TESTS=1 forbids skipping");
+        }
+        eprintln!("SKIP {test}: {why}");
+        None
+    };
+    let candidates = [
+        std::env::var_os("SEEKLESS_TEST_CACHE").map(PathBuf::from),
+        Some(PathBuf::from("/var/cache/seekless-test")),
+        Some(Path::new(env!("CARGO_TARGET_TMPDIR")).join("seekless-test-cache")),
+    ];
+    let Some(cache) = candidates
+        .into_iter()
+        .flatten()
+        .find(|dir| std::fs::create_dir_all(dir).is_ok() && writable(dir))
+    else {
+        return skip("no writable cache directory for the Pillow sdist".into());
+    };
+    let images = cache.join(PILLOW).join("Tests/images");
+    let done = cache.join(format!("{PILLOW}.unpacked"));
+    if done.exists() && images.is_dir() {
+        return Some(images);
+    }
+    let tarball = cache.join(format!("{PILLOW}.tar.gz"));
+    // Python's urllib (python3 is a test dependency anyway) fetches to a temporary name
+    // and renames only a file with the pinned digest. `pip download` would also build
+    // the sdist's metadata, which needs its build dependencies and minutes.
+    let fetch = format!(
+        "import hashlib, os, sys, urllib.request\n\
+         path = sys.argv[1]\n\
+         if not os.path.exists(path):\n\
+         \x20   data = urllib.request.urlopen('{PILLOW_URL}', timeout=120).read()\n\
+         \x20   digest = hashlib.sha256(data).hexdigest()\n\
+         \x20   if digest != '{PILLOW_SHA256}':\n\
+         \x20       sys.exit('sha256 ' + digest + ' is not the pinned one')\n\
+         \x20   open(path + '.part', 'wb').write(data)\n\
+         \x20   os.replace(path + '.part', path)\n"
+    );
+    let fetched = Command::new("python3")
+        .args(["-c", &fetch])
+        .arg(&tarball)
+        .stdout(Stdio::null())
+        .output();
+    match fetched {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => {
+            let why = String::from_utf8_lossy(&out.stderr);
+            let last = why.lines().last().unwrap_or_default();
+            return skip(format!("cannot fetch {PILLOW_URL}: {last}"));
+        }
+        Err(e) => return skip(format!("cannot run python3 to fetch the Pillow sdist: {e}")),
+    }
+    let unpacked = Command::new("tar")
+        .arg("-xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&cache)
+        .arg(format!("{PILLOW}/Tests/images"))
+        .status();
+    if !unpacked.is_ok_and(|s| s.success()) {
+        // A damaged download: fetch it again next time.
+        let _ = std::fs::remove_file(&tarball);
+        return skip(format!("cannot unpack {}", tarball.display()));
+    }
+    std::fs::write(&done, b"").expect("mark the corpus unpacked");
+    Some(images)
+}
+
+fn writable(dir: &Path) -> bool {
+    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    let ok = std::fs::write(&probe, b"").is_ok();
+    let _ = std::fs::remove_file(&probe);
+    ok
+}
+
+/// ImageMagick's first-frame dimensions of every file it can read. IM 6's TIFF reader
+/// silently loses the TIFF files after one that fails in the same process, so the files
+/// without an answer and without an error of their own go through again, until none is
+/// left (a round per failing file at most; a handful here).
+fn identify_dims(files: &[String]) -> BTreeMap<String, (u64, u64)> {
+    let mut dims = BTreeMap::new();
+    let mut pending: Vec<&String> = files.iter().collect();
+    let mut failed = BTreeSet::new();
+    for _round in 0..50 {
+        if pending.is_empty() {
+            break;
+        }
+        let out = Command::new("identify")
+            .args(["-format", "%w %h %i\\n"])
+            .args(pending.iter().map(|f| format!("{f}[0]")))
+            .output()
+            .expect("run identify");
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let mut parts = line.splitn(3, ' ');
+            let (Some(w), Some(h), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+                continue;
+            };
+            if let (Ok(w), Ok(h)) = (w.parse(), h.parse()) {
+                dims.entry(path.to_string()).or_insert((w, h));
+            }
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for f in &pending {
+            if stderr.contains(&format!("`{f}'")) && !dims.contains_key(*f) {
+                failed.insert((*f).clone());
+            }
+        }
+        // The first file without an answer failed itself (its message may name it by
+        // its base name only): files before it were answered, so nothing poisoned it.
+        if let Some(first) = pending.iter().find(|f| !dims.contains_key(**f)) {
+            failed.insert((*first).clone());
+        }
+        pending.retain(|f| !dims.contains_key(*f) && !failed.contains(*f));
+    }
+    dims
+}
+
+/// `taken` as the catalog writes it, from exiftool's DateTimeOriginal (EXIF's, or XMP's
+/// with its offset) and the EXIF sub-seconds and offset.
+fn reference_taken(e: &Value) -> Option<String> {
+    let d = e["DateTimeOriginal"].as_str()?;
+    let b = d.as_bytes();
+    if b.len() < 19 || !b[..4].iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut out = format!("{}-{}-{}T{}", &d[0..4], &d[5..7], &d[8..10], &d[11..19]);
+    let sub = match &e["SubSecTimeOriginal"] {
+        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) => Some(s.trim().to_string()),
+        _ => None,
+    };
+    if let Some(sub) = sub.filter(|s| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit())) {
+        out.push('.');
+        out.push_str(&sub);
+    }
+    let offset = e["OffsetTimeOriginal"]
+        .as_str()
+        .map(str::to_string)
+        .or_else(|| (d.len() == 25).then(|| d[19..].to_string()));
+    if let Some(o) = offset.filter(|o| o.len() == 6 && (o.starts_with('+') || o.starts_with('-'))) {
+        out.push_str(&o);
+    }
+    Some(out)
+}
+
+fn same(ours: &Value, reference: &Value) -> bool {
+    match (ours, reference) {
+        (Value::Number(a), Value::Number(b)) => {
+            let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());
+            (a - b).abs() <= 1e-6 * b.abs().max(1.0)
+        }
+        (Value::String(a), Value::String(b)) => a.trim() == b.trim(),
+        (Value::String(a), Value::Number(b)) => a.trim() == b.to_string(),
+        (a, b) => a == b,
+    }
+}
+
+#[test]
+fn catalog_fields_agree_with_exiftool_and_identify_on_pillows_test_images() {
+    let test = "catalog_fields_agree_with_exiftool_and_identify_on_pillows_test_images";
+    for tool in ["exiftool", "identify", "sqlite3", "python3", "tar"] {
+        if !require_tool(test, tool) {
+            return;
+        }
+    }
+    let Some(images) = pillow_images(test) else {
+        return;
+    };
+    let scratch = scratch_dir(test);
+    let db = scratch.path().join("catalog.db");
+    let out = seekless()
+        .args(["index", "--db"])
+        .arg(&db)
+        .arg(&images)
+        .output()
+        .expect("run seekless index");
+    // Some of these files are broken: exit 1, with their rows.
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "index: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sql = "SELECT path, width, height, taken, make, model, lens, orientation, \
+               exposure_time, f_number, iso, focal_length, gps_lat, gps_lon, gps_alt, error \
+               FROM images ORDER BY path";
+    let rows: Vec<Value> =
+        serde_json::from_slice(&run(Command::new("sqlite3").arg("-json").arg(&db).arg(sql)).stdout)
+            .expect("sqlite3 -json");
+    assert!(rows.len() > 700, "only {} rows", rows.len());
+    let files: Vec<String> = rows
+        .iter()
+        .map(|r| r["path"].as_str().unwrap().to_string())
+        .collect();
+
+    let list = scratch.path().join("files");
+    std::fs::write(&list, files.join("\n") + "\n").unwrap();
+    let exif = Command::new("exiftool")
+        .args(["-json", "-n", "-q", "-q", "-@"])
+        .arg(&list)
+        .output()
+        .expect("run exiftool");
+    let exif: Vec<Value> = serde_json::from_slice(&exif.stdout).expect("exiftool -json");
+    let exif: BTreeMap<&str, &Value> = exif
+        .iter()
+        .map(|e| (e["SourceFile"].as_str().unwrap(), e))
+        .collect();
+    let dims = identify_dims(&files);
+
+    let prefix = format!("{}/", images.display());
+    let by_name: BTreeMap<&str, &Value> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["path"].as_str().unwrap().strip_prefix(&prefix).unwrap(),
+                r,
+            )
+        })
+        .collect();
+    // (field, [compared, agreed]); differences as (file, field, ours, reference).
+    let mut tally: BTreeMap<&str, [usize; 2]> = BTreeMap::new();
+    let mut differences = BTreeSet::new();
+    let mut report = Vec::new();
+    let fields = [
+        ("make", "Make"),
+        ("model", "Model"),
+        ("lens", "LensModel"),
+        ("orientation", "Orientation"),
+        ("exposure_time", "ExposureTime"),
+        ("f_number", "FNumber"),
+        ("iso", "ISO"),
+        ("focal_length", "FocalLength"),
+        ("gps_lat", "GPSLatitude"),
+        ("gps_lon", "GPSLongitude"),
+        ("gps_alt", "GPSAltitude"),
+    ];
+    for (name, row) in &by_name {
+        let path = row["path"].as_str().unwrap();
+        let e = exif.get(path).copied().unwrap_or(&Value::Null);
+        let mut checks: Vec<(&str, Value, Value)> = Vec::new();
+        let ours_dims = match (&row["width"], &row["height"]) {
+            (Value::Number(w), Value::Number(h)) => Value::String(format!("{w}×{h}")),
+            _ => Value::Null,
+        };
+        // identify's reading where it can decode the file, else exiftool's (which
+        // reads headers only: a file damaged past its header still has dimensions).
+        let ref_dims = match (dims.get(path), &e["ImageWidth"], &e["ImageHeight"]) {
+            (Some((w, h)), _, _) => Value::String(format!("{w}×{h}")),
+            (None, Value::Number(w), Value::Number(h)) => Value::String(format!("{w}×{h}")),
+            _ => Value::Null,
+        };
+        checks.push(("dims", ours_dims, ref_dims));
+        checks.push((
+            "taken",
+            row["taken"].clone(),
+            reference_taken(e).map_or(Value::Null, Value::String),
+        ));
+        for (col, tag) in fields {
+            let reference = match &e[tag] {
+                // Text that is only NULs or spaces is no value, in the catalog too.
+                Value::String(s) if s.trim_end_matches(['\0', ' ']).trim().is_empty() => {
+                    Value::Null
+                }
+                Value::String(s) if !matches!(col, "make" | "model" | "lens") => {
+                    s.trim().parse::<f64>().map_or(Value::Null, Value::from)
+                }
+                v => v.clone(),
+            };
+            checks.push((col, row[col].clone(), reference));
+        }
+        for (field, ours, reference) in checks {
+            if ours.is_null() && reference.is_null() {
+                continue;
+            }
+            let t = tally.entry(field).or_default();
+            t[0] += 1;
+            if same(&ours, &reference) {
+                t[1] += 1;
+            } else {
+                differences.insert((name.to_string(), field.to_string()));
+                report.push(format!(
+                    "{name}: {field}: catalog {ours}, reference {reference} (error: {})",
+                    row["error"]
+                ));
+            }
+        }
+    }
+    for (field, [compared, agreed]) in &tally {
+        eprintln!(
+            "{field}: {agreed} of {compared} files agree ({:.1} %)",
+            100.0 * *agreed as f64 / *compared as f64
+        );
+    }
+    let listed: BTreeSet<(String, String)> = JUDGEMENT_CALLS
+        .iter()
+        .map(|(f, field, _)| (f.to_string(), field.to_string()))
+        .collect();
+    let unlisted: Vec<&String> = differences
+        .iter()
+        .filter(|d| !listed.contains(*d))
+        .filter_map(|(f, field)| {
+            report
+                .iter()
+                .find(|r| r.starts_with(&format!("{f}: {field}:")))
+        })
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "differences that are no listed judgement call:\n{}",
+        unlisted
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let stale: Vec<_> = listed.difference(&differences).collect();
+    assert!(
+        stale.is_empty(),
+        "judgement calls that are no longer differences (remove them here and in docs/index.md): {stale:?}"
+    );
+    // Enough files carry each field for the comparison to mean something.
+    for (field, least) in [
+        ("dims", 690),
+        ("orientation", 100),
+        ("taken", 10),
+        ("make", 10),
+    ] {
+        let compared = tally.get(field).map_or(0, |t| t[0]);
+        assert!(compared >= least, "{field}: only {compared} files compared");
+    }
+
+    // The known cases of issue 21, by name: what the row says besides the fields.
+    let error = |name: &str| by_name[name]["error"].as_str().map(str::to_string);
+    for junk in [
+        "junk_jpeg_header.jpg",
+        "photoshop-200dpi-broken.jpg",
+        "truncated_app14.jpg",
+    ] {
+        assert_eq!(
+            error(junk),
+            None,
+            "{junk}: junk between segments is a warning"
+        );
+    }
+    for broken in [
+        "bmp/b/shortfile.bmp",
+        "bmp/b/badwidth.bmp",
+        "broken.png",
+        "zero_width.gif",
+    ] {
+        assert!(error(broken).is_some(), "{broken}: no error");
+    }
+    for no_dims in ["bmp/b/badwidth.bmp", "broken.png", "zero_width.gif"] {
+        assert!(
+            by_name[no_dims]["width"].is_null() && by_name[no_dims]["height"].is_null(),
+            "{no_dims}: impossible dimensions stored: {}",
+            by_name[no_dims]
+        );
+    }
+    assert_eq!(
+        error("tRNS_null_1x1.png"),
+        None,
+        "bytes after IEND are no error"
+    );
+    assert_eq!(by_name["hopper_bigtiff.tif"]["width"], 128);
+}
