@@ -417,6 +417,12 @@ fn catalog_fields_agree_with_exiftool_and_identify_on_pillows_test_images() {
             None,
             "{junk}: junk between segments is a warning"
         );
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.lines()
+                .any(|l| l.contains(&format!("/{junk}: ")) && l.contains("junk")),
+            "{junk}: the warning is printed:\n{said}"
+        );
     }
     for broken in [
         "bmp/b/shortfile.bmp",

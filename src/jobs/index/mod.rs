@@ -549,6 +549,9 @@ fn read_one(
                     let why = std::io::Error::other(why.clone());
                     reporter.error(&Error::io(&*entry.path, why));
                 }
+                if let Some(what) = &row.info.warning {
+                    reporter.warning(Some(&*entry.path), what);
+                }
                 true
             }
             Err(e) => {
