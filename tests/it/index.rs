@@ -1585,22 +1585,7 @@ fn the_database_in_the_scanned_tree_is_never_catalogued_and_non_images_only_with
 
     // Again, with the database's -wal and -shm held open by a reader, and the database
     // named through a symbolic link to the tree: still not catalogued.
-    let mut reader = Command::new("sqlite3")
-        .arg(&db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::{BufRead, Write};
-        let mut stdin = reader.stdin.take().unwrap();
-        writeln!(stdin, "SELECT count(*) FROM images;").unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(reader.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        reader.stdin = Some(stdin);
-    }
+    let reader = SqliteReader::open(&db);
     let side_files = ["catalog.db-wal", "catalog.db-shm"].map(|n| tree.join(n));
     for f in &side_files {
         assert!(f.exists(), "{} is there during the run", f.display());
@@ -1611,8 +1596,7 @@ fn the_database_in_the_scanned_tree_is_never_catalogued_and_non_images_only_with
         &link.join("catalog.db"),
         &[os("--all-files"), tree.as_os_str()],
     );
-    drop(reader.stdin.take());
-    let _ = reader.wait();
+    drop(reader);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     assert_eq!(
@@ -2154,6 +2138,36 @@ fn a_version_1_catalog_is_upgraded_in_place_and_keeps_its_rows() {
 // ---------------------------------------------------------------------------------------
 // 9. Commits on time, locks held.
 
+/// A `sqlite3` shell that has read the catalog and stays open, holding its `-wal` and
+/// `-shm` (and SQLite's locks on them) until dropped.
+struct SqliteReader(std::process::Child);
+
+impl SqliteReader {
+    fn open(db: &Path) -> SqliteReader {
+        use std::io::{BufRead, Write};
+        let mut child = Command::new("sqlite3")
+            .arg(db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.as_mut().unwrap();
+        writeln!(stdin, "SELECT count(*) FROM images;").unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        SqliteReader(child)
+    }
+}
+
+impl Drop for SqliteReader {
+    fn drop(&mut self) {
+        drop(self.0.stdin.take());
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts `seekless index --db DB ARGS…` with the fault hook armed (a file named
 /// `seekless-fault-stall…` holds its reader for two minutes), output discarded.
 fn start_index_with_faults(db: &Path, args: &[&OsStr]) -> Running {
@@ -2249,21 +2263,7 @@ fn a_catalog_inside_the_tree_keeps_its_locks_through_the_walk() {
     assert_exit(&first, 0);
 
     // A reader holds the database's -wal and -shm open, so the walk finds them too.
-    let mut reader = Command::new("sqlite3")
-        .arg(&db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut reader_in = reader.stdin.take().unwrap();
-    {
-        use std::io::{BufRead, Write};
-        writeln!(reader_in, "SELECT count(*) FROM images;").unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(reader.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-    }
+    let reader = SqliteReader::open(&db);
     let shm = tree.join("catalog.db-shm");
     assert!(shm.exists());
 
@@ -2301,8 +2301,7 @@ fn a_catalog_inside_the_tree_keeps_its_locks_through_the_walk() {
         assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
     }
     drop(run);
-    drop(reader_in);
-    let _ = reader.wait();
+    drop(reader);
 }
 
 // ---------------------------------------------------------------------------------------
