@@ -218,20 +218,32 @@ struct Queue {
     aborted: bool,
 }
 
-/// Items per chunk of collected results.
-const CHUNK: usize = 1024;
+/// Bytes per chunk of collected results: what each walk thread may hold before handing
+/// its items over (64 threads: 1 MiB in all, whatever the item size and thread timing).
+const CHUNK_BYTES: usize = 16 << 10;
 
-/// Collects visited items into one shared list, a chunk of [`CHUNK`] at a time (one lock
-/// per chunk, not per item). Gathering n items holds n plus a chunk per thread: the list
-/// grows in place (large reallocations remap pages rather than copy them), and each
-/// thread's chunk buffer is reused. A list per thread joined at the end held twice the
-/// items at its peak, since memory freed by the allocator is not returned to the system.
+/// Collects visited items into one shared list, a chunk at a time (one lock per chunk, not
+/// per item). Gathering n items holds n plus a chunk per thread: the list grows in place
+/// (large reallocations remap pages rather than copy them), and each thread's chunk
+/// buffer, allocated once at its full size, is reused. A list per thread joined at the end
+/// held twice the items at its peak, since memory freed by the allocator is not returned
+/// to the system.
 struct Collector<'a, T> {
     chunk: Vec<(Position, T)>,
     all: &'a Mutex<Vec<(Position, T)>>,
 }
 
 impl<'a, T> Collector<'a, T> {
+    /// Items per chunk: [`CHUNK_BYTES`] of them, at least one.
+    const ITEMS: usize = {
+        let size = std::mem::size_of::<(Position, T)>();
+        if size >= CHUNK_BYTES {
+            1
+        } else {
+            CHUNK_BYTES / size
+        }
+    };
+
     fn new(all: &'a Mutex<Vec<(Position, T)>>) -> Self {
         Self {
             chunk: Vec::new(),
@@ -240,8 +252,13 @@ impl<'a, T> Collector<'a, T> {
     }
 
     fn push(&mut self, at: Position, item: T) {
-        if self.chunk.len() == CHUNK {
+        if self.chunk.len() == Self::ITEMS {
             lock(self.all).append(&mut self.chunk);
+        }
+        if self.chunk.capacity() == 0 {
+            // Once, at its full size: growing it by doubling would leave the smaller
+            // buffers behind in this thread's allocator arena.
+            self.chunk.reserve_exact(Self::ITEMS);
         }
         self.chunk.push((at, item));
     }
