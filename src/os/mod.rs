@@ -29,8 +29,8 @@ mod write;
 pub(crate) use archive::{data_regions, group_name, read_link, user_name, xattrs};
 pub(crate) use process::{check_writable, process_exists};
 pub(crate) use write::{
-    HAS_SYNCFS, clone_file, copy_range, make_node, remove_xattr, set_times_nofollow, set_xattr,
-    sync_directory, sync_filesystem, sync_filesystem_of,
+    HAS_SYNCFS, clone_file, copy_range, make_node, make_symlink, remove_xattr, set_times_nofollow,
+    set_xattr, sync_directory, sync_filesystem, sync_filesystem_of, write_all_at,
 };
 
 #[cfg(target_os = "linux")]

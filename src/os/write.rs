@@ -257,3 +257,35 @@ pub(crate) fn sync_filesystem(_path: &Path) -> io::Result<()> {
     super::sync_filesystems();
     Ok(())
 }
+
+/// Makes a symlink at `at` pointing to `target` (on Windows, a file symlink).
+#[cfg(unix)]
+pub(crate) fn make_symlink(target: &Path, at: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, at)
+}
+
+#[cfg(windows)]
+pub(crate) fn make_symlink(target: &Path, at: &Path) -> io::Result<()> {
+    std::os::windows::fs::symlink_file(target, at)
+}
+
+#[cfg(not(any(unix, windows)))]
+pub(crate) fn make_symlink(_target: &Path, _at: &Path) -> io::Result<()> {
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
+/// Writes all of `data` at offset `at` of `file`.
+#[cfg(unix)]
+pub(crate) fn write_all_at(file: &File, data: &[u8], at: u64) -> io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, data, at)
+}
+
+#[cfg(windows)]
+pub(crate) fn write_all_at(file: &File, mut data: &[u8], mut at: u64) -> io::Result<()> {
+    while !data.is_empty() {
+        let n = std::os::windows::fs::FileExt::seek_write(file, data, at)?;
+        data = &data[n..];
+        at += n as u64;
+    }
+    Ok(())
+}

@@ -1,0 +1,431 @@
+//! File content: the workers that write what the sweeps read (or clone, or copy in the
+//! kernel), check the source did not change, and hand the temporary to the group commit.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::commit::{self, GroupCommit, Ready};
+use super::decide::Action;
+use super::nodes::refresh;
+use super::{CopyEvents, CopyOptions, Mapping, Method, target};
+use crate::atomic::AtomicFile;
+use crate::error::Error;
+use crate::jobs::hash::{Algorithm, Hasher};
+use crate::jobs::stat::Stat;
+use crate::os;
+use crate::plan::PlannedFile;
+use crate::read::FileReader;
+use crate::report::Reporter;
+use crate::sync::lock;
+
+/// The read phase's state, shared by the workers.
+pub(super) struct Shared<'a> {
+    pub(super) map: &'a Mapping<'a>,
+    pub(super) opts: &'a CopyOptions,
+    pub(super) reporter: &'a dyn Reporter,
+    pub(super) as_root: bool,
+    pub(super) actions: &'a [Action],
+    pub(super) events: Mutex<&'a mut dyn CopyEvents>,
+    /// Complete copies waiting for their data to be flushed before they are renamed.
+    pub(super) commits: GroupCommit<Placed>,
+    /// The destination is full: the rest is not written.
+    pub(super) stop: AtomicBool,
+    pub(super) copied: AtomicU64,
+    pub(super) updated: AtomicU64,
+    pub(super) skipped: AtomicU64,
+    pub(super) refreshed: AtomicU64,
+    pub(super) failed: AtomicU64,
+    pub(super) bytes: AtomicU64,
+    pub(super) cloned: AtomicU64,
+    pub(super) methods: Mutex<HashSet<(u64, Method)>>,
+    /// (destination, BLAKE3 of the source) of each file copied, for `verify`.
+    pub(super) hashes: Mutex<Vec<(PathBuf, String)>>,
+}
+
+/// What is counted of a copy once it is in place under its final name.
+pub(super) struct Placed {
+    /// Not at the destination before (else: replaced).
+    pub(super) new: bool,
+    pub(super) written: u64,
+    pub(super) cloned: u64,
+    /// (destination, BLAKE3 of the source), for `verify`.
+    pub(super) check: Option<(PathBuf, String)>,
+}
+
+/// The content hashes kept while reading: the manifest's algorithm, and BLAKE3 for
+/// `verify` and `checksum` (one hasher when the manifest's is BLAKE3 too).
+pub(super) struct Hashes {
+    manifest: Option<Hasher>,
+    check: Option<Hasher>,
+    /// The manifest's hash is the check hash.
+    shared: bool,
+}
+
+impl Hashes {
+    fn new(manifest: Option<Algorithm>, check: bool) -> Hashes {
+        let shared = check && manifest == Some(Algorithm::Blake3);
+        Hashes {
+            manifest: manifest.map(Algorithm::hasher),
+            check: (check && !shared).then(|| Algorithm::Blake3.hasher()),
+            shared,
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.manifest.is_some() || self.check.is_some()
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        if let Some(h) = &mut self.manifest {
+            h.update(data);
+        }
+        if let Some(h) = &mut self.check {
+            h.update(data);
+        }
+    }
+
+    /// (the manifest's hex, the BLAKE3 hex to check with).
+    fn finish(self) -> (Option<String>, Option<String>) {
+        let manifest = self.manifest.map(Hasher::finish_hex);
+        let check = if self.shared {
+            manifest.clone()
+        } else {
+            self.check.map(Hasher::finish_hex)
+        };
+        (manifest, check)
+    }
+}
+
+impl Shared<'_> {
+    fn fail(&self, err: Error) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        self.reporter.error(&err);
+    }
+
+    /// Counts the copies a flush put in place (or failed to).
+    pub(super) fn placed(&self, outcome: commit::Outcome<Placed>) {
+        for (placed, done) in outcome {
+            match done {
+                Ok(()) => {
+                    let count = if placed.new {
+                        &self.copied
+                    } else {
+                        &self.updated
+                    };
+                    count.fetch_add(1, Ordering::Relaxed);
+                    self.bytes.fetch_add(placed.written, Ordering::Relaxed);
+                    self.cloned.fetch_add(placed.cloned, Ordering::Relaxed);
+                    if let Some(check) = placed.check {
+                        lock(&self.hashes).push(check);
+                    }
+                }
+                Err(e) => {
+                    if is_full(&e) {
+                        self.stop.store(true, Ordering::Relaxed);
+                    }
+                    self.fail(e);
+                }
+            }
+        }
+    }
+
+    /// One file from the sweeps.
+    pub(super) fn one(&self, planned: &PlannedFile, file: Result<FileReader, Error>) {
+        let file = match file {
+            Ok(f) if !self.stop.load(Ordering::Relaxed) => f,
+            Ok(_) => return,
+            Err(e) => {
+                self.fail(e);
+                lock(&self.events).file_done(planned, false);
+                return;
+            }
+        };
+        let index = file.index() as usize;
+        let action = self.actions[index];
+        let done = match self.handle(planned, file, action) {
+            Ok(()) => true,
+            Err(e) => {
+                if is_full(&e) {
+                    self.stop.store(true, Ordering::Relaxed);
+                }
+                self.fail(e);
+                false
+            }
+        };
+        lock(&self.events).file_done(planned, done);
+    }
+
+    fn handle(
+        &self,
+        planned: &PlannedFile,
+        mut file: FileReader,
+        action: Action,
+    ) -> Result<(), Error> {
+        let src = &*planned.entry.path;
+        let dest = self
+            .map
+            .dest_of(src)
+            .expect("planned files have a destination");
+        let needs_check = self.opts.verify || action == Action::Compare;
+        let mut hashes = Hashes::new(self.opts.hash, needs_check);
+        let before = file.metadata().map_err(|e| Error::io(src, e))?;
+        let st = Stat::of(&before);
+
+        match action {
+            Action::HashOnly | Action::Compare => {
+                let (_, complete) =
+                    read_all(&mut file, &mut hashes, None, st.size).map_err(|e| e.at(src))?;
+                let after = file.metadata().ok();
+                if !complete || after.is_none_or(|a| Stat::of(&a).changed_from(&st)) {
+                    return Err(changed_error(src));
+                }
+                let (manifest, check) = hashes.finish();
+                self.report_hash(planned, manifest);
+                if action == Action::HashOnly {
+                    self.skipped.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                let ours = check.unwrap_or_default();
+                let theirs =
+                    hash_path(&dest, Algorithm::Blake3).map_err(|e| Error::io(&dest, e))?;
+                if ours == theirs {
+                    self.skipped.fetch_add(1, Ordering::Relaxed);
+                    let d = os::symlink_metadata(&dest).map_err(|e| Error::io(&dest, e))?;
+                    let changed = refresh(
+                        src,
+                        true,
+                        &dest,
+                        &Stat::of(&d),
+                        self.as_root,
+                        self.opts.xattrs,
+                    )?;
+                    if changed {
+                        self.refreshed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Ok(());
+                }
+                // Different: copy it, reading the source again (rare).
+                let mut again = crate::os::open_to_read(src).map_err(|e| Error::io(src, e))?;
+                let temp = AtomicFile::create_private(&dest).map_err(|e| Error::io(&dest, e))?;
+                let mut buf = vec![0u8; 1 << 20];
+                let mut written = 0u64;
+                loop {
+                    let n = again.read(&mut buf).map_err(|e| Error::io(src, e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    temp.file()
+                        .write_all(&buf[..n])
+                        .map_err(|e| Error::io(&dest, e))?;
+                    written += n as u64;
+                }
+                let complete = written == st.size;
+                let placed = Placed {
+                    new: false,
+                    written,
+                    cloned: 0,
+                    check: self.opts.verify.then(|| (dest.clone(), ours)),
+                };
+                return self.finish(
+                    src,
+                    &dest,
+                    temp,
+                    &st,
+                    complete,
+                    &again.metadata().ok(),
+                    placed,
+                );
+            }
+            Action::Copy | Action::Update | Action::Skip => {}
+        }
+
+        let temp = AtomicFile::create_private(&dest).map_err(|e| Error::io(&dest, e))?;
+        #[cfg(any(test, debug_assertions))]
+        crate::jobs::fault_point(src);
+        let hashing = hashes.any();
+        let mut method = Method::ReadWrite;
+        let mut done = None;
+        if self.opts.fast_path && !hashing && self.map.dest_on(src, planned.entry.id.dev) {
+            if os::clone_file(file.file(), temp.file()).is_ok() {
+                method = Method::Clone;
+                done = Some((st.size, true));
+            } else if st.has_holes() {
+                // copy_file_range may fill holes in: read what is data, write only that.
+            } else if let Ok(n) = os::copy_range(file.file(), temp.file(), st.size) {
+                method = Method::CopyRange;
+                done = Some((n, n == st.size));
+            }
+        }
+        let (bytes, complete) = match done {
+            Some(d) => d,
+            None => {
+                let sparse = st.has_holes();
+                read_all(&mut file, &mut hashes, Some((temp.file(), sparse)), st.size)
+                    .map_err(|e| e.at_either(src, &dest))?
+            }
+        };
+        lock(&self.methods).insert((planned.entry.id.dev, method));
+        let (manifest, check) = hashes.finish();
+        let (written, cloned) = if method == Method::Clone {
+            (0, bytes)
+        } else {
+            (bytes, 0)
+        };
+        let placed = Placed {
+            new: action == Action::Copy,
+            written,
+            cloned,
+            check: check
+                .filter(|_| self.opts.verify)
+                .map(|c| (dest.clone(), c)),
+        };
+        self.finish(
+            src,
+            &dest,
+            temp,
+            &st,
+            complete,
+            &file.metadata().ok(),
+            placed,
+        )?;
+        self.report_hash(planned, manifest);
+        Ok(())
+    }
+
+    /// Checks the source did not change, gives the temporary its metadata and hands it to
+    /// the group commit, which puts it in place once its data is on the disk.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        src: &Path,
+        dest: &Path,
+        temp: AtomicFile,
+        st: &Stat,
+        complete: bool,
+        after: &Option<fs::Metadata>,
+        placed: Placed,
+    ) -> Result<(), Error> {
+        let changed = after.as_ref().is_none_or(|a| Stat::of(a).changed_from(st));
+        if changed || !complete {
+            return Err(changed_error(src));
+        }
+        let io = |e| Error::io(dest, e);
+        if st.has_holes() {
+            temp.file().set_len(st.size).map_err(io)?;
+        }
+        if self.opts.xattrs {
+            target::sync_xattrs(src, temp.temp_path())?;
+        }
+        target::apply(temp.temp_path(), Some(temp.file()), st, self.as_root).map_err(io)?;
+        if self.opts.fsync {
+            temp.file().sync_all().map_err(io)?;
+        }
+        // A directory in the way makes the rename fail (EISDIR), and the file is reported.
+        let bytes = placed.written;
+        self.placed(self.commits.add(Ready { temp, done: placed }, bytes));
+        Ok(())
+    }
+
+    fn report_hash(&self, planned: &PlannedFile, hex: Option<String>) {
+        if let Some(hex) = hex {
+            lock(&self.events).hashed(planned, &hex);
+        }
+    }
+}
+
+/// A read or write failure while copying a file's content.
+pub(super) enum CopyFault {
+    Read(io::Error),
+    Write(io::Error),
+}
+
+impl CopyFault {
+    fn at(self, src: &Path) -> Error {
+        match self {
+            CopyFault::Read(e) | CopyFault::Write(e) => Error::io(src, e),
+        }
+    }
+
+    fn at_either(self, src: &Path, dest: &Path) -> Error {
+        match self {
+            CopyFault::Read(e) => Error::io(src, e),
+            CopyFault::Write(e) => Error::io(dest, e),
+        }
+    }
+}
+
+/// Reads the file's `size` bytes, hashing, and writes them to `out` if given (with
+/// `sparse`, only its data regions, at their offsets). Returns the bytes read, and whether
+/// they were exactly the file (it neither ended early nor went on past `size`).
+pub(super) fn read_all(
+    file: &mut FileReader,
+    hashes: &mut Hashes,
+    out: Option<(&File, bool)>,
+    size: u64,
+) -> Result<(u64, bool), CopyFault> {
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 1 << 20]);
+    }
+    let regions = match out {
+        Some((_, true)) => file
+            .data_regions(size)
+            .map_err(|e| CopyFault::Read(e.into()))?,
+        _ => std::iter::once(0..size).collect(),
+    };
+    BUF.with(|buf| {
+        let mut buf = buf.borrow_mut();
+        let mut total = 0u64;
+        for region in regions {
+            if file.position() != region.start {
+                file.seek_to(region.start)
+                    .map_err(|e| CopyFault::Read(e.into()))?;
+            }
+            let mut at = region.start;
+            while at < region.end {
+                let want = ((region.end - at) as usize).min(buf.len());
+                let n = match file.read(&mut buf[..want]) {
+                    Ok(0) => return Ok((total, false)),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(CopyFault::Read(e)),
+                };
+                hashes.update(&buf[..n]);
+                if let Some((out, _)) = out {
+                    os::write_all_at(out, &buf[..n], at).map_err(CopyFault::Write)?;
+                }
+                at += n as u64;
+                total += n as u64;
+            }
+        }
+        // Anything past `size`: the file grew.
+        if file.position() != size {
+            file.seek_to(size).map_err(|e| CopyFault::Read(e.into()))?;
+        }
+        let grew = file.read(&mut buf[..1]).is_ok_and(|n| n > 0);
+        Ok((total, !grew))
+    })
+}
+
+pub(super) fn changed_error(src: &Path) -> Error {
+    Error::io(
+        src,
+        io::Error::other("file changed while being copied; not copied"),
+    )
+}
+
+/// Whether an error means the destination is full.
+pub(super) fn is_full(err: &Error) -> bool {
+    err.io_error().is_some_and(|e| {
+        e.kind() == io::ErrorKind::StorageFull || e.kind() == io::ErrorKind::QuotaExceeded
+    })
+}
+
+/// The hash of a file read plainly.
+pub(super) fn hash_path(path: &Path, algo: Algorithm) -> io::Result<String> {
+    let f = os::with_path(path, |p| File::open(p))?;
+    crate::jobs::hash::hash_stream(f, algo)
+}
