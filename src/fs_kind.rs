@@ -8,6 +8,7 @@ use serde::Serialize;
 /// The kind of filesystem a file lives on, as far as locating is concerned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum FsKind {
     /// ext2, ext3 or ext4 (one magic number).
     Ext4,

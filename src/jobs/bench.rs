@@ -51,6 +51,7 @@ use crate::{Disk, Strategy};
 /// How to make the cache cold before each run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Cold {
     /// Drop the whole page cache (`sync`, then `3` to `/proc/sys/vm/drop_caches`) when
     /// that is possible (Linux, root); otherwise evict each file. This touches the whole

@@ -266,6 +266,7 @@ fn print_counts(s: &CopySummary) {
                 seekless::jobs::copy::Method::ReadWrite => "read and written",
                 seekless::jobs::copy::Method::Clone => "cloned (FICLONE: blocks shared)",
                 seekless::jobs::copy::Method::CopyRange => "copied in the kernel (copy_file_range)",
+                _ => "copied",
             }
         );
     }

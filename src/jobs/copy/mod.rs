@@ -156,6 +156,7 @@ impl Default for CopyOptions {
 /// How a file's content was put in place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Method {
     /// Read (in physical order) and written.
     ReadWrite,
