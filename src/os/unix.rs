@@ -21,6 +21,19 @@ pub(crate) fn dir_entry_ino(entry: &DirEntry) -> u64 {
     entry.ino()
 }
 
+/// The soft open-file limit (`RLIMIT_NOFILE`), as it is.
+pub(crate) fn open_file_limit() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `struct rlimit` into `lim`, which we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 1024;
+    }
+    usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX)
+}
+
 /// Raises the soft open-file limit to the hard limit and returns the resulting soft limit.
 /// The reader keeps a descriptor per file it is prefetching.
 pub(crate) fn raise_open_file_limit() -> usize {

@@ -123,13 +123,28 @@ pub struct Reader {
     opts: ReadOptions,
 }
 
+/// Raises the process's soft open-file limit (`RLIMIT_NOFILE`) to its hard limit (at most
+/// 2^20) and returns the new soft limit: a [`Reader`] sizes its window of open files by
+/// this limit, and the default 1,024 holds few files ahead. Call it once, early (the
+/// `seekless` command does); where there is no such limit (Windows) it only reports a
+/// figure.
+///
+/// ```
+/// let limit = seekless::read::raise_open_file_limit();
+/// assert!(limit >= 64);
+/// ```
+pub fn raise_open_file_limit() -> usize {
+    os::raise_open_file_limit()
+}
+
 impl Reader {
     /// Starts one sweep thread per disk of `plan`.
     ///
-    /// With prefetching on, this raises the process's soft open-file limit to its hard
-    /// limit (`RLIMIT_NOFILE`; at most 2^20): every file in the window, and every
-    /// fragmented file waiting for its later extents, holds a descriptor, and the window
-    /// is then sized to stay well inside the limit.
+    /// With prefetching on, every file in the window, and every fragmented file waiting
+    /// for its later extents, holds a descriptor, so the window is sized to stay well
+    /// inside the process's open-file limit as it is. The limit is the caller's to raise
+    /// ([`raise_open_file_limit`]; the `seekless` command does at its start): a library
+    /// does not change process-wide settings behind its caller's back.
     pub fn new(plan: Arc<Plan>, opts: ReadOptions) -> Reader {
         let (tx, rx) = crossbeam_channel::unbounded();
         let seq = Arc::new(AtomicU64::new(0));
@@ -139,7 +154,7 @@ impl Reader {
         let disks = plan.sweeps().len().max(1);
         let (bytes, files, held_bytes, held_files) = if opts.prefetch {
             // Every held file keeps a descriptor: stay well inside the open-file limit.
-            let fds = os::raise_open_file_limit();
+            let fds = os::open_file_limit();
             let spare = fds.saturating_sub(256) / disks;
             let files = opts.window_files.min(spare / 2).max(1);
             let held = opts.held_files.min(spare.saturating_sub(files));

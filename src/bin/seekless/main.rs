@@ -45,6 +45,9 @@ enum Command {
 fn main() -> ExitCode {
     tune_allocator();
     let cli = Cli::parse();
+    // The reader's window holds a descriptor per file ahead: room for it, before any
+    // thread starts.
+    seekless::read::raise_open_file_limit();
     let result = match cli.command {
         Command::Order(args) => order::run(args),
         Command::Hash(args) => hash::run(args),

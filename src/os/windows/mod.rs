@@ -194,6 +194,11 @@ pub(crate) fn raise_open_file_limit() -> usize {
     1 << 16
 }
 
+/// As [`raise_open_file_limit`]: nothing to raise.
+pub(crate) fn open_file_limit() -> usize {
+    1 << 16
+}
+
 /// No system-wide flush is needed before dropping caches: seekless does not drop the
 /// Windows cache, so there is nothing to do.
 pub(crate) fn sync_filesystems() {}
