@@ -36,6 +36,8 @@ mod read; // the page cache (fincore) and sysfs queue settings
 #[cfg(target_os = "linux")]
 mod scale; // wait4, setrlimit, openat past PATH_MAX
 #[cfg(target_os = "linux")]
+mod shell; // bash runs the completion script, man renders the page
+#[cfg(target_os = "linux")]
 mod tar; // GNU tar, bsdtar and Python's tarfile read what seekless tar writes
 #[cfg(target_os = "linux")]
 mod walk; // a loop device's read requests

@@ -10,6 +10,7 @@ mod interrupt;
 mod order;
 mod output;
 mod progress;
+mod shell;
 mod tar;
 
 use std::process::ExitCode;
@@ -20,7 +21,7 @@ use clap::{Parser, Subcommand};
 /// disk's queue kept full.
 #[derive(Parser)]
 #[command(name = "seekless", version, about, max_term_width = 100)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -38,6 +39,10 @@ enum Command {
     /// Copy a tree (cp -a semantics) read in physical order, atomically per file,
     /// incrementally.
     Copy(copy::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell) on stdout.
+    Completions(shell::CompletionArgs),
+    /// Print the manual page (roff) on stdout: `seekless man | man -l -`.
+    Man,
     /// Benchmark on your own data: given, inode and physical order, each from a cold cache.
     Bench(bench::Args),
 }
@@ -55,6 +60,8 @@ fn main() -> ExitCode {
         Command::Index(args) => index::run(args),
         Command::Tar(args) => tar::run(args),
         Command::Copy(args) => copy::run(args),
+        Command::Completions(args) => shell::completions(args),
+        Command::Man => shell::man(),
     };
     match result {
         Ok(code) => code.into(),
