@@ -23,6 +23,11 @@
 //! - [`read`]: the sweeps, with the disk's queue kept full ([`read::Reader`]);
 //! - [`jobs`]: what is built on them (`hash`, `bench`).
 //!
+//! A whole program on this library, reading a list of paths from standard input and
+//! printing each file's size and BLAKE3 in the order the files lie on their disks:
+//! `examples/hash_in_physical_order.rs` (`find DIR -type f | cargo run --release --example
+//! hash_in_physical_order`).
+//!
 //! # Example: list files in physical order
 //!
 //! ```
