@@ -239,9 +239,10 @@ pub fn check_listed(
     opts.walk.filter = crate::Filter::new();
     let mut pending = list.pending();
     while !pending.is_empty() {
-        check_round(list, &opts, read_opts, workers, &pending, reporter, events)?;
+        let count = pending.len();
+        check_round(list, &opts, read_opts, workers, pending, reporter, events)?;
         let left = list.pending();
-        if left.len() == pending.len() {
+        if left.len() == count {
             // Neither planned nor reported as failing: never seen in practice, but each
             // round must give some file its verdict, or this would never end.
             for path in &left {
@@ -265,7 +266,7 @@ fn check_round(
     opts: &PlanOptions,
     read_opts: &ReadOptions,
     workers: usize,
-    pending: &[PathBuf],
+    pending: Vec<PathBuf>,
     reporter: &dyn Reporter,
     events: &mut dyn CheckEvents,
 ) -> std::io::Result<()> {
@@ -280,15 +281,17 @@ fn check_round(
             lock(&failed).insert(err.path().as_os_str().to_owned());
         },
     };
-    let plan = Arc::new(Plan::build(pending, &opts, &recorder));
+    let plan = Arc::new(Plan::build(&pending, &opts, &recorder));
     let failed = crate::sync::into_inner(failed);
-    for path in pending {
+    for path in &pending {
         if failed.contains(path.as_os_str()) {
             for verdict in list.judge(path, None) {
                 events.verdict(path, verdict)?;
             }
         }
     }
+    // The plan holds its own copy of each path: not a second one while reading.
+    drop(pending);
 
     events.reading(&plan);
     let started = std::time::Instant::now();
