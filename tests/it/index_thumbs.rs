@@ -529,3 +529,56 @@ fn an_image_over_max_megapixels_gets_a_recorded_error_instead_of_a_thumbnail() {
     }
     assert_eq!(rows["small.jpg"].width, Some(256));
 }
+
+#[test]
+fn an_exif_thumbnail_large_enough_and_of_the_same_shape_is_used_instead_of_decoding() {
+    let test = test_name!();
+    let Some(python) = python(test, false) else {
+        return;
+    };
+    if !require_tool(test, "exiftool") {
+        return;
+    }
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    let small = t.path().join("small");
+    draw(
+        python,
+        &[
+            format!("scene:1:1280:960:{}/land.jpg", photos.display()),
+            format!("scene:2:960:1280:{}/portrait.jpg", photos.display()),
+            format!("scene:3:160:120:{}/t.jpg", small.display()),
+        ],
+    );
+    // A 160×120 EXIF thumbnail in both: the landscape's shape, not the portrait's (as an
+    // editor that turned the pixels and left the old thumbnail would leave it).
+    run(Command::new("exiftool")
+        .args(["-q", "-overwrite_original"])
+        .arg(format!(
+            "-ThumbnailImage<={}",
+            small.join("t.jpg").display()
+        ))
+        .arg(photos.join("land.jpg"))
+        .arg(photos.join("portrait.jpg")));
+    let db = t.path().join("c.db");
+    let o = index(&db, &["--thumbs", "--thumb-size", "128"], &photos);
+    assert_exit(&o, 0);
+    let rows = thumbs(&db);
+    let land = &rows["land.jpg"];
+    assert_eq!(land.source.as_deref(), Some("exif"));
+    assert_eq!((land.width, land.height), (Some(128), Some(96)));
+    let portrait = &rows["portrait.jpg"];
+    assert_eq!(
+        portrait.source.as_deref(),
+        Some("dct-scaled"),
+        "a thumbnail of another shape"
+    );
+    assert_eq!((portrait.width, portrait.height), (Some(96), Some(128)));
+    // At 256 px the 160-px EXIF thumbnail is too small: decoded.
+    let db = t.path().join("c256.db");
+    assert_exit(&index(&db, &["--thumbs"], &photos), 0);
+    assert_eq!(
+        thumbs(&db)["land.jpg"].source.as_deref(),
+        Some("dct-scaled")
+    );
+}

@@ -61,8 +61,9 @@ pub struct Thumbnail {
     pub width: u32,
     /// Its height in pixels.
     pub height: u32,
-    /// What it was made from: `dct-scaled` (a JPEG decoded at 1/2, 1/4 or 1/8 scale) or
-    /// `full` (the whole image decoded).
+    /// What it was made from: `dct-scaled` (a JPEG decoded at 1/2, 1/4 or 1/8 scale),
+    /// `exif` (the JPEG's EXIF thumbnail, when large enough and of the image's aspect
+    /// ratio) or `full` (the whole image decoded).
     pub source: &'static str,
     /// The thumbnail as a baseline JPEG.
     pub jpeg: Vec<u8>,
@@ -209,6 +210,11 @@ fn decode_jpeg(data: &[u8], size: u32, max_megapixels: u32) -> Result<Pixels, St
         .info()
         .ok_or("cannot decode the JPEG: no frame header")?;
     too_large(info.width.into(), info.height.into(), max_megapixels)?;
+    if let Some(exif) = decoder.exif_data()
+        && let Some(pixels) = exif_thumbnail(exif, size, info.width.into(), info.height.into())
+    {
+        return Ok(pixels);
+    }
     let want = u16::try_from(size).unwrap_or(u16::MAX);
     let (w, h) = decoder.scale(want, want).map_err(err)?;
     let source = if (w, h) == (info.width, info.height) {
@@ -243,6 +249,82 @@ fn decode_jpeg(data: &[u8], size: u32, max_megapixels: u32) -> Result<Pixels, St
         rgb,
         source,
     })
+}
+
+/// The EXIF thumbnail (IFD1's JPEG) of the EXIF block `tiff`, decoded, when its longest
+/// side is at least `size` and its aspect ratio is within 2 % of the image's
+/// (`width` × `height`): a thumbnail that an editor left stale after turning the image, or
+/// letterboxed into 4:3, is not used.
+fn exif_thumbnail(tiff: &[u8], size: u32, width: u32, height: u32) -> Option<Pixels> {
+    let jpeg = ifd1_jpeg(tiff)?;
+    let mut decoder = jpeg_decoder::Decoder::new(jpeg);
+    decoder.read_info().ok()?;
+    let info = decoder.info()?;
+    let (tw, th) = (u32::from(info.width), u32::from(info.height));
+    if tw.max(th) < size || info.pixel_format != jpeg_decoder::PixelFormat::RGB24 {
+        return None;
+    }
+    let (ours, theirs) = (
+        f64::from(tw) / f64::from(th),
+        f64::from(width) / f64::from(height.max(1)),
+    );
+    if (ours / theirs - 1.0).abs() > 0.02 {
+        return None;
+    }
+    let rgb = decoder.decode().ok()?;
+    (rgb.len() >= tw as usize * th as usize * 3).then_some(Pixels {
+        width: tw,
+        height: th,
+        rgb,
+        source: "exif",
+    })
+}
+
+/// The bytes of the JPEG that IFD1 of the TIFF structure `tiff` points at
+/// (JPEGInterchangeFormat, JPEGInterchangeFormatLength), if all of it lies inside.
+fn ifd1_jpeg(tiff: &[u8]) -> Option<&[u8]> {
+    let little = match tiff.get(..4)? {
+        b"II*\0" => true,
+        b"MM\0*" => false,
+        _ => return None,
+    };
+    let u16_at = |at: usize| {
+        let b: [u8; 2] = tiff.get(at..at.checked_add(2)?)?.try_into().ok()?;
+        Some(if little {
+            u16::from_le_bytes(b)
+        } else {
+            u16::from_be_bytes(b)
+        })
+    };
+    let u32_at = |at: usize| {
+        let b: [u8; 4] = tiff.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        Some(if little {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        })
+    };
+    let ifd0 = u32_at(4)? as usize;
+    let ifd1 = u32_at(ifd0 + 2 + 12 * usize::from(u16_at(ifd0)?))? as usize;
+    if ifd1 == 0 || ifd1 == ifd0 {
+        return None;
+    }
+    let (mut offset, mut length) = (None, None);
+    for i in 0..usize::from(u16_at(ifd1)?) {
+        let at = ifd1 + 2 + 12 * i;
+        let value = match u16_at(at + 2)? {
+            3 => u32::from(u16_at(at + 8)?),
+            4 => u32_at(at + 8)?,
+            _ => continue,
+        };
+        match u16_at(at)? {
+            0x0201 => offset = Some(value as usize),
+            0x0202 => length = Some(value as usize),
+            _ => {}
+        }
+    }
+    let (offset, length) = (offset?, length?);
+    tiff.get(offset..offset.checked_add(length)?)
 }
 
 /// PNG, GIF (first frame), WebP, TIFF or BMP, decoded whole by the `image` crate. Alpha is
@@ -361,6 +443,23 @@ mod tests {
         assert_eq!(orient(&px, 2, 1, 1, 8), (vec![2, 1], 1, 2));
         assert_eq!(orient(&px, 2, 1, 1, 5), (vec![1, 2], 1, 2));
         assert_eq!(orient(&px, 2, 1, 1, 7), (vec![2, 1], 1, 2));
+    }
+
+    #[test]
+    fn an_exif_block_pointing_outside_itself_gives_no_thumbnail() {
+        // II, 42, IFD0 at 8 with no entries, IFD1 at 14: offset 100, length 10 (past the end).
+        let mut tiff = b"II*\0\x08\0\0\0\0\0\x0e\0\0\0\x02\0".to_vec();
+        tiff.extend_from_slice(&[0x01, 0x02, 4, 0, 1, 0, 0, 0, 100, 0, 0, 0]);
+        tiff.extend_from_slice(&[0x02, 0x02, 4, 0, 1, 0, 0, 0, 10, 0, 0, 0]);
+        tiff.extend_from_slice(&[0, 0, 0, 0]);
+        assert_eq!(ifd1_jpeg(&tiff), None);
+        // Pointing at the last 4 bytes: those.
+        let len = tiff.len() as u8;
+        tiff[14 + 2 + 8] = len - 4;
+        tiff[14 + 2 + 12 + 8] = 4;
+        assert_eq!(ifd1_jpeg(&tiff), Some(&[0u8, 0, 0, 0][..]));
+        assert_eq!(ifd1_jpeg(b"II*\0\xff\xff\xff\xff"), None);
+        assert_eq!(ifd1_jpeg(b"MM"), None);
     }
 
     #[test]
