@@ -11,7 +11,9 @@
 # then the decoders considered, one thread each (examples/thumb_decoders.rs).
 #
 #   bench/thumbs.sh [DIR] [FILES]     (default /var/tmp/seekless-bench-thumbs-WxH, 300)
-#   REPS=N (default 3): median of N runs per row; SIZE=WxH (default 1280x960)
+#   REPS=N (default 3): median of N runs per row; SIZE=WxH (default 1280x960);
+#   TURBOJPEG=1: libjpeg-turbo 3 too in the decoder comparison (builds it from source:
+#   apt-get install cmake nasm)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size=${SIZE:-1280x960}
@@ -87,4 +89,6 @@ printf 'seekless / vipsthumbnail: %.2f×   seekless / pillow: %.2f×\n' \
     "$(echo "${rate[seekless]} / ${rate[vipsthumbnail]}" | bc -l)" \
     "$(echo "${rate[seekless]} / ${rate[pillow]}" | bc -l)"
 echo "== the decoders considered, one thread"
-cargo run --release -q --example thumb_decoders -- "$src"
+features=()
+[ "${TURBOJPEG:-0}" = 1 ] && features=(--features bench-turbojpeg)
+cargo run --release -q "${features[@]}" --example thumb_decoders -- "$src"

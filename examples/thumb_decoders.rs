@@ -3,9 +3,12 @@
 //!
 //! - `jpeg-decoder` with `scale()` (1/2, 1/4 or 1/8 in the DCT domain): what seekless uses;
 //! - `jpeg-decoder` at full size;
-//! - `zune-jpeg` (the `image` crate's JPEG decoder) at full size: it has no scaled decode.
+//! - `zune-jpeg` (the `image` crate's JPEG decoder) at full size: it has no scaled decode;
+//! - with `--features bench-turbojpeg` (libjpeg-turbo 3 built from source: cmake and nasm),
+//!   `turbojpeg` at 1/2, 1/4 or 1/8 scale, chosen the same way.
 //!
-//! `cargo run --release --example thumb_decoders -- DIR` (bench/thumbs.sh runs it).
+//! `cargo run --release --example thumb_decoders [--features bench-turbojpeg] -- DIR`
+//! (bench/thumbs.sh runs it).
 
 use std::time::Instant;
 
@@ -47,6 +50,35 @@ fn zune(data: &[u8]) -> usize {
     resize(&px, info.width as u32, info.height as u32)
 }
 
+#[cfg(feature = "bench-turbojpeg")]
+fn turbo(data: &[u8]) -> usize {
+    use turbojpeg::{Decompressor, Image as TjImage, PixelFormat, ScalingFactor};
+    let mut d = Decompressor::new().expect("turbojpeg");
+    let header = d.read_header(data).expect("header");
+    // The smallest scale whose width or height is still ≥ 256, as jpeg-decoder chooses.
+    let factor = [
+        ScalingFactor::ONE_EIGHTH,
+        ScalingFactor::ONE_QUARTER,
+        ScalingFactor::ONE_HALF,
+        ScalingFactor::ONE,
+    ]
+    .into_iter()
+    .find(|f| f.scale(header.width) >= 256 || f.scale(header.height) >= 256)
+    .unwrap_or(ScalingFactor::ONE);
+    d.set_scaling_factor(factor).expect("scale");
+    let (w, h) = (factor.scale(header.width), factor.scale(header.height));
+    let mut px = vec![0u8; w * h * 3];
+    let image = TjImage {
+        pixels: px.as_mut_slice(),
+        width: w,
+        pitch: w * 3,
+        height: h,
+        format: PixelFormat::RGB,
+    };
+    d.decompress(data, image).expect("decode");
+    resize(&px, w as u32, h as u32)
+}
+
 fn main() {
     let dir = std::env::args().nth(1).expect("usage: thumb_decoders DIR");
     let mut files: Vec<Vec<u8>> = std::fs::read_dir(&dir)
@@ -58,11 +90,14 @@ fn main() {
     files.truncate(100);
     let n = files.len();
     type Decode = fn(&[u8]) -> usize;
-    let contenders: [(&str, Decode); 3] = [
+    #[allow(unused_mut)]
+    let mut contenders: Vec<(&str, Decode)> = vec![
         ("jpeg-decoder scale()", |d| jpeg_decoder(d, true)),
         ("jpeg-decoder full", |d| jpeg_decoder(d, false)),
         ("zune-jpeg full", zune),
     ];
+    #[cfg(feature = "bench-turbojpeg")]
+    contenders.push(("turbojpeg scaled", turbo));
     println!("{n} JPEGs from {dir}, one thread, decode + Lanczos3 to 256 px:");
     for (name, f) in contenders {
         let mut best = f64::MAX;
