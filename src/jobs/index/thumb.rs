@@ -117,9 +117,13 @@ pub fn visual(
         }
         (_, f) => f,
     };
-    match catch_unwind(AssertUnwindSafe(|| {
+    quiet_panics_while_decoding();
+    DECODING.with(|d| d.set(true));
+    let result = catch_unwind(AssertUnwindSafe(|| {
         visual_inner(data, format, orientation, opts)
-    })) {
+    }));
+    DECODING.with(|d| d.set(false));
+    match result {
         Ok(Ok(v)) => v,
         Ok(Err(why)) => Visual::none(why),
         Err(panic) => Visual::none(format!(
@@ -127,6 +131,26 @@ pub fn visual(
             crate::sync::panic_text(&*panic)
         )),
     }
+}
+
+thread_local! {
+    /// This thread is inside a decoder: a panic there is the image's fault, recorded as the
+    /// thumbnail's error, not a bug to print a backtrace for.
+    static DECODING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Wraps the panic hook (once per process) so that a panic on a thread inside a decoder
+/// prints nothing; every other panic goes to the hook that was there before.
+fn quiet_panics_while_decoding() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !DECODING.with(|d| d.get()) {
+                previous(info);
+            }
+        }));
+    });
 }
 
 fn visual_inner(
