@@ -752,7 +752,7 @@ fn catalog_matches_exiftool_and_b3sum_in(test: &str, tools: &Tools, dir: &Path, 
 
     assert_eq!(
         one(db, "PRAGMA user_version", "user_version"),
-        json!(2),
+        json!(3),
         "schema version"
     );
     assert_eq!(
@@ -2107,7 +2107,7 @@ fn a_version_1_catalog_is_upgraded_in_place_and_keeps_its_rows() {
         "seekless: index: 6 seen, 0 added, 0 changed, 0 moved, 6 unchanged, 0 removed, 0 failed",
         "the upgraded rows are recognised: nothing read"
     );
-    assert_eq!(one(&db, "PRAGMA user_version", "user_version"), json!(2));
+    assert_eq!(one(&db, "PRAGMA user_version", "user_version"), json!(3));
     assert_eq!(
         one(&db, "PRAGMA application_id", "application_id"),
         json!(APPLICATION_ID),
@@ -2487,7 +2487,7 @@ fn a_catalog_made_before_the_application_id_is_recognised_by_its_schema_and_mark
         json!(APPLICATION_ID),
         "and marked"
     );
-    assert_eq!(one(&db, "PRAGMA user_version", "user_version"), json!(2));
+    assert_eq!(one(&db, "PRAGMA user_version", "user_version"), json!(3));
     assert_same_catalog(&catalog(&db), &rows, "after marking");
 
     // The same tables with a column more are not the catalog's.

@@ -71,7 +71,7 @@ const JUDGEMENT_CALLS: &[(&str, &str, &str)] = &[
 
 /// The pinned Pillow sdist's `Tests/images`, fetched and unpacked once; `None` after a
 /// SKIP line when it cannot be had outside CI.
-fn pillow_images(test: &str) -> Option<PathBuf> {
+pub(crate) fn pillow_images(test: &str) -> Option<PathBuf> {
     let strict = std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1");
     let skip = |why: String| -> Option<PathBuf> {
         if strict {

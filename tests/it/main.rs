@@ -30,6 +30,8 @@ mod index; // exiftool, sqlite3, b3sum, Pillow; SIGSTOP and /proc to freeze a ru
 #[cfg(target_os = "linux")]
 mod index_fields; // the catalog's fields against exiftool and ImageMagick on Pillow's test images
 #[cfg(target_os = "linux")]
+mod index_thumbs; // thumbnails against ImageMagick, pHash against Python's imagehash
+#[cfg(target_os = "linux")]
 mod partitions; // partitions of one loop device (losetup -P, or loop devices at offsets), filefrag
 #[cfg(target_os = "linux")]
 mod read; // the page cache (fincore) and sysfs queue settings

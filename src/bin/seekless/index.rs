@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexEvents, IndexOptions, index_with};
+use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexEvents, IndexOptions, index_with, thumb};
 use seekless::read::ReadStats;
 use seekless::{Filter, Plan, PlannedFile};
 
@@ -34,6 +34,22 @@ pub struct Args {
     #[arg(long)]
     pub prune: bool,
 
+    /// Make a thumbnail (JPEG, in the catalog's `thumbs` table) and a perceptual hash
+    /// (`images.phash`) of each image read, from the bytes read for the rest. Unchanged
+    /// images without a thumbnail of this size are read once more for one.
+    #[arg(long)]
+    pub thumbs: bool,
+
+    /// The longest side of a thumbnail, in pixels (smaller images are not enlarged).
+    #[arg(long, value_name = "N", default_value_t = thumb::DEFAULT_SIZE,
+          value_parser = clap::value_parser!(u32).range(16..=4096), requires = "thumbs")]
+    pub thumb_size: u32,
+
+    /// Images larger than this are not decoded (the thumbnail's error says so).
+    #[arg(long, value_name = "N", default_value_t = thumb::DEFAULT_MAX_MEGAPIXELS,
+          value_parser = clap::value_parser!(u32).range(1..=100_000), requires = "thumbs")]
+    pub max_megapixels: u32,
+
     /// Catalog every regular file, not only those with an image extension.
     #[arg(long, conflicts_with = "ext")]
     pub all_files: bool,
@@ -60,6 +76,11 @@ pub fn run(args: Args) -> Result<Code> {
     let mut opts = IndexOptions::new(&args.db);
     opts.rehash = args.rehash;
     opts.prune = args.prune;
+    if args.thumbs {
+        let mut t = thumb::ThumbOptions::new(args.thumb_size);
+        t.max_megapixels = args.max_megapixels;
+        opts.thumbs = Some(t);
+    }
     opts.read = args.read.options();
     opts.workers = args.read.workers();
     let console = Console::new(args.verbose);
@@ -71,8 +92,13 @@ pub fn run(args: Args) -> Result<Code> {
     };
     console.finish();
     if args.summary {
+        let thumbs = if args.thumbs {
+            format!(", {} thumbnails made", summary.thumbs)
+        } else {
+            String::new()
+        };
         eprintln!(
-            "seekless: index: {} seen, {} added, {} changed, {} moved, {} unchanged, {} removed, {} failed",
+            "seekless: index: {} seen, {} added, {} changed, {} moved, {} unchanged, {} removed, {} failed{thumbs}",
             summary.seen,
             summary.added,
             summary.changed,

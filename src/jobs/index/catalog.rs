@@ -10,11 +10,13 @@ use crossbeam_channel::RecvTimeoutError;
 use rusqlite::{Connection, OpenFlags, params};
 
 use super::inspect::ImageInfo;
+use super::thumb::Visual;
 
 /// The schema's version (`PRAGMA user_version`). Version 2 stores paths absolute; a
 /// version-1 catalog is upgraded in place, in one transaction, when opened (see
-/// `upgrade_v1`).
-pub const SCHEMA_VERSION: i64 = 2;
+/// `upgrade_v1`). Version 3 adds `images.phash` and the `thumbs` table (see
+/// [`UPGRADE_V2`]), also in place.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// `PRAGMA application_id` of a seekless catalog ("SKLS"): what tells a catalog from any
 /// other SQLite database. Catalogs made before it was set (schema versions 1 and 2) are
@@ -65,6 +67,22 @@ CREATE TABLE IF NOT EXISTS images (
 CREATE INDEX IF NOT EXISTS images_file   ON images(dev, ino);
 CREATE INDEX IF NOT EXISTS images_blake3 ON images(blake3);
 CREATE INDEX IF NOT EXISTS images_taken  ON images(taken);
+";
+
+/// What version 3 adds to [`SCHEMA`] (the perceptual hash and the thumbnails). Every
+/// catalog gets it the same way, new ones too, so that all have the same schema text:
+/// `ALTER TABLE` rewrites the table's recorded SQL. The column is added only where missing
+/// (see `upgrade_v2`).
+const UPGRADE_V2: &str = "
+CREATE TABLE IF NOT EXISTS thumbs (
+    image        INTEGER PRIMARY KEY REFERENCES images(id) ON DELETE CASCADE,
+    size         INTEGER NOT NULL,
+    width        INTEGER,
+    height       INTEGER,
+    thumb_source TEXT,
+    jpeg         BLOB,
+    error        TEXT
+);
 ";
 
 /// Rows per transaction, at most.
@@ -119,6 +137,8 @@ pub(crate) struct Known {
     /// The file was read (its content hash is known); rows of files that could not be
     /// read are retried.
     pub read: bool,
+    /// The longest side of its thumbnail (or of the thumbnail's recorded failure), if any.
+    pub thumb_size: Option<u32>,
     /// This run's walk found the path.
     pub seen: bool,
 }
@@ -144,6 +164,10 @@ pub(crate) struct Row {
     pub mtime_ns: i64,
     pub info: ImageInfo,
     pub blake3: Option<String>,
+    /// The thumbnail asked for (its longest side) and what came of it; `None` when no
+    /// thumbnail was asked for (one kept from an earlier run stays if the content is the
+    /// same, by BLAKE3; otherwise it goes).
+    pub visual: Option<(u32, Visual)>,
 }
 
 /// The open catalog, locked for writing by this process.
@@ -255,6 +279,7 @@ impl WriterLock {
             upgrade_v1(&tx).map_err(io)?;
         }
         tx.execute_batch(SCHEMA).map_err(io)?;
+        upgrade_v2(&tx).map_err(io)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(io)?;
         tx.pragma_update(None, "application_id", APPLICATION_ID)
@@ -400,9 +425,10 @@ fn contents(conn: &Connection) -> rusqlite::Result<Contents> {
     let application_id = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
     let user_version = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     let objects = schema_objects(conn)?;
+    let has_all = |expected: Vec<SchemaObject>| expected.iter().all(|o| objects.contains(o));
     let schema = if objects.is_empty() {
         Schema::Empty
-    } else if expected_schema()?.iter().all(|o| objects.contains(o)) {
+    } else if has_all(expected_schema(2)?) || has_all(expected_schema(3)?) {
         Schema::Catalog
     } else {
         Schema::Other(
@@ -438,16 +464,22 @@ fn schema_objects(conn: &Connection) -> rusqlite::Result<Vec<SchemaObject>> {
     rows.collect()
 }
 
-/// The schema objects [`SCHEMA`] makes, as SQLite records them.
-fn expected_schema() -> rusqlite::Result<Vec<SchemaObject>> {
-    let conn = Connection::open_in_memory()?;
+/// The schema objects of a catalog of schema `version` (2: [`SCHEMA`]; 3: with
+/// [`UPGRADE_V2`]), as SQLite records them.
+fn expected_schema(version: i64) -> rusqlite::Result<Vec<SchemaObject>> {
+    let mut conn = Connection::open_in_memory()?;
     conn.execute_batch(SCHEMA)?;
+    if version >= 3 {
+        let tx = conn.transaction()?;
+        upgrade_v2(&tx)?;
+        tx.commit()?;
+    }
     schema_objects(&conn)
 }
 
 /// Whether a database holding `contents` may be used as the catalog: one with the catalog's
 /// application id; one without it (made before it was set) whose schema is exactly the
-/// catalog's at version 1 or 2; or, when the file was empty when the run began (`new`), one
+/// catalog's at version 1, 2 or 3; or, when the file was empty when the run began (`new`), one
 /// still empty.
 fn judge(path: &Path, contents: &Contents, new: bool) -> Result<(), CatalogError> {
     let refuse = |why: String| {
@@ -467,7 +499,7 @@ fn judge(path: &Path, contents: &Contents, new: bool) -> Result<(), CatalogError
     }
     match &contents.schema {
         Schema::Empty if new && contents.user_version == 0 => Ok(()),
-        Schema::Catalog if matches!(contents.user_version, 1 | 2) => Ok(()),
+        Schema::Catalog if matches!(contents.user_version, 1..=3) => Ok(()),
         Schema::Catalog => refuse(format!(
             "an SQLite database with the catalog's tables but user_version {}",
             contents.user_version
@@ -546,6 +578,21 @@ pub(crate) fn upgrade_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
     Ok(())
 }
 
+/// Upgrades a version-2 catalog (or one just made from [`SCHEMA`]) to version 3, inside
+/// the caller's transaction: adds `images.phash` where missing and the `thumbs` table.
+/// Running it again changes nothing.
+pub(crate) fn upgrade_v2(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let has_phash: bool = tx.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('images') WHERE name = 'phash'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_phash {
+        tx.execute_batch("ALTER TABLE images ADD COLUMN phash INTEGER;")?;
+    }
+    tx.execute_batch(UPGRADE_V2)
+}
+
 impl Catalog {
     /// Takes the writer lock of the catalog at `path` and opens it at once (for callers
     /// that do not walk in between).
@@ -566,7 +613,8 @@ impl Catalog {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT path_bytes, id, dev, ino, size, mtime_ns, blake3 IS NOT NULL FROM images",
+                "SELECT i.path_bytes, i.id, i.dev, i.ino, i.size, i.mtime_ns, i.blake3 IS NOT NULL,
+                     t.size FROM images i LEFT JOIN thumbs t ON t.image = i.id",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -580,6 +628,7 @@ impl Catalog {
                         size: r.get::<_, i64>(4)? as u64,
                         mtime_ns: r.get(5)?,
                         read: r.get(6)?,
+                        thumb_size: r.get::<_, Option<i64>>(7)?.map(|s| s as u32),
                         seen: false,
                     },
                 ))
@@ -608,7 +657,11 @@ impl Catalog {
             let mut delete = tx
                 .prepare_cached("DELETE FROM images WHERE id = ?1")
                 .map_err(err)?;
+            let mut unthumb = tx
+                .prepare_cached("DELETE FROM thumbs WHERE image = ?1")
+                .map_err(err)?;
             for id in removed {
+                unthumb.execute([id]).map_err(err)?;
                 delete.execute([id]).map_err(err)?;
             }
             let mut update = tx
@@ -657,39 +710,71 @@ impl Catalog {
             let mut more = true;
             {
                 let mut upsert = tx.prepare_cached(UPSERT).map_err(err)?;
+                let mut stale = tx.prepare_cached(STALE_THUMB).map_err(err)?;
+                let mut thumb = tx.prepare_cached(THUMB).map_err(err)?;
                 let mut row = first;
                 let mut n = 0;
                 loop {
                     let i = &row.info;
-                    upsert
-                        .execute(params![
-                            display(&row.path_bytes),
-                            row.path_bytes,
-                            row.dev as i64,
-                            row.ino as i64,
-                            row.size as i64,
-                            row.mtime_ns,
-                            i.format,
-                            i.ext_mismatch,
-                            i.width.map(|w| w as i64),
-                            i.height.map(|h| h as i64),
-                            i.taken,
-                            i.make,
-                            i.model,
-                            i.lens,
-                            i.orientation,
-                            i.exposure_time,
-                            i.f_number,
-                            i.iso,
-                            i.focal_length,
-                            i.gps_lat,
-                            i.gps_lon,
-                            i.gps_alt,
-                            row.blake3,
-                            i.error,
-                            scan,
-                        ])
+                    // A thumbnail of other content goes (kept when the content is the same).
+                    stale
+                        .execute(params![row.path_bytes, row.blake3])
                         .map_err(err)?;
+                    let phash = row
+                        .visual
+                        .as_ref()
+                        .and_then(|(_, v)| v.phash)
+                        .map(|h| h as i64);
+                    let id: i64 = upsert
+                        .query_row(
+                            params![
+                                display(&row.path_bytes),
+                                row.path_bytes,
+                                row.dev as i64,
+                                row.ino as i64,
+                                row.size as i64,
+                                row.mtime_ns,
+                                i.format,
+                                i.ext_mismatch,
+                                i.width.map(|w| w as i64),
+                                i.height.map(|h| h as i64),
+                                i.taken,
+                                i.make,
+                                i.model,
+                                i.lens,
+                                i.orientation,
+                                i.exposure_time,
+                                i.f_number,
+                                i.iso,
+                                i.focal_length,
+                                i.gps_lat,
+                                i.gps_lon,
+                                i.gps_alt,
+                                row.blake3,
+                                i.error,
+                                scan,
+                                phash,
+                            ],
+                            |r| r.get(0),
+                        )
+                        .map_err(err)?;
+                    if let Some((size, v)) = &row.visual {
+                        let (t, why) = match &v.thumb {
+                            Ok(t) => (Some(t), None),
+                            Err(why) => (None, Some(why)),
+                        };
+                        thumb
+                            .execute(params![
+                                id,
+                                i64::from(*size),
+                                t.map(|t| i64::from(t.width)),
+                                t.map(|t| i64::from(t.height)),
+                                t.map(|t| t.source),
+                                t.map(|t| &t.jpeg),
+                                why,
+                            ])
+                            .map_err(err)?;
+                    }
                     n += 1;
                     let left = BATCH_TIME.saturating_sub(started.elapsed());
                     if n >= BATCH_ROWS || left.is_zero() {
@@ -738,9 +823,9 @@ impl Catalog {
 const UPSERT: &str = "
 INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, format, ext_mismatch, width,
     height, taken, make, model, lens, orientation, exposure_time, f_number, iso,
-    focal_length, gps_lat, gps_lon, gps_alt, blake3, error, scan)
+    focal_length, gps_lat, gps_lon, gps_alt, blake3, error, scan, phash)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-    ?19, ?20, ?21, ?22, ?23, ?24, ?25)
+    ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
 ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
     ino = excluded.ino, size = excluded.size, mtime_ns = excluded.mtime_ns,
     format = excluded.format, ext_mismatch = excluded.ext_mismatch, width = excluded.width,
@@ -749,7 +834,22 @@ ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
     exposure_time = excluded.exposure_time, f_number = excluded.f_number,
     iso = excluded.iso, focal_length = excluded.focal_length, gps_lat = excluded.gps_lat,
     gps_lon = excluded.gps_lon, gps_alt = excluded.gps_alt, blake3 = excluded.blake3,
-    error = excluded.error, scan = excluded.scan
+    error = excluded.error, scan = excluded.scan,
+    phash = CASE WHEN excluded.phash IS NOT NULL THEN excluded.phash
+                 WHEN images.blake3 IS excluded.blake3 THEN images.phash END
+RETURNING id
+";
+
+/// Deletes the thumbnail of the row at path `?1` unless its content hash is `?2` (run
+/// before the row is written: a thumbnail of other content is stale).
+const STALE_THUMB: &str = "
+DELETE FROM thumbs WHERE image =
+    (SELECT id FROM images WHERE path_bytes = ?1 AND blake3 IS NOT ?2)
+";
+
+const THUMB: &str = "
+INSERT OR REPLACE INTO thumbs (image, size, width, height, thumb_source, jpeg, error)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 ";
 
 /// The file whose OS lock marks the catalog's one writer. On Unix the database itself:
@@ -896,6 +996,50 @@ mod tests {
             "{e}"
         );
         assert!(std::fs::read(&db).unwrap() == bytes);
+    }
+
+    #[test]
+    fn a_version_2_catalog_is_upgraded_in_place_keeping_its_rows() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        {
+            let conn = Connection::open(&db).unwrap();
+            conn.execute_batch(SCHEMA).unwrap();
+            conn.execute_batch(
+                "INSERT INTO scans (id, started) VALUES (1, 'x');
+                 INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, blake3, scan)
+                     VALUES ('/p/a.jpg', CAST('/p/a.jpg' AS BLOB), 1, 2, 3, 4, 'h', 1);
+                 PRAGMA user_version = 2;",
+            )
+            .unwrap();
+        }
+        let catalog = Catalog::open(&db).unwrap();
+        let known = catalog.known().unwrap();
+        let row = &known[b"/p/a.jpg".as_slice()];
+        assert_eq!((row.size, row.mtime_ns, row.read), (3, 4, true));
+        assert_eq!(row.thumb_size, None);
+        drop(catalog);
+        let conn = Connection::open(&db).unwrap();
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+        let phash: Option<i64> = conn
+            .query_row("SELECT phash FROM images", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(phash, None);
+        let thumbs: i64 = conn
+            .query_row("SELECT count(*) FROM thumbs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(thumbs, 0);
+        // Its schema is exactly a new catalog's.
+        let new = t.path().join("new.db");
+        drop(Catalog::open(&new).unwrap());
+        assert_eq!(
+            schema_objects(&conn).unwrap(),
+            schema_objects(&Connection::open(&new).unwrap()).unwrap()
+        );
+        assert_eq!(schema_objects(&conn).unwrap(), expected_schema(3).unwrap());
     }
 
     #[test]

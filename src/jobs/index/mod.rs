@@ -26,6 +26,8 @@
 
 mod catalog;
 pub mod inspect;
+pub mod phash;
+pub mod thumb;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -54,6 +56,10 @@ pub const IMAGE_EXTENSIONS: &[&str] = &[
 /// EXIF in TIFF-based raw files may lie anywhere in it.
 const KEEP: usize = 32 << 20;
 
+/// Bytes of a file kept with `--thumbs`: the whole file, up to this size (a larger one gets
+/// a recorded "too large" instead of a thumbnail: it is never read a second time).
+pub const MAX_THUMB_FILE: u64 = 256 << 20;
+
 /// How to index.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -69,6 +75,9 @@ pub struct IndexOptions {
     /// Remove the rows under a root that does not exist or is an empty directory (without
     /// it, such a root is an error and its rows stay: most likely a drive not mounted).
     pub prune: bool,
+    /// Make a thumbnail and a perceptual hash of each image read ([`thumb`]); unchanged
+    /// images without a thumbnail of this size are read once more to get one.
+    pub thumbs: Option<thumb::ThumbOptions>,
 }
 
 impl IndexOptions {
@@ -80,6 +89,7 @@ impl IndexOptions {
             read: ReadOptions::default(),
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             prune: false,
+            thumbs: None,
         }
     }
 }
@@ -106,6 +116,8 @@ pub struct IndexSummary {
     pub read_files: u64,
     /// Bytes read.
     pub read_bytes: u64,
+    /// Thumbnails made (with [`IndexOptions::thumbs`]).
+    pub thumbs: u64,
 }
 
 /// Why a run could not happen at all (per-file problems are rows with an error instead).
@@ -364,6 +376,12 @@ pub fn index_with(
                     if k.dev != f.entry.id.dev {
                         new_dev.push((k.id, f.entry.id.dev));
                     }
+                    // Unchanged, but without the thumbnail asked for: read once for it.
+                    if let Some(t) = &opts.thumbs
+                        && k.thumb_size != Some(t.size)
+                    {
+                        read[i] = true;
+                    }
                 } else {
                     summary.changed += 1;
                     read[i] = true;
@@ -399,6 +417,7 @@ pub fn index_with(
                 ..inspect::ImageInfo::default()
             },
             blake3: None,
+            visual: None,
         });
     }
     // Rows of files gone from under the scanned paths, by identity: a file at a new path
@@ -474,7 +493,7 @@ pub fn index_with(
         let stats = Reader::new(plan.clone(), opts.read.clone()).par_for_each_until(
             opts.workers,
             |planned, item| {
-                let (row, read) = read_one(planned, item, reporter);
+                let (row, read) = read_one(planned, item, opts.thumbs.as_ref(), reporter);
                 {
                     let (summary, events) = &mut *crate::sync::lock(&progress);
                     if read {
@@ -482,6 +501,8 @@ pub fn index_with(
                         summary.read_bytes += planned.entry.size;
                     }
                     summary.failed += u64::from(row.info.error.is_some());
+                    summary.thumbs +=
+                        u64::from(row.visual.as_ref().is_some_and(|v| v.1.thumb.is_ok()));
                     events.file_done(planned, read);
                 }
                 // Fails only when the writer stopped on a database error (returned below):
@@ -505,11 +526,13 @@ pub fn index_with(
     Ok(summary)
 }
 
-/// Reads one file whole: its BLAKE3 hash, and what its bytes say. Returns its row and
-/// whether it could be read.
+/// Reads one file whole: its BLAKE3 hash, and what its bytes say (with `thumbs`, its
+/// thumbnail and perceptual hash, from the same bytes). Returns its row and whether it
+/// could be read.
 fn read_one(
     planned: &PlannedFile,
     item: Result<crate::read::FileReader, Error>,
+    thumbs: Option<&thumb::ThumbOptions>,
     reporter: &dyn Reporter,
 ) -> (Row, bool) {
     thread_local! {
@@ -528,6 +551,12 @@ fn read_one(
         mtime_ns: mtime_ns(entry.modified),
         info: inspect::ImageInfo::default(),
         blake3: None,
+        visual: None,
+    };
+    // With thumbnails the whole file is kept (one read, never a second), up to a bound.
+    let keep = match thumbs {
+        Some(_) => (MAX_THUMB_FILE as usize).max(KEEP),
+        None => KEEP,
     };
     let read = HEAD.with(|head| {
         let mut head = head.borrow_mut();
@@ -536,7 +565,7 @@ fn read_one(
         let result = item.and_then(|file| {
             file.read_to_end_with(|chunk| {
                 hasher.update(chunk);
-                let room = KEEP.saturating_sub(head.len());
+                let room = keep.saturating_sub(head.len());
                 head.extend_from_slice(&chunk[..chunk.len().min(room)]);
             })
         });
@@ -552,6 +581,23 @@ fn read_one(
                 if let Some(what) = &row.info.warning {
                     reporter.warning(Some(&*entry.path), what);
                 }
+                if let Some(t) = thumbs {
+                    let visual = if !complete {
+                        thumb::Visual::none(format!(
+                            "larger than {} MiB: no thumbnail",
+                            MAX_THUMB_FILE >> 20
+                        ))
+                    } else {
+                        thumb::visual(&head, row.info.format, ext, row.info.orientation, t)
+                    };
+                    if let Err(why) = &visual.thumb
+                        && row.info.error.is_none()
+                        && !why.starts_with("no decoder")
+                    {
+                        reporter.warning(Some(&*entry.path), &format!("no thumbnail: {why}"));
+                    }
+                    row.visual = Some((t.size, visual));
+                }
                 true
             }
             Err(e) => {
@@ -561,10 +607,12 @@ fn read_one(
             }
         }
     });
-    // Keep big buffers from one huge file from staying with the thread.
+    // Keep big buffers from one huge file from staying with the thread (with thumbnails,
+    // those of a typical photo stay: one allocation per thread, not one per file).
+    let stays = if thumbs.is_some() { 32 << 20 } else { 4 << 20 };
     HEAD.with(|head| {
         let mut head = head.borrow_mut();
-        if head.capacity() > 4 << 20 {
+        if head.capacity() > stays {
             *head = Vec::new();
         }
     });
