@@ -38,37 +38,45 @@ pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
         .iter()
         .map(|r| piece.min(r.max_prefetch.unwrap_or(u64::MAX)).max(4096))
         .collect();
-    // (class, key, step); class 0 = located by device offset, 1 = the rest in sweep order.
-    let mut keyed: Vec<(u8, u64, Step)> = Vec::new();
-    for (rank, &i) in sweep.files.iter().enumerate() {
-        let f = &files[i as usize];
-        let piece = pieces[f.filesystem as usize];
-        let extents = f.placement.extents();
-        if extents.is_empty() {
-            let (class, key) = match f.disk_offset() {
-                Some(off) => (0, off),
-                None => (1, rank as u64),
-            };
-            // One step for the whole file, cut into pieces.
-            push_pieces(&mut keyed, class, key, i, 0, f.entry.size, piece);
-            continue;
+    // Every step of the sweep, each file's in offset order: located steps (by device
+    // offset) to `emit`'s first list, the rest to its second, in sweep order.
+    let each_step = |emit: &mut dyn FnMut(bool, Step)| {
+        for &i in &sweep.files {
+            let f = &files[i as usize];
+            let piece = pieces[f.filesystem as usize];
+            let extents = f.placement.extents();
+            if extents.is_empty() {
+                // One step for the whole file, cut into pieces.
+                let position = f.disk_offset();
+                for_pieces(i, 0, f.entry.size, position, piece, |s| {
+                    emit(position.is_some(), s)
+                });
+                continue;
+            }
+            for e in extents {
+                let length = e.length.min(f.entry.size.saturating_sub(e.logical));
+                let position = Some(f.base.saturating_add(e.physical));
+                for_pieces(i, e.logical, length, position, piece, |s| emit(true, s));
+            }
         }
-        for e in extents {
-            let length = e.length.min(f.entry.size.saturating_sub(e.logical));
-            push_pieces(
-                &mut keyed,
-                0,
-                f.base.saturating_add(e.physical),
-                i,
-                e.logical,
-                length,
-                piece,
-            );
-        }
-    }
-    keyed.sort_by_key(|(class, key, step)| (*class, *key, step.file, step.offset));
+    };
+    // Counted first, so each list is allocated once at its size: at a million files, the
+    // schedule is a large part of the reader's memory.
+    let (mut located, mut unlocated) = (0usize, 0usize);
+    each_step(&mut |is_located, _| match is_located {
+        true => located += 1,
+        false => unlocated += 1,
+    });
+    let mut steps: Vec<Step> = Vec::with_capacity(located + unlocated);
+    let mut rest: Vec<Step> = Vec::with_capacity(unlocated);
+    each_step(&mut |is_located, s| match is_located {
+        true => steps.push(s),
+        false => rest.push(s),
+    });
+    // Located steps by disk position (then file, offset); the rest keep the sweep's order.
+    steps.sort_unstable_by_key(|s| (s.position, s.file, s.offset));
+    steps.append(&mut rest);
     let mut steps_per_file = vec![0u32; files.len()];
-    let steps: Vec<Step> = keyed.into_iter().map(|(_, _, s)| s).collect();
     for s in &steps {
         steps_per_file[s.file as usize] += 1;
     }
@@ -78,42 +86,34 @@ pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
     }
 }
 
-fn push_pieces(
-    out: &mut Vec<(u8, u64, Step)>,
-    class: u8,
-    key: u64,
+/// The steps of `length` bytes of file `file` from `offset`, at `position` on the disk
+/// if known, cut into pieces of at most `piece` bytes (one step of length 0 if empty).
+fn for_pieces(
     file: u32,
     offset: u64,
     length: u64,
+    position: Option<u64>,
     piece: u64,
+    mut emit: impl FnMut(Step),
 ) {
     if length == 0 {
-        out.push((
-            class,
-            key,
-            Step {
-                file,
-                offset,
-                length: 0,
-                position: (class == 0).then_some(key),
-            },
-        ));
+        emit(Step {
+            file,
+            offset,
+            length: 0,
+            position,
+        });
         return;
     }
     let mut done = 0;
     while done < length {
         let n = piece.min(length - done);
-        let position = (class == 0).then(|| key.saturating_add(done));
-        out.push((
-            class,
-            position.unwrap_or(key),
-            Step {
-                file,
-                offset: offset + done,
-                length: n,
-                position,
-            },
-        ));
+        emit(Step {
+            file,
+            offset: offset + done,
+            length: n,
+            position: position.map(|p| p.saturating_add(done)),
+        });
         done += n;
     }
 }
