@@ -279,14 +279,8 @@ fn check_round(
             lock(&failed).insert(err.path().as_os_str().to_owned());
         },
     };
-    // The first round plans from the checklist's own paths; later rounds (hard links)
-    // from a list of those left, which are few.
-    let plan = if list.awaiting() == list.files().len() {
-        Plan::build(list.files(), &opts, &recorder)
-    } else {
-        Plan::build(&list.pending(), &opts, &recorder)
-    };
-    let plan = Arc::new(plan);
+    // Planned from paths borrowed from the checklist: the plan's own are the only copy.
+    let plan = Arc::new(Plan::build(&list.pending_paths(), &opts, &recorder));
     let failed = crate::sync::into_inner(failed);
     if !failed.is_empty() {
         let failing = list.pending_where(|p| failed.contains(p.as_os_str()));

@@ -17,6 +17,7 @@
 //! assert_eq!(format_verdict(b"two\nlines", Verdict::Ok), b"\\two\\nlines: OK");
 //! ```
 
+use std::ffi::OsStr;
 use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 
@@ -344,6 +345,15 @@ struct Line {
 /// No line, no file.
 const NONE: u32 = u32::MAX;
 
+/// One distinct listed file: where its name lies in the checklist's buffer of names, and
+/// its lines, chained from the last ([`NONE`] once judged).
+#[derive(Clone, Copy, Debug)]
+struct Listed {
+    start: usize,
+    len: u32,
+    last_line: u32,
+}
+
 /// A digest's bytes from `hex` (either case); `None` if it is not an even number of at
 /// most 64 hex digits.
 fn digest_from_hex(hex: &[u8]) -> Option<[u8; 32]> {
@@ -367,8 +377,8 @@ fn digest_from_hex(hex: &[u8]) -> Option<[u8; 32]> {
 /// second read finds it at its end); in a manifest that is itself read from standard
 /// input, such a line is improperly formatted, as in coreutils.
 ///
-/// Memory: each distinct name once (the plan of the first round is built from these very
-/// paths, not from a copy), 4 bytes per file for its lines, ~8 for its slot in the lookup
+/// Memory: each distinct name once, in one buffer (rounds are planned from borrowed
+/// paths into it, not from copies), 16 bytes per file, ~8 for its slot in the lookup
 /// table and 36 per line (issue 21.4's budget for `--check` is 250 bytes per line, the
 /// plan included).
 ///
@@ -395,10 +405,10 @@ pub struct Checklist {
     from_stdin: Vec<bool>,
     /// The index in `lines` of each manifest's first line.
     first_line: Vec<u32>,
+    /// Every distinct listed name, one after the other.
+    names: Vec<u8>,
     /// The distinct listed files, in the order first listed.
-    files: Vec<PathBuf>,
-    /// Each file's lines, chained from its last ([`NONE`] once judged).
-    last_line: Vec<u32>,
+    files: Vec<Listed>,
     /// Open addressing over `files`: each slot holds a file's index or [`NONE`]; at most
     /// half full.
     table: Vec<u32>,
@@ -424,8 +434,8 @@ impl Checklist {
             tallies: Vec::new(),
             from_stdin: Vec::new(),
             first_line: Vec::new(),
+            names: Vec::new(),
             files: Vec::new(),
-            last_line: Vec::new(),
             table: Vec::new(),
             hasher: Default::default(),
             lines: Vec::new(),
@@ -473,8 +483,8 @@ impl Checklist {
 
     /// Gives back the spare capacity the lists grew with.
     fn shrink_to_fit(&mut self) {
+        self.names.shrink_to_fit();
         self.files.shrink_to_fit();
-        self.last_line.shrink_to_fit();
         self.lines.shrink_to_fit();
         self.stdin.shrink_to_fit();
     }
@@ -506,17 +516,18 @@ impl Checklist {
             self.stdin.push((manifest as u32, digest));
             return true;
         }
-        if self.lines.len() >= NONE as usize - 1 {
+        let name = entry.path.as_os_str().as_encoded_bytes();
+        if self.lines.len() >= NONE as usize - 1 || u32::try_from(name.len()).is_err() {
             // More lines than a u32 counts: no manifest is that long in practice.
             self.tallies[manifest].malformed += 1;
             return false;
         }
         self.tallies[manifest].listed += 1;
-        let file = match self.find(&entry.path) {
+        let file = match self.find(name) {
             Ok(file) => file,
-            Err(slot) => self.insert(slot, entry.path),
+            Err(slot) => self.insert(slot, name),
         };
-        let last = &mut self.last_line[file as usize];
+        let last = &mut self.files[file as usize].last_line;
         if *last == NONE {
             self.awaiting += 1;
         }
@@ -529,29 +540,32 @@ impl Checklist {
     }
 
     /// The index of the file named `name`, or the free slot of the table where it would go.
-    fn find(&self, name: &Path) -> Result<u32, usize> {
+    fn find(&self, name: &[u8]) -> Result<u32, usize> {
         if self.table.is_empty() {
             return Err(0);
         }
         let mask = self.table.len() - 1;
         // Names compare as bytes (`a//b` is not `a/b`, as in `sha256sum -c`), not as
         // `Path`s, which compare by components.
-        let name = name.as_os_str();
         let mut slot = self.hasher.hash_one(name) as usize & mask;
         loop {
             match self.table[slot] {
                 NONE => return Err(slot),
-                i if self.files[i as usize].as_os_str() == name => return Ok(i),
+                i if self.name(i) == name => return Ok(i),
                 _ => slot = (slot + 1) & mask,
             }
         }
     }
 
     /// Adds a file named `name` at `slot` (from [`find`](Self::find)); returns its index.
-    fn insert(&mut self, slot: usize, name: PathBuf) -> u32 {
+    fn insert(&mut self, slot: usize, name: &[u8]) -> u32 {
         let index = self.files.len() as u32;
-        self.files.push(name);
-        self.last_line.push(NONE);
+        self.files.push(Listed {
+            start: self.names.len(),
+            len: name.len() as u32,
+            last_line: NONE,
+        });
+        self.names.extend_from_slice(name);
         if self.files.len() * 2 > self.table.len() {
             self.rehash();
         } else {
@@ -565,18 +579,44 @@ impl Checklist {
         let size = (self.table.len() * 2).max(16);
         self.table = vec![NONE; size];
         let mask = size - 1;
-        for (i, f) in self.files.iter().enumerate() {
-            let mut slot = self.hasher.hash_one(f.as_os_str()) as usize & mask;
+        for i in 0..self.files.len() as u32 {
+            let mut slot = self.hasher.hash_one(self.name(i)) as usize & mask;
             while self.table[slot] != NONE {
                 slot = (slot + 1) & mask;
             }
-            self.table[slot] = i as u32;
+            self.table[slot] = i;
         }
     }
 
     /// The distinct files listed (not `-`), in the order they were first listed.
-    pub fn files(&self) -> &[PathBuf] {
-        &self.files
+    pub fn files(&self) -> Vec<PathBuf> {
+        (0..self.files.len() as u32)
+            .map(|i| self.path(i).to_path_buf())
+            .collect()
+    }
+
+    /// The name of file `i`, as listed.
+    fn name(&self, i: u32) -> &[u8] {
+        let f = &self.files[i as usize];
+        &self.names[f.start..f.start + f.len as usize]
+    }
+
+    /// The path of file `i`.
+    fn path(&self, i: u32) -> &Path {
+        // SAFETY: each name in the buffer is the whole of an `OsStr`'s encoded bytes
+        // (`add_line`), taken by this same program.
+        Path::new(unsafe { OsStr::from_encoded_bytes_unchecked(self.name(i)) })
+    }
+
+    /// [`pending`](Self::pending), borrowed: to plan from without a copy of each path.
+    pub fn pending_paths(&self) -> Vec<&Path> {
+        let mut out = Vec::with_capacity(self.awaiting);
+        for (i, f) in self.files.iter().enumerate() {
+            if f.last_line != NONE {
+                out.push(self.path(i as u32));
+            }
+        }
+        out
     }
 
     /// The listed files without verdicts yet, in the order they were first listed.
@@ -588,9 +628,10 @@ impl Checklist {
     /// were first listed.
     pub fn pending_where(&self, mut keep: impl FnMut(&Path) -> bool) -> Vec<PathBuf> {
         let mut out = Vec::new();
-        for (f, &last) in self.files.iter().zip(&self.last_line) {
-            if last != NONE && keep(f) {
-                out.push(f.clone());
+        for (i, f) in self.files.iter().enumerate() {
+            let path = self.path(i as u32);
+            if f.last_line != NONE && keep(path) {
+                out.push(path.to_path_buf());
             }
         }
         out
@@ -610,10 +651,10 @@ impl Checklist {
     /// could not be opened or read), and counts them. Returns the verdicts in manifest
     /// order; none if `path` is not listed or already has its verdicts.
     pub fn judge(&mut self, path: &Path, digest: Option<&str>) -> Vec<Verdict> {
-        let Ok(file) = self.find(path) else {
+        let Ok(file) = self.find(path.as_os_str().as_encoded_bytes()) else {
             return Vec::new();
         };
-        let mut line = std::mem::replace(&mut self.last_line[file as usize], NONE);
+        let mut line = std::mem::replace(&mut self.files[file as usize].last_line, NONE);
         if line == NONE {
             return Vec::new();
         }

@@ -131,7 +131,8 @@ fn a_manifest_of_200000_lines_is_checked_within_the_memory_budget() {
     assert_eq!(ok, FILES, "every line has its verdict");
     // Issue 21.4's budget for `--check`: 250 bytes per line. Each listed path was held
     // four times before (the list, a map's key, the round's list, the plan): 119 MiB at
-    // this size, release build; once now (65.6 MiB), and a schedule of 24 bytes a step.
+    // this size, release build; once now, in one buffer (61.6 MiB), and a schedule of 24
+    // bytes a step.
     let budget = (64 << 20) + 250 * FILES as u64;
     eprintln!("peak RSS {} MiB for {FILES} lines", peak >> 20);
     assert!(
