@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -188,7 +188,11 @@ impl Plan {
     /// }
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn build(inputs: &[PathBuf], opts: &PlanOptions, reporter: &dyn Reporter) -> Plan {
+    pub fn build<P: AsRef<Path>>(
+        inputs: &[P],
+        opts: &PlanOptions,
+        reporter: &dyn Reporter,
+    ) -> Plan {
         let started = Instant::now();
         // Shared by the walk (directory read-ahead) and the locate stage.
         let devices = &Devices::default();

@@ -361,8 +361,8 @@ where
 }
 
 /// [`walk`] with the device registry the caller shares with later stages.
-pub(crate) fn walk_on<T, V>(
-    inputs: &[PathBuf],
+pub(crate) fn walk_on<T, V, P>(
+    inputs: &[P],
     opts: &WalkOptions,
     reporter: &dyn Reporter,
     visit: &V,
@@ -371,6 +371,7 @@ pub(crate) fn walk_on<T, V>(
 where
     T: Send,
     V: Fn(Entry, &File) -> Result<T, Error> + Sync,
+    P: AsRef<Path>,
 {
     let shared = Shared {
         opts,
@@ -409,7 +410,7 @@ where
                 dir: INPUTS,
                 pos: i as u32,
             };
-            shared.input(input, at, &mut out);
+            shared.input(input.as_ref(), at, &mut out);
         }
     }
 

@@ -21,7 +21,7 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io::Read;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use sha2::Digest;
@@ -237,36 +237,34 @@ pub fn check_listed(
     let mut opts = plan_opts.clone();
     // Listed files are named explicitly: a filter has nothing to select.
     opts.walk.filter = crate::Filter::new();
-    let mut pending = list.pending();
-    while !pending.is_empty() {
-        let count = pending.len();
-        check_round(list, &opts, read_opts, workers, pending, reporter, events)?;
-        let left = list.pending();
-        if left.len() == count {
+    let mut left = list.awaiting();
+    while left > 0 {
+        check_round(list, &opts, read_opts, workers, reporter, events)?;
+        if list.awaiting() == left {
             // Neither planned nor reported as failing: never seen in practice, but each
             // round must give some file its verdict, or this would never end.
-            for path in &left {
+            for path in list.pending() {
                 let why = std::io::Error::other("not planned for reading");
-                reporter.error(&Error::io(path, why));
-                for verdict in list.judge(path, None) {
-                    events.verdict(path, verdict)?;
+                reporter.error(&Error::io(&path, why));
+                for verdict in list.judge(&path, None) {
+                    events.verdict(&path, verdict)?;
                 }
             }
             break;
         }
-        pending = left;
+        left = list.awaiting();
     }
     Ok(())
 }
 
-/// One round of [`check_listed`]: plans and hashes `pending`. A file whose identity is
-/// already planned under another name (hard links) is left pending for the next round.
+/// One round of [`check_listed`]: plans and hashes the files without verdicts. A file
+/// whose identity is already planned under another name (hard links) is left pending
+/// for the next round.
 fn check_round(
     list: &mut Checklist,
     opts: &PlanOptions,
     read_opts: &ReadOptions,
     workers: usize,
-    pending: Vec<PathBuf>,
     reporter: &dyn Reporter,
     events: &mut dyn CheckEvents,
 ) -> std::io::Result<()> {
@@ -281,17 +279,18 @@ fn check_round(
             lock(&failed).insert(err.path().as_os_str().to_owned());
         },
     };
-    let plan = Arc::new(Plan::build(&pending, &opts, &recorder));
+    // Planned from paths borrowed from the checklist: the plan's own are the only copy.
+    let plan = Arc::new(Plan::build(&list.pending_paths(), &opts, &recorder));
     let failed = crate::sync::into_inner(failed);
-    for path in &pending {
-        if failed.contains(path.as_os_str()) {
+    if !failed.is_empty() {
+        let failing = list.pending_where(|p| failed.contains(p.as_os_str()));
+        drop(failed);
+        for path in &failing {
             for verdict in list.judge(path, None) {
                 events.verdict(path, verdict)?;
             }
         }
     }
-    // The plan holds its own copy of each path: not a second one while reading.
-    drop(pending);
 
     events.reading(&plan);
     let started = std::time::Instant::now();

@@ -17,8 +17,8 @@
 //! assert_eq!(format_verdict(b"two\nlines", Verdict::Ok), b"\\two\\nlines: OK");
 //! ```
 
-use std::collections::HashMap;
-use std::ffi::OsString;
+use std::ffi::OsStr;
+use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 
 use crate::jobs::hash::Algorithm;
@@ -333,38 +333,39 @@ impl Tally {
     }
 }
 
-/// What one properly formatted line expects: 40 bytes, held in place (a hex `String` cost
-/// 24 bytes plus a heap block of 80 per line).
+/// What one properly formatted line expects: its digest's bytes (the checklist's
+/// algorithm fixes the length) and the next line naming the same file.
 #[derive(Clone, Copy, Debug)]
-struct Expected {
-    manifest: u32,
-    digest: Digest,
+struct Line {
+    digest: [u8; 32],
+    /// The next line naming the same file, or [`NONE`].
+    next: u32,
 }
 
-/// A digest as bytes: up to 32 (SHA-256, BLAKE3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Digest {
-    len: u8,
-    bytes: [u8; 32],
+/// No line, no file.
+const NONE: u32 = u32::MAX;
+
+/// One distinct listed file: where its name lies in the checklist's buffer of names, and
+/// its lines, chained from the last ([`NONE`] once judged).
+#[derive(Clone, Copy, Debug)]
+struct Listed {
+    start: usize,
+    len: u32,
+    last_line: u32,
 }
 
-impl Digest {
-    /// The digest `hex` spells (either case); `None` if it is not an even number of at
-    /// most 64 hex digits.
-    fn from_hex(hex: &[u8]) -> Option<Self> {
-        if !hex.len().is_multiple_of(2) || hex.len() > 64 {
-            return None;
-        }
-        let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-        let mut bytes = [0u8; 32];
-        for (i, pair) in hex.chunks_exact(2).enumerate() {
-            bytes[i] = digit(pair[0])? << 4 | digit(pair[1])?;
-        }
-        Some(Self {
-            len: (hex.len() / 2) as u8,
-            bytes,
-        })
+/// A digest's bytes from `hex` (either case); `None` if it is not an even number of at
+/// most 64 hex digits.
+fn digest_from_hex(hex: &[u8]) -> Option<[u8; 32]> {
+    if !hex.len().is_multiple_of(2) || hex.len() > 64 {
+        return None;
     }
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut bytes = [0u8; 32];
+    for (i, pair) in hex.chunks_exact(2).enumerate() {
+        bytes[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(bytes)
 }
 
 /// The lines of one or more manifests, and the verdicts given so far: which files to
@@ -375,6 +376,11 @@ impl Digest {
 /// standard input, which is read again for each such line (as `sha256sum -c` does: the
 /// second read finds it at its end); in a manifest that is itself read from standard
 /// input, such a line is improperly formatted, as in coreutils.
+///
+/// Memory: each distinct name once, in one buffer (rounds are planned from borrowed
+/// paths into it, not from copies), 16 bytes per file, ~8 for its slot in the lookup
+/// table and 36 per line (issue 21.4's budget for `--check` is 250 bytes per line, the
+/// plan included).
 ///
 /// ```
 /// use seekless::jobs::hash::Algorithm;
@@ -397,9 +403,22 @@ pub struct Checklist {
     algo: Algorithm,
     tallies: Vec<Tally>,
     from_stdin: Vec<bool>,
-    files: Vec<PathBuf>,
-    awaiting: HashMap<OsString, Vec<Expected>>,
-    stdin: Vec<Expected>,
+    /// The index in `lines` of each manifest's first line.
+    first_line: Vec<u32>,
+    /// Every distinct listed name, one after the other.
+    names: Vec<u8>,
+    /// The distinct listed files, in the order first listed.
+    files: Vec<Listed>,
+    /// Open addressing over `files`: each slot holds a file's index or [`NONE`]; at most
+    /// half full.
+    table: Vec<u32>,
+    hasher: std::collections::hash_map::RandomState,
+    /// The lines naming files, in manifest order.
+    lines: Vec<Line>,
+    /// The lines naming standard input: their manifest and digest.
+    stdin: Vec<(u32, [u8; 32])>,
+    /// Files without verdicts yet.
+    awaiting: usize,
 }
 
 impl Checklist {
@@ -414,9 +433,14 @@ impl Checklist {
             algo,
             tallies: Vec::new(),
             from_stdin: Vec::new(),
+            first_line: Vec::new(),
+            names: Vec::new(),
             files: Vec::new(),
-            awaiting: HashMap::new(),
+            table: Vec::new(),
+            hasher: Default::default(),
+            lines: Vec::new(),
             stdin: Vec::new(),
+            awaiting: 0,
         }
     }
 
@@ -426,6 +450,7 @@ impl Checklist {
     pub fn start_manifest(&mut self, from_stdin: bool) -> usize {
         self.tallies.push(Tally::default());
         self.from_stdin.push(from_stdin);
+        self.first_line.push(self.lines.len() as u32);
         self.tallies.len() - 1
     }
 
@@ -434,17 +459,34 @@ impl Checklist {
     /// (from 1) of each improperly formatted line (`sha256sum -c -w` names them).
     pub fn add_manifest(
         &mut self,
-        manifest: impl std::io::BufRead,
+        mut manifest: impl std::io::BufRead,
         from_stdin: bool,
         mut malformed: impl FnMut(usize),
     ) -> std::io::Result<()> {
         self.start_manifest(from_stdin);
-        for (n, line) in manifest.split(b'\n').enumerate() {
-            if !self.add_line(&line?) {
-                malformed(n + 1);
+        let mut line = Vec::new();
+        let mut n = 0;
+        loop {
+            line.clear();
+            if manifest.read_until(b'\n', &mut line)? == 0 {
+                break;
+            }
+            n += 1;
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            if !self.add_line(text) {
+                malformed(n);
             }
         }
+        self.shrink_to_fit();
         Ok(())
+    }
+
+    /// Gives back the spare capacity the lists grew with.
+    fn shrink_to_fit(&mut self) {
+        self.names.shrink_to_fit();
+        self.files.shrink_to_fit();
+        self.lines.shrink_to_fit();
+        self.stdin.shrink_to_fit();
     }
 
     /// Adds one line (without its newline) of the current manifest (lines added before
@@ -465,43 +507,139 @@ impl Checklist {
             self.tallies[manifest].malformed += 1;
             return false;
         };
-        let Some(digest) = Digest::from_hex(entry.hex.as_bytes()) else {
+        let Some(digest) = digest_from_hex(entry.hex.as_bytes()) else {
             self.tallies[manifest].malformed += 1;
             return false;
         };
-        self.tallies[manifest].listed += 1;
-        let is_stdin = entry.is_stdin();
-        let expected = Expected {
-            manifest: manifest as u32,
-            digest,
-        };
-        if is_stdin {
-            self.stdin.push(expected);
+        if entry.is_stdin() {
+            self.tallies[manifest].listed += 1;
+            self.stdin.push((manifest as u32, digest));
             return true;
         }
-        let lines = self
-            .awaiting
-            .entry(entry.path.as_os_str().to_owned())
-            .or_default();
-        if lines.is_empty() {
-            self.files.push(entry.path);
+        let name = entry.path.as_os_str().as_encoded_bytes();
+        if self.lines.len() >= NONE as usize - 1 || u32::try_from(name.len()).is_err() {
+            // More lines than a u32 counts: no manifest is that long in practice.
+            self.tallies[manifest].malformed += 1;
+            return false;
         }
-        lines.push(expected);
+        self.tallies[manifest].listed += 1;
+        let file = match self.find(name) {
+            Ok(file) => file,
+            Err(slot) => self.insert(slot, name),
+        };
+        let last = &mut self.files[file as usize].last_line;
+        if *last == NONE {
+            self.awaiting += 1;
+        }
+        self.lines.push(Line {
+            digest,
+            next: *last,
+        });
+        *last = (self.lines.len() - 1) as u32;
         true
     }
 
+    /// The index of the file named `name`, or the free slot of the table where it would go.
+    fn find(&self, name: &[u8]) -> Result<u32, usize> {
+        if self.table.is_empty() {
+            return Err(0);
+        }
+        let mask = self.table.len() - 1;
+        // Names compare as bytes (`a//b` is not `a/b`, as in `sha256sum -c`), not as
+        // `Path`s, which compare by components.
+        let mut slot = self.hasher.hash_one(name) as usize & mask;
+        loop {
+            match self.table[slot] {
+                NONE => return Err(slot),
+                i if self.name(i) == name => return Ok(i),
+                _ => slot = (slot + 1) & mask,
+            }
+        }
+    }
+
+    /// Adds a file named `name` at `slot` (from [`find`](Self::find)); returns its index.
+    fn insert(&mut self, slot: usize, name: &[u8]) -> u32 {
+        let index = self.files.len() as u32;
+        self.files.push(Listed {
+            start: self.names.len(),
+            len: name.len() as u32,
+            last_line: NONE,
+        });
+        self.names.extend_from_slice(name);
+        if self.files.len() * 2 > self.table.len() {
+            self.rehash();
+        } else {
+            self.table[slot] = index;
+        }
+        index
+    }
+
+    /// Doubles the table (16 slots at first) and places every file again.
+    fn rehash(&mut self) {
+        let size = (self.table.len() * 2).max(16);
+        self.table = vec![NONE; size];
+        let mask = size - 1;
+        for i in 0..self.files.len() as u32 {
+            let mut slot = self.hasher.hash_one(self.name(i)) as usize & mask;
+            while self.table[slot] != NONE {
+                slot = (slot + 1) & mask;
+            }
+            self.table[slot] = i;
+        }
+    }
+
     /// The distinct files listed (not `-`), in the order they were first listed.
-    pub fn files(&self) -> &[PathBuf] {
-        &self.files
+    pub fn files(&self) -> Vec<PathBuf> {
+        (0..self.files.len() as u32)
+            .map(|i| self.path(i).to_path_buf())
+            .collect()
+    }
+
+    /// The name of file `i`, as listed.
+    fn name(&self, i: u32) -> &[u8] {
+        let f = &self.files[i as usize];
+        &self.names[f.start..f.start + f.len as usize]
+    }
+
+    /// The path of file `i`.
+    fn path(&self, i: u32) -> &Path {
+        // SAFETY: each name in the buffer is the whole of an `OsStr`'s encoded bytes
+        // (`add_line`), taken by this same program.
+        Path::new(unsafe { OsStr::from_encoded_bytes_unchecked(self.name(i)) })
+    }
+
+    /// [`pending`](Self::pending), borrowed: to plan from without a copy of each path.
+    pub fn pending_paths(&self) -> Vec<&Path> {
+        let mut out = Vec::with_capacity(self.awaiting);
+        for (i, f) in self.files.iter().enumerate() {
+            if f.last_line != NONE {
+                out.push(self.path(i as u32));
+            }
+        }
+        out
     }
 
     /// The listed files without verdicts yet, in the order they were first listed.
     pub fn pending(&self) -> Vec<PathBuf> {
-        self.files
-            .iter()
-            .filter(|p| self.awaiting.contains_key(p.as_os_str()))
-            .cloned()
-            .collect()
+        self.pending_where(|_| true)
+    }
+
+    /// The listed files without verdicts yet for which `keep` is true, in the order they
+    /// were first listed.
+    pub fn pending_where(&self, mut keep: impl FnMut(&Path) -> bool) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for (i, f) in self.files.iter().enumerate() {
+            let path = self.path(i as u32);
+            if f.last_line != NONE && keep(path) {
+                out.push(path.to_path_buf());
+            }
+        }
+        out
+    }
+
+    /// How many listed files have no verdicts yet.
+    pub fn awaiting(&self) -> usize {
+        self.awaiting
     }
 
     /// How many lines name standard input (`-`).
@@ -513,13 +651,24 @@ impl Checklist {
     /// could not be opened or read), and counts them. Returns the verdicts in manifest
     /// order; none if `path` is not listed or already has its verdicts.
     pub fn judge(&mut self, path: &Path, digest: Option<&str>) -> Vec<Verdict> {
-        let Some(lines) = self.awaiting.remove(path.as_os_str()) else {
+        let Ok(file) = self.find(path.as_os_str().as_encoded_bytes()) else {
             return Vec::new();
         };
-        lines
-            .iter()
-            .map(|line| self.judge_line(line, digest))
-            .collect()
+        let mut line = std::mem::replace(&mut self.files[file as usize].last_line, NONE);
+        if line == NONE {
+            return Vec::new();
+        }
+        self.awaiting -= 1;
+        let digest = digest.map(|d| digest_from_hex(d.as_bytes()));
+        let mut verdicts = Vec::new();
+        while line != NONE {
+            let l = self.lines[line as usize];
+            let manifest = self.first_line.partition_point(|&first| first <= line) - 1;
+            verdicts.push(self.judge_line(manifest, &l.digest, digest));
+            line = l.next;
+        }
+        verdicts.reverse();
+        verdicts
     }
 
     /// Gives the `i`-th line naming standard input its verdict from what reading standard
@@ -529,17 +678,25 @@ impl Checklist {
     ///
     /// If `i` is not below [`stdin_lines`](Self::stdin_lines).
     pub fn judge_stdin(&mut self, i: usize, digest: Option<&str>) -> Verdict {
-        let line = self.stdin[i];
-        self.judge_line(&line, digest)
+        let (manifest, expected) = self.stdin[i];
+        let digest = digest.map(|d| digest_from_hex(d.as_bytes()));
+        self.judge_line(manifest as usize, &expected, digest)
     }
 
-    fn judge_line(&mut self, line: &Expected, digest: Option<&str>) -> Verdict {
+    /// The verdict on a line of `manifest` expecting `expected`, counted, from the
+    /// file's digest (`None`: unreadable; `Some(None)`: not a digest).
+    fn judge_line(
+        &mut self,
+        manifest: usize,
+        expected: &[u8; 32],
+        digest: Option<Option<[u8; 32]>>,
+    ) -> Verdict {
         let verdict = match digest {
             None => Verdict::FailedOpenOrRead,
-            Some(d) if Digest::from_hex(d.as_bytes()) == Some(line.digest) => Verdict::Ok,
+            Some(Some(d)) if d == *expected => Verdict::Ok,
             Some(_) => Verdict::Failed,
         };
-        self.tallies[line.manifest as usize].add(verdict);
+        self.tallies[manifest].add(verdict);
         verdict
     }
 
@@ -778,6 +935,41 @@ mod tests {
                 ..Tally::default()
             }
         );
+    }
+
+    #[test]
+    fn names_are_told_apart_byte_for_byte_as_in_coreutils() {
+        // `Path`s compare by components: `a//b` equals `a/b` there, not here.
+        let mut list = Checklist::new(Algorithm::Sha256);
+        for name in ["a/b", "a//b", "a/./b", "a/b/", "a/b"] {
+            assert!(list.add_line(format!("{SHA256_ABC}  {name}").as_bytes()));
+        }
+        assert_eq!(
+            list.files(),
+            ["a/b", "a//b", "a/./b", "a/b/"].map(PathBuf::from)
+        );
+        assert_eq!(list.awaiting(), 4);
+        assert_eq!(list.judge(Path::new("a/b"), None).len(), 2);
+        assert_eq!(list.judge(Path::new("a//b"), None).len(), 1);
+        assert_eq!(list.pending(), ["a/./b", "a/b/"].map(PathBuf::from));
+    }
+
+    #[test]
+    fn many_files_are_found_again_after_the_table_grows() {
+        let mut list = Checklist::new(Algorithm::Md5);
+        let hex = |i: u32| format!("{:032x}", i);
+        for i in 0..5000 {
+            assert!(list.add_line(format!("{}  f{i}", hex(i)).as_bytes()));
+        }
+        assert!(list.add_line(format!("{}  f7", hex(7)).as_bytes()));
+        assert_eq!(list.files().len(), 5000);
+        for i in (0..5000).rev() {
+            let want = if i == 7 { 2 } else { 1 };
+            let v = list.judge(Path::new(&format!("f{i}")), Some(&hex(i)));
+            assert_eq!(v, vec![Verdict::Ok; want], "f{i}");
+        }
+        assert_eq!(list.awaiting(), 0);
+        assert_eq!(list.tallies()[0].ok, 5001);
     }
 
     #[test]

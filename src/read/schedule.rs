@@ -10,17 +10,47 @@
 
 use crate::plan::{Plan, Sweep};
 
-/// One prefetch request: a byte range of one file.
+/// One prefetch request: a byte range of one file. 24 bytes: a sweep of a million files
+/// holds a million of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Step {
-    /// Index into the plan's files.
-    pub file: u32,
     /// Offset in the file.
     pub offset: u64,
-    /// Bytes to prefetch (0 for empty, inline or all-hole files).
-    pub length: u64,
+    /// Where the bytes lie on the disk; [`UNKNOWN`] if not known.
+    at: u64,
+    /// Index into the plan's files.
+    pub file: u32,
+    /// Bytes to prefetch (0 for empty, inline or all-hole files); at most [`MAX_PIECE`].
+    len: u32,
+}
+
+/// No position on the disk.
+const UNKNOWN: u64 = u64::MAX;
+
+/// The longest step: pieces are cut to this at most (the default piece is 4 MiB).
+const MAX_PIECE: u64 = 1 << 31;
+
+impl Step {
+    fn new(file: u32, offset: u64, length: u64, position: Option<u64>) -> Self {
+        debug_assert!(length <= MAX_PIECE);
+        Self {
+            offset,
+            // A device offset of 2^64 - 1 is no place a byte can be.
+            at: position.map_or(UNKNOWN, |p| p.min(UNKNOWN - 1)),
+            file,
+            len: length as u32,
+        }
+    }
+
+    /// Bytes to prefetch.
+    pub fn length(&self) -> u64 {
+        u64::from(self.len)
+    }
+
     /// Where the bytes lie on the disk, if known.
-    pub position: Option<u64>,
+    pub fn position(&self) -> Option<u64> {
+        (self.at != UNKNOWN).then_some(self.at)
+    }
 }
 
 /// The steps of a sweep in disk order, and how many steps each file has.
@@ -36,39 +66,51 @@ pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
     let pieces: Vec<u64> = plan
         .filesystems()
         .iter()
-        .map(|r| piece.min(r.max_prefetch.unwrap_or(u64::MAX)).max(4096))
+        .map(|r| {
+            piece
+                .min(r.max_prefetch.unwrap_or(u64::MAX))
+                .clamp(4096, MAX_PIECE)
+        })
         .collect();
-    // (class, key, step); class 0 = located by device offset, 1 = the rest in sweep order.
-    let mut keyed: Vec<(u8, u64, Step)> = Vec::new();
-    for (rank, &i) in sweep.files.iter().enumerate() {
-        let f = &files[i as usize];
-        let piece = pieces[f.filesystem as usize];
-        let extents = f.placement.extents();
-        if extents.is_empty() {
-            let (class, key) = match f.disk_offset() {
-                Some(off) => (0, off),
-                None => (1, rank as u64),
-            };
-            // One step for the whole file, cut into pieces.
-            push_pieces(&mut keyed, class, key, i, 0, f.entry.size, piece);
-            continue;
+    // Every step of the sweep, each file's in offset order: located steps (by device
+    // offset) to `emit`'s first list, the rest to its second, in sweep order.
+    let each_step = |emit: &mut dyn FnMut(bool, Step)| {
+        for &i in &sweep.files {
+            let f = &files[i as usize];
+            let piece = pieces[f.filesystem as usize];
+            let extents = f.placement.extents();
+            if extents.is_empty() {
+                // One step for the whole file, cut into pieces.
+                let position = f.disk_offset();
+                for_pieces(i, 0, f.entry.size, position, piece, |s| {
+                    emit(position.is_some(), s)
+                });
+                continue;
+            }
+            for e in extents {
+                let length = e.length.min(f.entry.size.saturating_sub(e.logical));
+                let position = Some(f.base.saturating_add(e.physical));
+                for_pieces(i, e.logical, length, position, piece, |s| emit(true, s));
+            }
         }
-        for e in extents {
-            let length = e.length.min(f.entry.size.saturating_sub(e.logical));
-            push_pieces(
-                &mut keyed,
-                0,
-                f.base.saturating_add(e.physical),
-                i,
-                e.logical,
-                length,
-                piece,
-            );
-        }
-    }
-    keyed.sort_by_key(|(class, key, step)| (*class, *key, step.file, step.offset));
+    };
+    // Counted first, so each list is allocated once at its size: at a million files, the
+    // schedule is a large part of the reader's memory.
+    let (mut located, mut unlocated) = (0usize, 0usize);
+    each_step(&mut |is_located, _| match is_located {
+        true => located += 1,
+        false => unlocated += 1,
+    });
+    let mut steps: Vec<Step> = Vec::with_capacity(located + unlocated);
+    let mut rest: Vec<Step> = Vec::with_capacity(unlocated);
+    each_step(&mut |is_located, s| match is_located {
+        true => steps.push(s),
+        false => rest.push(s),
+    });
+    // Located steps by disk position (then file, offset); the rest keep the sweep's order.
+    steps.sort_unstable_by_key(|s| (s.at, s.file, s.offset));
+    steps.append(&mut rest);
     let mut steps_per_file = vec![0u32; files.len()];
-    let steps: Vec<Step> = keyed.into_iter().map(|(_, _, s)| s).collect();
     for s in &steps {
         steps_per_file[s.file as usize] += 1;
     }
@@ -78,41 +120,28 @@ pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
     }
 }
 
-fn push_pieces(
-    out: &mut Vec<(u8, u64, Step)>,
-    class: u8,
-    key: u64,
+/// The steps of `length` bytes of file `file` from `offset`, at `position` on the disk
+/// if known, cut into pieces of at most `piece` bytes (one step of length 0 if empty).
+fn for_pieces(
     file: u32,
     offset: u64,
     length: u64,
+    position: Option<u64>,
     piece: u64,
+    mut emit: impl FnMut(Step),
 ) {
     if length == 0 {
-        out.push((
-            class,
-            key,
-            Step {
-                file,
-                offset,
-                length: 0,
-                position: (class == 0).then_some(key),
-            },
-        ));
+        emit(Step::new(file, offset, 0, position));
         return;
     }
     let mut done = 0;
     while done < length {
         let n = piece.min(length - done);
-        let position = (class == 0).then(|| key.saturating_add(done));
-        out.push((
-            class,
-            position.unwrap_or(key),
-            Step {
-                file,
-                offset: offset + done,
-                length: n,
-                position,
-            },
+        emit(Step::new(
+            file,
+            offset + done,
+            n,
+            position.map(|p| p.saturating_add(done)),
         ));
         done += n;
     }
@@ -127,7 +156,7 @@ mod tests {
         schedule(plan, &plan.sweeps()[0], piece)
             .steps
             .iter()
-            .map(|s| (s.file, s.offset, s.length, s.position))
+            .map(|s| (s.file, s.offset, s.length(), s.position()))
             .collect()
     }
 
@@ -153,7 +182,7 @@ mod tests {
         assert_eq!(
             s.steps
                 .iter()
-                .map(|s| (s.file, s.offset, s.length, s.position))
+                .map(|s| (s.file, s.offset, s.length(), s.position()))
                 .collect::<Vec<_>>(),
             vec![
                 (0, 0, 64 << 10, Some(M)),
@@ -181,6 +210,15 @@ mod tests {
         // Positions follow the pieces.
         let s = steps(&capped, 4 << 20);
         assert_eq!(s[1].3, Some(1280 << 10));
+    }
+
+    #[test]
+    fn a_step_is_24_bytes_and_pieces_stay_under_2_gib() {
+        assert_eq!(std::mem::size_of::<Step>(), 24);
+        let files = vec![located("huge", (1, 1), 5 << 30, &[(0, 0, 5 << 30)], 0)];
+        let plan = plan_of(files, vec![filesystem(1, 0, None)]);
+        let lengths: Vec<u64> = steps(&plan, u64::MAX).iter().map(|s| s.2).collect();
+        assert_eq!(lengths, vec![2 << 30, 2 << 30, 1 << 30]);
     }
 
     #[test]

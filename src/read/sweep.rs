@@ -141,7 +141,7 @@ impl SweepRun<'_> {
             let opening = state[i as usize] == State::New;
             loop {
                 let has_partials = open.values().any(|p| !p.handed);
-                match self.window.admit(step.length, opening, has_partials) {
+                match self.window.admit(step.length(), opening, has_partials) {
                     Admit::Go => break,
                     Admit::Cancelled => return,
                     Admit::Force => {
@@ -158,7 +158,7 @@ impl SweepRun<'_> {
             }
             if state[i as usize] == State::Done {
                 // Forced to completion while we waited.
-                self.window.release(step.length);
+                self.window.release(step.length());
                 continue;
             }
             if opening {
@@ -179,7 +179,7 @@ impl SweepRun<'_> {
                         state[i as usize] = State::Open;
                     }
                     Err(e) => {
-                        self.window.abandoned(step.length);
+                        self.window.abandoned(step.length());
                         state[i as usize] = State::Done;
                         self.send(i, Err(e));
                         continue;
@@ -189,7 +189,7 @@ impl SweepRun<'_> {
             let Some(p) = open.get_mut(&i) else {
                 continue;
             };
-            let barrier = crosses_gap(disk_end, step.position, self.gap_barrier);
+            let barrier = crosses_gap(disk_end, step.position(), self.gap_barrier);
             if self.issue(p, step) && barrier {
                 // Past a gap the drive seeks, and a drive that reorders its queue lands on
                 // whichever queued request comes round first, not necessarily the gap's
@@ -199,15 +199,15 @@ impl SweepRun<'_> {
                 let _ = os::await_prefetch(&p.file, step.offset);
                 self.gap_waits.fetch_add(1, Ordering::Relaxed);
             }
-            if let Some(pos) = step.position {
-                disk_end = Some(pos.saturating_add(step.length));
+            if let Some(pos) = step.position() {
+                disk_end = Some(pos.saturating_add(step.length()));
             }
             p.remaining = p.remaining.saturating_sub(1);
             let size = self.plan.files()[i as usize].entry.size;
             if p.remaining > 0 && !p.handed && size <= large {
                 // A fragmented file's earlier piece: held until the sweep reaches the rest.
-                self.window.hold(step.length, !p.holding);
-                p.held += step.length;
+                self.window.hold(step.length(), !p.holding);
+                p.held += step.length();
                 p.holding = true;
             }
             if !p.handed && (p.remaining == 0 || size > large) {
@@ -229,12 +229,14 @@ impl SweepRun<'_> {
 
     /// Prefetches one step; true if a prefetch was started.
     fn issue(&self, p: &Partial, step: &Step) -> bool {
-        if !p.slot.issued(step.length) {
-            self.window.release(step.length);
+        if !p.slot.issued(step.length()) {
+            self.window.release(step.length());
             return false;
         }
         // A failed hint is not an error: the consumer's read will say what is wrong.
-        step.length > 0 && self.prefetch && os::prefetch(&p.file, step.offset, step.length).is_ok()
+        step.length() > 0
+            && self.prefetch
+            && os::prefetch(&p.file, step.offset, step.length()).is_ok()
     }
 
     /// Issues every remaining step of file `f` now, out of disk order, and hands it over.
@@ -243,7 +245,7 @@ impl SweepRun<'_> {
             return;
         };
         for step in rest.iter().filter(|s| s.file == f) {
-            self.window.take(step.length);
+            self.window.take(step.length());
             self.issue(&p, step);
         }
         self.hand_over(f, &mut p);
