@@ -481,6 +481,9 @@ pub fn copy_with(
         }
     }
 
+    // What the run could not see whole: source paths that failed or were left out (all
+    // known once the read is over; deletion's own errors name destination paths).
+    let unseen: HashSet<PathBuf> = watch.unseen().into_iter().collect();
     if opts.delete {
         let errors = watch.errors();
         if errors > 0 && !opts.ignore_errors {
@@ -496,7 +499,7 @@ pub fn copy_with(
             );
         } else {
             // Never at or under a path that failed or was left out.
-            let protected = Protected::new(watch.unseen().iter().filter_map(|p| map.dest_of(p)));
+            let protected = Protected::new(unseen.iter().filter_map(|p| map.dest_of(p)));
             for root in roots {
                 if os::metadata(&root.source).is_ok_and(|m| m.is_dir()) {
                     summary.deleted += delete::delete_extra(
@@ -514,9 +517,8 @@ pub fn copy_with(
     // Directory metadata last, deepest first, so setting it is not undone by writing
     // inside them. A directory that could not be read keeps the metadata its copy has:
     // a backup made unreadable (mode 000) by a source the user cannot read helps nobody.
-    let unreadable: HashSet<PathBuf> = watch.unseen().into_iter().collect();
     for (dest, other) in dirs.iter().rev() {
-        if unreadable.contains(&*other.path) {
+        if unseen.contains(&*other.path) {
             continue;
         }
         let st = Stat::of(&other.metadata);
