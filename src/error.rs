@@ -54,6 +54,9 @@ pub enum Change {
     Modified,
     /// Another file is at its path now.
     Replaced,
+    /// Its status-change time (`ctime`) moved: written to with its modification time put
+    /// back, or its mode, owner or links changed.
+    Status,
 }
 
 impl fmt::Display for Change {
@@ -63,6 +66,7 @@ impl fmt::Display for Change {
             Change::Length { read, size } => write!(f, "read {read} of {size} bytes"),
             Change::Modified => f.write_str("modification time changed"),
             Change::Replaced => f.write_str("replaced by another file since it was planned"),
+            Change::Status => f.write_str("status change time moved"),
         }
     }
 }

@@ -32,8 +32,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -43,7 +43,7 @@ use crate::error::Error;
 use crate::file_id::FileId;
 use crate::os;
 use crate::plan::{FilesystemReport, Plan, PlanOptions};
-use crate::read::{ReadOptions, Reader};
+use crate::read::{self, ConsumeOptions, Job, NoEvents, ReadOptions, Work};
 use crate::report::Reporter;
 use crate::sync::{into_inner, lock};
 use crate::{Disk, Strategy};
@@ -435,6 +435,40 @@ fn per(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { 0.0 }
 }
 
+/// Where a trace goes, the files' positions known from the reference plan, and the
+/// read's start.
+type Tracing<'a> = (&'a Mutex<Vec<(f64, u64)>>, &'a HashMap<FileId, u64>, Instant);
+
+/// A contender's read as a [`Job`]: each file read to its end and dropped, its disk
+/// position and the time it was handed out traced if asked.
+struct Draining<'a> {
+    /// With `trace`: where the trace goes, the files' positions known from the reference
+    /// plan, and the read's start.
+    trace: Option<Tracing<'a>>,
+}
+
+impl Job for Draining<'_> {
+    type Output = Result<u64, Error>;
+
+    fn work(&self, file: Work<'_>) -> Self::Output {
+        if let Some((trace, offsets, started)) = self.trace {
+            let planned = file.planned();
+            let off = planned
+                .disk_offset()
+                .or_else(|| offsets.get(&planned.entry.id).copied());
+            if let Some(off) = off {
+                let t = started.elapsed().as_secs_f64();
+                lock(trace).push((t, off));
+            }
+        }
+        file.read_all(|_| {})
+    }
+
+    fn succeeded(output: &Self::Output) -> bool {
+        output.is_ok()
+    }
+}
+
 fn run_one(
     contender: &Contender,
     inputs: &[PathBuf],
@@ -453,39 +487,33 @@ fn run_one(
         prefetch: contender.prefetch,
         ..opts.read.clone()
     };
-    let files = AtomicU64::new(0);
-    let bytes = AtomicU64::new(0);
-    let errors = AtomicU64::new(0);
     let trace = Mutex::new(Vec::new());
     let started = Instant::now();
-    Reader::new(plan.clone(), read_opts).par_for_each(opts.workers, |planned, item| {
-        if opts.trace {
-            let off = planned
-                .disk_offset()
-                .or_else(|| offsets.get(&planned.entry.id).copied());
-            if let Some(off) = off {
-                let t = started.elapsed().as_secs_f64();
-                lock(&trace).push((t, off));
-            }
-        }
-        match item.and_then(|file| file.read_to_end_with(|_| {})) {
+    let job = Draining {
+        trace: opts.trace.then_some((&trace, offsets, started)),
+    };
+    let (mut files, mut bytes, mut errors) = (0u64, 0u64, 0u64);
+    let consume = ConsumeOptions::new(read_opts, opts.workers);
+    read::run(&plan, &consume, &job, &mut NoEvents, |_, _, read| {
+        match read {
             Ok(n) => {
-                files.fetch_add(1, Ordering::Relaxed);
-                bytes.fetch_add(n, Ordering::Relaxed);
+                files += 1;
+                bytes += n;
             }
             Err(e) => {
-                errors.fetch_add(1, Ordering::Relaxed);
+                errors += 1;
                 reporter.error(&e);
             }
         }
+        ControlFlow::Continue(())
     });
     let read = started.elapsed().as_secs_f64();
     let mut trace = into_inner(trace);
     trace.sort_by(|a, b| a.0.total_cmp(&b.0));
     Run {
-        files: files.into_inner(),
-        bytes: bytes.into_inner(),
-        errors: errors.into_inner() + summary.walk.errors,
+        files,
+        bytes,
+        errors: errors + summary.walk.errors,
         lookup: summary.walk_time.as_secs_f64(),
         locate_calls: summary.locate_time.as_secs_f64(),
         sort: summary.sort_time.as_secs_f64(),

@@ -29,7 +29,7 @@ use sha2::Digest;
 use crate::error::Error;
 use crate::jobs::manifest::{Checklist, Verdict};
 use crate::plan::{Plan, PlanOptions, PlannedFile};
-use crate::read::{ReadOptions, ReadStats, Reader};
+use crate::read::{self, ConsumeOptions, Job, NoEvents, ReadOptions, ReadStats, Work};
 use crate::report::{Reporter, Tee};
 use crate::sync::lock;
 
@@ -186,13 +186,33 @@ pub fn hash_plan_until<F>(
 where
     F: FnMut(&PlannedFile, Result<String, Error>) -> ControlFlow<()> + Send,
 {
-    let done = Mutex::new(done);
-    let reader = Reader::new(plan.clone(), opts.clone());
-    reader.par_for_each_until(workers, |planned, item| {
-        let result = item.and_then(|file| hash_reader(file, algo));
-        let mut done = lock(&done);
-        done(planned, result)
-    })
+    let mut done = done;
+    let consume = ConsumeOptions::new(opts.clone(), workers);
+    read::run(
+        &plan,
+        &consume,
+        &Hashing(algo),
+        &mut NoEvents,
+        |_, file, result| done(file, result),
+    )
+    .stats
+}
+
+/// Hashing as a [`Job`]: each file's hex digest, through the worker's buffer.
+pub(crate) struct Hashing(pub(crate) Algorithm);
+
+impl Job for Hashing {
+    type Output = Result<String, Error>;
+
+    fn work(&self, file: Work<'_>) -> Self::Output {
+        let mut h = self.0.hasher();
+        file.read_all(|chunk| h.update(chunk))?;
+        Ok(h.finish_hex())
+    }
+
+    fn succeeded(output: &Self::Output) -> bool {
+        output.is_ok()
+    }
 }
 
 /// What [`check_listed`] tells its caller as it goes. Only [`verdict`](Self::verdict) is

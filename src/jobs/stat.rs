@@ -27,7 +27,6 @@ pub(crate) struct Stat {
     /// Seconds and nanoseconds.
     pub atime: (i64, u32),
     pub mtime: (i64, u32),
-    pub ctime: (i64, i64),
     /// Device number of a device node, and its major and minor parts.
     pub rdev: u64,
     pub device: (u32, u32),
@@ -66,7 +65,6 @@ impl Stat {
             gid: u64::from(meta.gid()),
             atime: (meta.atime(), meta.atime_nsec() as u32),
             mtime: (meta.mtime(), meta.mtime_nsec() as u32),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
             rdev: meta.rdev(),
             device: (libc::major(rdev) as u32, libc::minor(rdev) as u32),
             size: meta.len(),
@@ -104,18 +102,11 @@ impl Stat {
             gid: 0,
             atime: since(meta.accessed()),
             mtime,
-            ctime: (mtime.0, i64::from(mtime.1)),
             rdev: 0,
             device: (0, 0),
             size: meta.len(),
             allocated: None,
         }
-    }
-
-    /// Whether a file's content may differ from what this described (size, mtime or ctime
-    /// moved, as GNU tar checks).
-    pub fn changed_from(&self, before: &Stat) -> bool {
-        self.size != before.size || self.mtime != before.mtime || self.ctime != before.ctime
     }
 
     /// Whether the file has fewer bytes on disk than its size: it has holes.

@@ -19,8 +19,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 pub(crate) use super::unix::{
-    await_prefetch, dir_entry_ino, file_id, open_file_limit, raise_open_file_limit,
-    sync_filesystems,
+    allocated_bytes, await_prefetch, change_time, dir_entry_ino, file_id, open_file_limit,
+    raise_open_file_limit, sync_filesystems,
 };
 use crate::disk::Disk;
 use crate::fs_kind::FsKind;

@@ -7,6 +7,18 @@ use std::path::Path;
 
 use crate::file_id::FileId;
 
+/// When the file's status last changed (`st_ctime`: content, mode, owner, links), in
+/// seconds and nanoseconds: what a writer that restores the modification time still moves.
+pub(crate) fn change_time(meta: &Metadata) -> Option<(i64, i64)> {
+    Some((meta.ctime(), meta.ctime_nsec()))
+}
+
+/// Bytes allocated to the file on its disk (`st_blocks` × 512): fewer than its size means
+/// it has holes.
+pub(crate) fn allocated_bytes(meta: &Metadata) -> Option<u64> {
+    Some(meta.blocks().saturating_mul(512))
+}
+
 /// The identity of a file: device and inode number, both in its metadata (`path` and the
 /// open file are only needed on Windows).
 pub(crate) fn file_id(_path: &Path, _open: Option<&File>, meta: &Metadata) -> io::Result<FileId> {

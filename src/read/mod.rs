@@ -30,9 +30,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod consume;
 mod schedule;
 mod sweep;
 mod window;
+
+pub use consume::{
+    ConsumeOptions, Consumed, Decided, Events, Job, NoEvents, Work, decide, run, run_in_order,
+};
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -285,20 +290,37 @@ impl Reader {
     where
         F: Fn(&PlannedFile, Result<FileReader, Error>) -> ControlFlow<()> + Sync,
     {
+        let plan = self.plan.clone();
+        self.par_for_each_with(
+            workers,
+            || (),
+            |(), index, item| work(&plan.files()[index as usize], item),
+        )
+    }
+
+    /// [`par_for_each_until`](Self::par_for_each_until) with state of each worker's own
+    /// (a buffer, clocks), made by `init` in the worker's thread, and the file's index in
+    /// the plan instead of the planned file.
+    pub(crate) fn par_for_each_with<S, I, F>(self, workers: usize, init: I, work: F) -> ReadStats
+    where
+        I: Fn() -> S + Sync,
+        F: Fn(&mut S, u32, Result<FileReader, Error>) -> ControlFlow<()> + Sync,
+    {
         let me = &self;
-        let work = &work;
+        let (work, init) = (&work, &init);
         let stop = AtomicBool::new(false);
         let stop = &stop;
         // A panic in `work` or in a sweep ends that worker; the others finish, and the
         // first panic is re-raised here with its own payload.
         let run = move || {
+            let mut state = init();
             while !stop.load(Ordering::Relaxed)
                 && let Some((index, item)) = me.next_file()
             {
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
-                if work(&me.plan.files()[index as usize], item).is_break() {
+                if work(&mut state, index, item).is_break() {
                     stop.store(true, Ordering::Relaxed);
                     for w in &me.windows {
                         w.cancel();
@@ -337,8 +359,9 @@ impl Reader {
         Some((
             index,
             match h.result {
-                Ok((file, slot)) => Ok(FileReader {
+                Ok((file, opened, slot)) => Ok(FileReader {
                     plan: self.plan.clone(),
+                    opened,
                     index,
                     seq: h.seq,
                     file,
@@ -380,6 +403,8 @@ impl Drop for Reader {
 /// One file being read: `impl Read` over its contents, in the order the reader chose.
 pub struct FileReader {
     plan: Arc<Plan>,
+    /// Its metadata when the sweep opened it.
+    opened: std::fs::Metadata,
     index: u32,
     seq: u64,
     file: File,
@@ -452,42 +477,139 @@ impl FileReader {
             .map_err(|e| Error::io(&*self.planned().entry.path, e))
     }
 
-    /// Checks, after reading to the end, that the file did not change while it was read:
-    /// same size and modification time as when planned, and exactly that many bytes read.
-    /// Returns the bytes read.
+    /// Its metadata when it was opened (by the sweep, before any of it was read): what the
+    /// read is checked against, and what an archiver or copier records, without another
+    /// `fstat`.
+    pub fn opened(&self) -> &std::fs::Metadata {
+        &self.opened
+    }
+
+    /// Checks, after reading to the end, that the file did not change while it was read
+    /// ([`check_unchanged`](Self::check_unchanged) with the bytes read). Returns the bytes
+    /// read.
     ///
     /// On filesystems whose sizes do not describe content (proc, sysfs, …; see
     /// [`FsKind::sizes_are_lengths`](crate::FsKind::sizes_are_lengths)) there is nothing to
     /// compare: whatever was read is the content.
     pub fn finish(self) -> Result<u64, Error> {
+        self.check_unchanged(self.pos)?;
+        Ok(self.pos)
+    }
+
+    /// Checks that the file is still what was planned and opened, having taken `content`
+    /// bytes as its content (the bytes read, or the size a job recorded before reading:
+    /// a tar header, a copy's length). The one rule every job uses, the stricter of those
+    /// in use: its size now is its planned size, `content` is that size, and neither its
+    /// modification time nor its status-change time (`ctime`, which a writer that puts the
+    /// modification time back still moves) has moved since it was planned and opened.
+    pub fn check_unchanged(&self, content: u64) -> Result<(), Error> {
         let planned = self.planned();
         let entry = &planned.entry;
         let kind = self.plan.filesystems()[planned.filesystem as usize].kind;
         if !kind.sizes_are_lengths() {
-            return Ok(self.pos);
+            return Ok(());
         }
-        let meta = self
+        let now = self
             .file
             .metadata()
             .map_err(|e| Error::io(&*entry.path, e))?;
-        let changed = |how| Err(Error::new(&*entry.path, ErrorKind::Changed(how)));
-        if meta.len() != entry.size {
-            return changed(Change::Size {
+        let change = if now.len() != entry.size {
+            Some(Change::Size {
                 planned: entry.size,
-                now: meta.len(),
-            });
-        }
-        if self.pos != entry.size {
-            return changed(Change::Length {
-                read: self.pos,
+                now: now.len(),
+            })
+        } else if content != entry.size {
+            Some(Change::Length {
+                read: content,
                 size: entry.size,
-            });
+            })
+        } else if now.modified().ok() != entry.modified {
+            Some(Change::Modified)
+        } else {
+            changed_between(&self.opened, &now)
+        };
+        match change {
+            Some(how) => Err(Error::new(&*entry.path, ErrorKind::Changed(how))),
+            None => Ok(()),
         }
-        if meta.modified().ok() != entry.modified {
-            return changed(Change::Modified);
-        }
-        Ok(self.pos)
     }
+
+    /// The byte ranges to read for the file's `size` bytes: its data regions when it has
+    /// holes (fewer bytes allocated than its size; see [`data_regions`](Self::data_regions)),
+    /// otherwise the whole file as one range.
+    pub fn regions(&mut self, size: u64) -> Result<Vec<std::ops::Range<u64>>, Error> {
+        let opened = self.opened.clone();
+        sparse_regions(&opened, size, |size| self.data_regions(size))
+    }
+
+    /// Reads `regions` (from [`regions`](Self::regions)) in turn through `buf`, handing
+    /// each chunk to `sink` with its offset in the file. Stops early, returning `false`,
+    /// when the file ends before a region does (it shrank); `sink`'s error ends the read.
+    pub fn read_regions<E: From<Error>>(
+        &mut self,
+        regions: &[std::ops::Range<u64>],
+        buf: &mut [u8],
+        mut sink: impl FnMut(u64, &[u8]) -> Result<(), E>,
+    ) -> Result<bool, E> {
+        for region in regions {
+            if self.pos != region.start {
+                self.seek_to(region.start)?;
+            }
+            while self.pos < region.end {
+                let want = ((region.end - self.pos) as usize).min(buf.len());
+                let at = self.pos;
+                let n = match self.read_chunk(&mut buf[..want]) {
+                    Ok(0) => return Ok(false),
+                    Ok(n) => n,
+                    Err(e) if is_interrupted(&e) => continue,
+                    Err(e) => return Err(e.into()),
+                };
+                sink(at, &buf[..n])?;
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// How a file's metadata moved between two `fstat`s of it (size, modification time,
+/// status-change time), if it did.
+pub(crate) fn changed_between(
+    before: &std::fs::Metadata,
+    after: &std::fs::Metadata,
+) -> Option<Change> {
+    if after.len() != before.len() {
+        Some(Change::Size {
+            planned: before.len(),
+            now: after.len(),
+        })
+    } else if after.modified().ok() != before.modified().ok() {
+        Some(Change::Modified)
+    } else if os::change_time(after) != os::change_time(before) {
+        Some(Change::Status)
+    } else {
+        None
+    }
+}
+
+/// The byte ranges to read for a file's `size` bytes, given its metadata when opened and
+/// a probe of its data regions (`SEEK_DATA`/`SEEK_HOLE`): the data regions when it has
+/// holes, otherwise the whole file as one range.
+pub(crate) fn sparse_regions(
+    opened: &std::fs::Metadata,
+    size: u64,
+    probe: impl FnOnce(u64) -> Result<Vec<std::ops::Range<u64>>, Error>,
+) -> Result<Vec<std::ops::Range<u64>>, Error> {
+    if os::allocated_bytes(opened).is_some_and(|a| a < size) {
+        let regions = probe(size)?;
+        if regions.iter().map(|r| r.end - r.start).sum::<u64>() < size {
+            return Ok(regions);
+        }
+    }
+    Ok(std::iter::once(0..size).collect())
+}
+
+fn is_interrupted(e: &Error) -> bool {
+    e.io_error().map(io::Error::kind) == Some(io::ErrorKind::Interrupted)
 }
 
 impl FileReader {
@@ -509,24 +631,28 @@ impl FileReader {
     /// }
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn read_to_end_with(mut self, mut sink: impl FnMut(&[u8])) -> Result<u64, Error> {
+    pub fn read_to_end_with(self, sink: impl FnMut(&[u8])) -> Result<u64, Error> {
         thread_local! {
             static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 1 << 20]);
         }
-        BUF.with(|buf| {
-            let mut buf = buf.borrow_mut();
-            loop {
-                match self.read_chunk(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => sink(&buf[..n]),
-                    Err(e)
-                        if e.io_error().map(io::Error::kind)
-                            == Some(io::ErrorKind::Interrupted) => {}
-                    Err(e) => return Err(e),
-                }
+        BUF.with(|buf| self.read_to_end_into(&mut buf.borrow_mut(), sink))
+    }
+
+    /// [`read_to_end_with`](Self::read_to_end_with) through the caller's buffer (a worker
+    /// of [`run`] passes its own, reused from file to file).
+    pub fn read_to_end_into(
+        mut self,
+        buf: &mut [u8],
+        mut sink: impl FnMut(&[u8]),
+    ) -> Result<u64, Error> {
+        loop {
+            match self.read_chunk(buf) {
+                Ok(0) => break,
+                Ok(n) => sink(&buf[..n]),
+                Err(e) if is_interrupted(&e) => {}
+                Err(e) => return Err(e),
             }
-            Ok(())
-        })?;
+        }
         self.finish()
     }
 

@@ -2,7 +2,7 @@
 //! files to the consumer as soon as all their bytes are on the way.
 
 use std::collections::HashMap;
-use std::fs::File;
+use std::fs::{File, Metadata};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -82,11 +82,16 @@ pub(crate) struct Handover {
     pub seq: u64,
     /// Which sweep (and so which window) the file came from.
     pub sweep: usize,
-    pub result: Result<(File, Arc<Slot>), Error>,
+    pub result: Result<Opened, Error>,
 }
+
+/// A file as handed over: open, its metadata when it was opened, and its window slot.
+pub(crate) type Opened = (File, Metadata, Arc<Slot>);
 
 struct Partial {
     file: File,
+    /// Its metadata when opened (taken when it is handed over).
+    opened: Option<Metadata>,
     slot: Arc<Slot>,
     /// Bytes prefetched while waiting for later extents (held outside the window).
     held: u64,
@@ -163,11 +168,12 @@ impl SweepRun<'_> {
             }
             if opening {
                 match self.open(i) {
-                    Ok(file) => {
+                    Ok((file, meta)) => {
                         open.insert(
                             i,
                             Partial {
                                 file,
+                                opened: Some(meta),
                                 slot: Arc::new(Slot::default()),
                                 held: 0,
                                 holding: false,
@@ -270,10 +276,11 @@ impl SweepRun<'_> {
         };
         p.handed = true;
         self.window.handed();
-        self.send(i, Ok((file, p.slot.clone())));
+        let meta = p.opened.take().expect("a file is handed over once");
+        self.send(i, Ok((file, meta, p.slot.clone())));
     }
 
-    fn send(&self, index: u32, result: Result<(File, Arc<Slot>), Error>) {
+    fn send(&self, index: u32, result: Result<Opened, Error>) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         if self
             .tx
@@ -290,7 +297,8 @@ impl SweepRun<'_> {
     }
 
     /// Opens the file for reading and checks it is still the file that was planned.
-    fn open(&self, i: u32) -> Result<File, Error> {
+    /// Returns it with its metadata as opened (what the read is checked against).
+    fn open(&self, i: u32) -> Result<(File, Metadata), Error> {
         let entry = &self.plan.files()[i as usize].entry;
         #[cfg(any(test, debug_assertions))]
         fault_point(&entry.path);
@@ -304,7 +312,7 @@ impl SweepRun<'_> {
                 ErrorKind::Changed(Change::Replaced),
             ));
         }
-        Ok(file)
+        Ok((file, meta))
     }
 }
 

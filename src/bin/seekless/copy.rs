@@ -2,20 +2,18 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
+use seekless::PlannedFile;
 use seekless::jobs::copy::{CopyEvents, CopyOptions, CopyRoot, CopySummary, copy_with};
 use seekless::jobs::hash::Algorithm;
 use seekless::jobs::manifest::format_line;
-use seekless::read::ReadStats;
-use seekless::{Plan, PlannedFile};
 
 use crate::exit::Code;
 use crate::hash::{AlgoArg, ReadArgs};
 use crate::inputs::{InputArgs, UsageError};
 use crate::output::{commit_durably, path_bytes};
+use crate::progress::read_events_through;
 use crate::progress::{Console, ReadProgress};
 use seekless::AtomicFile;
 
@@ -282,22 +280,12 @@ struct Progress<'a> {
     manifest: Vec<u8>,
 }
 
+read_events_through!(Progress, read);
+
 impl CopyEvents for Progress<'_> {
-    fn reading(&mut self, plan: &Arc<Plan>) {
-        self.read.start(plan);
-    }
-
-    fn file_done(&mut self, file: &PlannedFile, done: bool) {
-        self.read.file(file.entry.size, done);
-    }
-
     fn hashed(&mut self, file: &PlannedFile, hex: &str) {
         let line = format_line(hex, &path_bytes(&file.entry.path));
         let _ = self.manifest.write_all(&line);
         self.manifest.push(b'\n');
-    }
-
-    fn read_done(&mut self, stats: &ReadStats, _took: Duration) {
-        self.read.finish(stats);
     }
 }

@@ -2,13 +2,10 @@
 //! `docs/index.md`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Result;
-use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexEvents, IndexOptions, index_with, thumb};
-use seekless::read::ReadStats;
-use seekless::{Filter, Plan, PlannedFile};
+use seekless::Filter;
+use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexOptions, index_with, thumb};
 
 use crate::exit::Code;
 use crate::hash::ReadArgs;
@@ -84,7 +81,7 @@ pub fn run(args: Args) -> Result<Code> {
     opts.read = args.read.options();
     opts.workers = args.read.workers();
     let console = Console::new(args.verbose);
-    let mut events = Progress(ReadProgress::new(&console, args.summary));
+    let mut events = ReadProgress::new(&console, args.summary);
     let summary = match index_with(&paths, &plan_opts, &opts, &console, &mut events) {
         Ok(s) => s,
         Err(e) if e.is_refusal() => return Err(Refused(e.to_string()).into()),
@@ -109,21 +106,4 @@ pub fn run(args: Args) -> Result<Code> {
         );
     }
     Ok(Code::from_errors(console.errors()))
-}
-
-/// The read phase on stderr, as for `hash`.
-struct Progress<'a>(ReadProgress<'a>);
-
-impl IndexEvents for Progress<'_> {
-    fn reading(&mut self, plan: &Arc<Plan>) {
-        self.0.start(plan);
-    }
-
-    fn file_done(&mut self, file: &PlannedFile, read: bool) {
-        self.0.file(file.entry.size, read);
-    }
-
-    fn read_done(&mut self, stats: &ReadStats, _took: Duration) {
-        self.0.finish(stats);
-    }
 }

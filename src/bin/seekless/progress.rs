@@ -158,3 +158,39 @@ impl<'a> ReadProgress<'a> {
         }
     }
 }
+
+/// The one adapter from a read's events to the progress bar and `--summary`.
+impl seekless::read::Events for ReadProgress<'_> {
+    fn reading(&mut self, plan: &std::sync::Arc<seekless::Plan>) {
+        self.start(plan);
+    }
+
+    fn file_done(&mut self, file: &seekless::PlannedFile, ok: bool) {
+        self.file(file.entry.size, ok);
+    }
+
+    fn read_done(&mut self, consumed: &seekless::read::Consumed) {
+        self.finish(&consumed.stats);
+    }
+}
+
+/// Implements a read's events for a job's printer by handing them to its
+/// [`ReadProgress`] field (the job's own events are implemented beside it).
+macro_rules! read_events_through {
+    ($printer:ident, $field:ident) => {
+        impl seekless::read::Events for $printer<'_> {
+            fn reading(&mut self, plan: &std::sync::Arc<seekless::Plan>) {
+                self.$field.reading(plan);
+            }
+
+            fn file_done(&mut self, file: &seekless::PlannedFile, ok: bool) {
+                self.$field.file_done(file, ok);
+            }
+
+            fn read_done(&mut self, consumed: &seekless::read::Consumed) {
+                self.$field.read_done(consumed);
+            }
+        }
+    };
+}
+pub(crate) use read_events_through;

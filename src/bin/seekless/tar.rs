@@ -3,20 +3,17 @@
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 use seekless::jobs::tar::{
     ArchiveFile, Compression, TarEvents, TarOptions, TarSummary, archive_with,
 };
-use seekless::read::ReadStats;
-use seekless::{Plan, PlannedFile};
 
 use crate::exit::Code;
 use crate::hash::ReadArgs;
 use crate::inputs::{InputArgs, UsageError};
 use crate::interrupt::RemoveOnSignal;
+use crate::progress::read_events_through;
 use crate::progress::{Console, ReadProgress};
 
 /// The archive's members: see `ORDER` (shown by `seekless tar --help`).
@@ -216,24 +213,14 @@ struct Progress<'a> {
     verbose: bool,
 }
 
-impl TarEvents for Progress<'_> {
-    fn reading(&mut self, plan: &Arc<Plan>) {
-        self.read.start(plan);
-    }
+read_events_through!(Progress, read);
 
+impl TarEvents for Progress<'_> {
     fn member(&mut self, name: &[u8]) {
         if self.verbose {
             let mut err = io::stderr().lock();
             let _ = err.write_all(name);
             let _ = err.write_all(b"\n");
         }
-    }
-
-    fn file_done(&mut self, file: &PlannedFile, stored: bool) {
-        self.read.file(file.entry.size, stored);
-    }
-
-    fn read_done(&mut self, stats: &ReadStats, _took: Duration) {
-        self.read.finish(stats);
     }
 }

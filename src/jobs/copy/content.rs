@@ -2,7 +2,7 @@
 //! kernel), check the source did not change, and hand the temporary to the group commit.
 
 use std::collections::HashSet;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -11,14 +11,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use super::commit::{self, GroupCommit, Ready};
 use super::decide::Action;
 use super::nodes::refresh;
-use super::{CopyEvents, CopyOptions, Mapping, Method, target};
+use super::{CopyOptions, Mapping, Method, target};
 use crate::atomic::AtomicFile;
 use crate::error::Error;
 use crate::jobs::hash::{Algorithm, Hasher};
 use crate::jobs::stat::Stat;
 use crate::os;
 use crate::plan::PlannedFile;
-use crate::read::FileReader;
+use crate::read::{self, FileReader, Job, Work};
 use crate::report::Reporter;
 use crate::sync::lock;
 
@@ -29,7 +29,6 @@ pub(super) struct Shared<'a> {
     pub(super) reporter: &'a dyn Reporter,
     pub(super) as_root: bool,
     pub(super) actions: &'a [Action],
-    pub(super) events: Mutex<&'a mut dyn CopyEvents>,
     /// Complete copies waiting for their data to be flushed before they are renamed.
     pub(super) commits: GroupCommit<Placed>,
     /// The destination is full: the rest is not written.
@@ -100,6 +99,56 @@ impl Hashes {
     }
 }
 
+/// What a worker made of one file.
+pub(super) struct Outcome {
+    /// Copied (or found equal), or not: failed, or left because the destination is full.
+    pub(super) done: bool,
+    /// The source's hash for the manifest ([`CopyOptions::hash`]).
+    pub(super) hash: Option<String>,
+}
+
+impl Job for Shared<'_> {
+    type Output = Outcome;
+
+    fn work(&self, work: Work<'_>) -> Outcome {
+        let (planned, index) = (work.planned(), work.index());
+        let (file, buf) = work.into_parts();
+        let file = match file {
+            Ok(f) if !self.stop.load(Ordering::Relaxed) => f,
+            Ok(_) => {
+                return Outcome {
+                    done: false,
+                    hash: None,
+                };
+            }
+            Err(e) => {
+                self.fail(e);
+                return Outcome {
+                    done: false,
+                    hash: None,
+                };
+            }
+        };
+        let action = self.actions[index as usize];
+        let mut hash = None;
+        let done = match self.handle(planned, file, action, buf, &mut hash) {
+            Ok(()) => true,
+            Err(e) => {
+                if is_full(&e) {
+                    self.stop.store(true, Ordering::Relaxed);
+                }
+                self.fail(e);
+                false
+            }
+        };
+        Outcome { done, hash }
+    }
+
+    fn succeeded(outcome: &Outcome) -> bool {
+        outcome.done
+    }
+}
+
 impl Shared<'_> {
     fn fail(&self, err: Error) {
         self.failed.fetch_add(1, Ordering::Relaxed);
@@ -133,37 +182,15 @@ impl Shared<'_> {
         }
     }
 
-    /// One file from the sweeps.
-    pub(super) fn one(&self, planned: &PlannedFile, file: Result<FileReader, Error>) {
-        let file = match file {
-            Ok(f) if !self.stop.load(Ordering::Relaxed) => f,
-            Ok(_) => return,
-            Err(e) => {
-                self.fail(e);
-                lock(&self.events).file_done(planned, false);
-                return;
-            }
-        };
-        let index = file.index() as usize;
-        let action = self.actions[index];
-        let done = match self.handle(planned, file, action) {
-            Ok(()) => true,
-            Err(e) => {
-                if is_full(&e) {
-                    self.stop.store(true, Ordering::Relaxed);
-                }
-                self.fail(e);
-                false
-            }
-        };
-        lock(&self.events).file_done(planned, done);
-    }
-
+    /// Copies one file (or finds it equal), through the worker's `buf`; `hash` gets the
+    /// source's hash for the manifest.
     fn handle(
         &self,
         planned: &PlannedFile,
         mut file: FileReader,
         action: Action,
+        buf: &mut [u8],
+        hash: &mut Option<String>,
     ) -> Result<(), Error> {
         let src = &*planned.entry.path;
         let dest = self
@@ -172,19 +199,17 @@ impl Shared<'_> {
             .expect("planned files have a destination");
         let needs_check = self.opts.verify || action == Action::Compare;
         let mut hashes = Hashes::new(self.opts.hash, needs_check);
-        let before = file.metadata().map_err(|e| Error::io(src, e))?;
-        let st = Stat::of(&before);
+        let st = Stat::of(file.opened());
 
         match action {
             Action::HashOnly | Action::Compare => {
                 let (_, complete) =
-                    read_all(&mut file, &mut hashes, None, st.size).map_err(|e| e.at(src))?;
-                let after = file.metadata().ok();
-                if !complete || after.is_none_or(|a| Stat::of(&a).changed_from(&st)) {
+                    read_all(&mut file, &mut hashes, None, st.size, buf).map_err(|e| e.at(src))?;
+                if !complete || file.check_unchanged(st.size).is_err() {
                     return Err(changed_error(src));
                 }
                 let (manifest, check) = hashes.finish();
-                self.report_hash(planned, manifest);
+                *hash = manifest;
                 if action == Action::HashOnly {
                     self.skipped.fetch_add(1, Ordering::Relaxed);
                     return Ok(());
@@ -211,10 +236,9 @@ impl Shared<'_> {
                 // Different: copy it, reading the source again (rare).
                 let mut again = crate::os::open_to_read(src).map_err(|e| Error::io(src, e))?;
                 let temp = AtomicFile::create_private(&dest).map_err(|e| Error::io(&dest, e))?;
-                let mut buf = vec![0u8; 1 << 20];
                 let mut written = 0u64;
                 loop {
-                    let n = again.read(&mut buf).map_err(|e| Error::io(src, e))?;
+                    let n = again.read(buf).map_err(|e| Error::io(src, e))?;
                     if n == 0 {
                         break;
                     }
@@ -224,21 +248,16 @@ impl Shared<'_> {
                     written += n as u64;
                 }
                 let complete = written == st.size;
+                let unchanged = again
+                    .metadata()
+                    .is_ok_and(|now| read::changed_between(file.opened(), &now).is_none());
                 let placed = Placed {
                     new: false,
                     written,
                     cloned: 0,
                     check: self.opts.verify.then(|| (dest.clone(), ours)),
                 };
-                return self.finish(
-                    src,
-                    &dest,
-                    temp,
-                    &st,
-                    complete,
-                    &again.metadata().ok(),
-                    placed,
-                );
+                return self.finish(src, &dest, temp, &st, complete && unchanged, placed);
             }
             Action::Copy | Action::Update | Action::Skip => {}
         }
@@ -264,8 +283,14 @@ impl Shared<'_> {
             Some(d) => d,
             None => {
                 let sparse = st.has_holes();
-                read_all(&mut file, &mut hashes, Some((temp.file(), sparse)), st.size)
-                    .map_err(|e| e.at_either(src, &dest))?
+                read_all(
+                    &mut file,
+                    &mut hashes,
+                    Some((temp.file(), sparse)),
+                    st.size,
+                    buf,
+                )
+                .map_err(|e| e.at_either(src, &dest))?
             }
         };
         lock(&self.methods).insert((planned.entry.id.dev, method));
@@ -283,34 +308,25 @@ impl Shared<'_> {
                 .filter(|_| self.opts.verify)
                 .map(|c| (dest.clone(), c)),
         };
-        self.finish(
-            src,
-            &dest,
-            temp,
-            &st,
-            complete,
-            &file.metadata().ok(),
-            placed,
-        )?;
-        self.report_hash(planned, manifest);
+        let unchanged = file.check_unchanged(st.size).is_ok();
+        self.finish(src, &dest, temp, &st, complete && unchanged, placed)?;
+        *hash = manifest;
         Ok(())
     }
 
-    /// Checks the source did not change, gives the temporary its metadata and hands it to
-    /// the group commit, which puts it in place once its data is on the disk.
-    #[allow(clippy::too_many_arguments)]
+    /// Given that the source was read whole and did not change (`intact`), gives the
+    /// temporary its metadata and hands it to the group commit, which puts it in place
+    /// once its data is on the disk.
     fn finish(
         &self,
         src: &Path,
         dest: &Path,
         temp: AtomicFile,
         st: &Stat,
-        complete: bool,
-        after: &Option<fs::Metadata>,
+        intact: bool,
         placed: Placed,
     ) -> Result<(), Error> {
-        let changed = after.as_ref().is_none_or(|a| Stat::of(a).changed_from(st));
-        if changed || !complete {
+        if !intact {
             return Err(changed_error(src));
         }
         let io = |e| Error::io(dest, e);
@@ -328,12 +344,6 @@ impl Shared<'_> {
         let bytes = placed.written;
         self.placed(self.commits.add(Ready { temp, done: placed }, bytes));
         Ok(())
-    }
-
-    fn report_hash(&self, planned: &PlannedFile, hex: Option<String>) {
-        if let Some(hex) = hex {
-            lock(&self.events).hashed(planned, &hex);
-        }
     }
 }
 
@@ -358,56 +368,37 @@ impl CopyFault {
     }
 }
 
-/// Reads the file's `size` bytes, hashing, and writes them to `out` if given (with
-/// `sparse`, only its data regions, at their offsets). Returns the bytes read, and whether
-/// they were exactly the file (it neither ended early nor went on past `size`).
+impl From<Error> for CopyFault {
+    fn from(e: Error) -> CopyFault {
+        CopyFault::Read(e.into())
+    }
+}
+
+/// Reads the file's `size` bytes through `buf`, hashing, and writes them to `out` if
+/// given (with `sparse`, only its data regions, at their offsets). Returns the bytes read,
+/// and whether the file held them all (it did not end early; one that grew is caught by
+/// [`FileReader::check_unchanged`]).
 pub(super) fn read_all(
     file: &mut FileReader,
     hashes: &mut Hashes,
     out: Option<(&File, bool)>,
     size: u64,
+    buf: &mut [u8],
 ) -> Result<(u64, bool), CopyFault> {
-    thread_local! {
-        static BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; 1 << 20]);
-    }
     let regions = match out {
-        Some((_, true)) => file
-            .data_regions(size)
-            .map_err(|e| CopyFault::Read(e.into()))?,
+        Some((_, true)) => file.regions(size)?,
         _ => std::iter::once(0..size).collect(),
     };
-    BUF.with(|buf| {
-        let mut buf = buf.borrow_mut();
-        let mut total = 0u64;
-        for region in regions {
-            if file.position() != region.start {
-                file.seek_to(region.start)
-                    .map_err(|e| CopyFault::Read(e.into()))?;
-            }
-            let mut at = region.start;
-            while at < region.end {
-                let want = ((region.end - at) as usize).min(buf.len());
-                let n = match file.read(&mut buf[..want]) {
-                    Ok(0) => return Ok((total, false)),
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(CopyFault::Read(e)),
-                };
-                hashes.update(&buf[..n]);
-                if let Some((out, _)) = out {
-                    os::write_all_at(out, &buf[..n], at).map_err(CopyFault::Write)?;
-                }
-                at += n as u64;
-                total += n as u64;
-            }
+    let mut total = 0u64;
+    let whole = file.read_regions(&regions, buf, |at, chunk| {
+        hashes.update(chunk);
+        if let Some((out, _)) = out {
+            os::write_all_at(out, chunk, at).map_err(CopyFault::Write)?;
         }
-        // Anything past `size`: the file grew.
-        if file.position() != size {
-            file.seek_to(size).map_err(|e| CopyFault::Read(e.into()))?;
-        }
-        let grew = file.read(&mut buf[..1]).is_ok_and(|n| n > 0);
-        Ok((total, !grew))
-    })
+        total += chunk.len() as u64;
+        Ok::<_, CopyFault>(())
+    })?;
+    Ok((total, whole))
 }
 
 pub(super) fn changed_error(src: &Path) -> Error {

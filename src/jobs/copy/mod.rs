@@ -53,9 +53,8 @@ use std::fs::{self};
 use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use crate::atomic::{AtomicFile, parent_of};
 use crate::error::Error;
@@ -64,9 +63,9 @@ use crate::jobs::hash::Algorithm;
 use crate::jobs::stat::Stat;
 use crate::os;
 use crate::plan::{Plan, PlanOptions, PlannedFile};
-use crate::read::{ReadOptions, ReadStats, Reader};
+use crate::read::{self, ConsumeOptions, Events, NoEvents, ReadOptions};
 use crate::report::Reporter;
-use crate::sync::{into_inner, lock};
+use crate::sync::into_inner;
 use crate::walk::Other;
 use commit::GroupCommit;
 use content::Shared;
@@ -209,28 +208,16 @@ pub struct CopySummary {
     pub deletion_skipped: bool,
 }
 
-/// What [`copy_with`] tells its caller as it goes; all optional. Called from worker
-/// threads, one call at a time.
-pub trait CopyEvents: Send {
-    /// The plan is made; the files to read are about to be read.
-    fn reading(&mut self, plan: &Arc<Plan>) {
-        let _ = plan;
-    }
-    /// A planned file is done: copied, or failed (`done` false).
-    fn file_done(&mut self, file: &PlannedFile, done: bool) {
-        let _ = (file, done);
-    }
+/// What [`copy_with`] tells its caller as it goes, beyond the read's
+/// [`Events`](crate::read::Events) (the plan read, each file copied or failed, the end);
+/// all optional. Called one at a time.
+pub trait CopyEvents: Events {
     /// A source file's hash ([`CopyOptions::hash`]).
     fn hashed(&mut self, file: &PlannedFile, hex: &str) {
         let _ = (file, hex);
     }
-    /// The read is over.
-    fn read_done(&mut self, stats: &ReadStats, took: Duration) {
-        let _ = (stats, took);
-    }
 }
 
-struct NoEvents;
 impl CopyEvents for NoEvents {}
 
 /// Why a copy could not run at all.
@@ -405,10 +392,10 @@ pub fn copy_with(
         .filter(|f| alias_ids.contains(&f.entry.id))
         .map(|f| (f.entry.id, f.entry.path.to_path_buf()))
         .collect();
-    let plan = plan.retain(|i, _| actions[i as usize] != Action::Skip);
-    // `retain` keeps the order: the actions of the files kept, by their new index.
-    let actions: Vec<Action> = actions.into_iter().filter(|a| *a != Action::Skip).collect();
-    let plan = Arc::new(plan);
+    // The files to read, each with its action, in plan order.
+    let mut actions = actions.into_iter();
+    let decided = read::decide(plan, |_| actions.next().filter(|a| *a != Action::Skip));
+    let (plan, actions) = (decided.plan, decided.decisions);
 
     // The read: workers write what the sweeps hand them.
     let shared = Shared {
@@ -417,7 +404,6 @@ pub fn copy_with(
         reporter,
         as_root,
         actions: &actions,
-        events: Mutex::new(events),
         // With `fsync` each file is on the disk already: renamed at once.
         commits: GroupCommit::new(opts.sync && !opts.fsync),
         stop: AtomicBool::new(false),
@@ -431,12 +417,16 @@ pub fn copy_with(
         methods: Mutex::new(HashSet::new()),
         hashes: Mutex::new(Vec::new()),
     };
-    lock(&shared.events).reading(&plan);
-    let started = Instant::now();
-    let stats = Reader::new(plan.clone(), opts.read.clone()).par_for_each_until(
-        opts.workers,
-        |planned, file| {
-            shared.one(planned, file);
+    let consume = ConsumeOptions::new(opts.read.clone(), opts.workers);
+    read::run(
+        &plan,
+        &consume,
+        &shared,
+        events,
+        |events, planned, outcome| {
+            if let Some(hex) = &outcome.hash {
+                events.hashed(planned, hex);
+            }
             // A full destination: the rest would not fit either; stop reading.
             if shared.stop.load(Ordering::Relaxed) {
                 ControlFlow::Break(())
@@ -446,7 +436,6 @@ pub fn copy_with(
         },
     );
     shared.placed(shared.commits.finish());
-    lock(&shared.events).read_done(&stats, started.elapsed());
     summary.copied += shared.copied.into_inner();
     summary.updated += shared.updated.into_inner();
     summary.skipped += shared.skipped.into_inner();

@@ -3,16 +3,16 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{CopyOptions, CopySummary};
 use crate::error::Error;
-use crate::jobs::hash::Algorithm;
+use crate::jobs::hash::{self, Algorithm};
 use crate::os;
 use crate::plan::{Plan, PlanOptions};
-use crate::read::Reader;
+use crate::read::{self, ConsumeOptions, NoEvents};
 use crate::report::Reporter;
 
 /// Reads every file copied back from the destination, in physical order, its cache
@@ -38,18 +38,17 @@ pub(super) fn verify(
     verify_opts.walk.descend_into_inputs = false;
     verify_opts.walk.threads = plan_opts.walk.threads;
     let plan = Arc::new(Plan::build(&paths, &verify_opts, reporter));
-    let verified = AtomicU64::new(0);
-    let mismatched = AtomicU64::new(0);
-    let failed = AtomicU64::new(0);
-    Reader::new(plan, opts.read.clone()).par_for_each(opts.workers, |planned, file| {
+    let (mut verified, mut mismatched, mut failed) = (0, 0, 0);
+    let consume = ConsumeOptions::new(opts.read.clone(), opts.workers);
+    let job = hash::Hashing(Algorithm::Blake3);
+    read::run(&plan, &consume, &job, &mut NoEvents, |_, planned, got| {
         let path = &*planned.entry.path;
-        let got = file.and_then(|f| crate::jobs::hash::hash_reader(f, Algorithm::Blake3));
         match got {
             Ok(hex) => {
-                verified.fetch_add(1, Ordering::Relaxed);
+                verified += 1;
                 if expected.get(path).is_some_and(|want| *want != hex) {
-                    mismatched.fetch_add(1, Ordering::Relaxed);
-                    failed.fetch_add(1, Ordering::Relaxed);
+                    mismatched += 1;
+                    failed += 1;
                     reporter.error(&Error::io(
                         path,
                         io::Error::other("verify: the copy differs from the source"),
@@ -57,12 +56,13 @@ pub(super) fn verify(
                 }
             }
             Err(e) => {
-                failed.fetch_add(1, Ordering::Relaxed);
+                failed += 1;
                 reporter.error(&e);
             }
         }
+        ControlFlow::Continue(())
     });
-    summary.verified += verified.into_inner();
-    summary.mismatched += mismatched.into_inner();
-    summary.failed += failed.into_inner();
+    summary.verified += verified;
+    summary.mismatched += mismatched;
+    summary.failed += failed;
 }

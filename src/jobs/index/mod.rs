@@ -30,9 +30,9 @@ pub mod phash;
 pub mod thumb;
 
 use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
@@ -43,7 +43,7 @@ use crossbeam_channel::RecvTimeoutError;
 use crate::error::Error;
 use crate::path_bytes::path_to_bytes;
 use crate::plan::{Plan, PlanOptions, PlannedFile};
-use crate::read::{ReadOptions, ReadStats, Reader};
+use crate::read::{self, ConsumeOptions, Job, ReadOptions, Work};
 use crate::report::Reporter;
 
 /// The extensions of the files catalogued by default (case-insensitive).
@@ -144,24 +144,11 @@ impl IndexError {
     }
 }
 
-/// What [`index_with`] tells its caller as it goes; all optional.
-pub trait IndexEvents: Send {
-    /// The plan of the files to read is about to be read.
-    fn reading(&mut self, plan: &Arc<Plan>) {
-        let _ = plan;
-    }
-    /// One file was read (`read`), or failed.
-    fn file_done(&mut self, file: &PlannedFile, read: bool) {
-        let _ = (file, read);
-    }
-    /// The read is over.
-    fn read_done(&mut self, stats: &ReadStats, took: Duration) {
-        let _ = (stats, took);
-    }
-}
+/// What [`index_with`] tells its caller as it goes: the read's events (the plan of the
+/// files to read, each file read or failed, the end); all optional.
+pub use crate::read::Events as IndexEvents;
 
-struct NoEvents;
-impl IndexEvents for NoEvents {}
+use crate::read::NoEvents;
 
 /// Indexes the images under `inputs` into the catalog `opts.db`. Per-file problems go to
 /// `reporter` and into the rows' `error`; the run goes on.
@@ -461,9 +448,8 @@ pub fn index_with(
     drop(known);
 
     // Read what must be read, in physical order; one writer thread writes the rows.
-    let plan = Arc::new(plan.retain(|i, _| read[i as usize]));
-    events.reading(&plan);
-    let started = Instant::now();
+    let mut read = read.into_iter();
+    let plan = read::decide(plan, |_| read.next().filter(|&r| r)).plan;
     let (tx, rx) = crossbeam_channel::bounded::<Row>(1024);
     let written = std::thread::scope(|s| {
         let writer = std::thread::Builder::new().spawn_scoped(s, || {
@@ -488,34 +474,28 @@ pub fn index_with(
                 });
             }
         };
-        // The counts and the caller's events, updated together once per file.
-        let progress = std::sync::Mutex::new((&mut summary, &mut *events));
-        let stats = Reader::new(plan.clone(), opts.read.clone()).par_for_each_until(
-            opts.workers,
-            |planned, item| {
-                let (row, read) = read_one(planned, item, opts.thumbs.as_ref(), reporter);
-                {
-                    let (summary, events) = &mut *crate::sync::lock(&progress);
-                    if read {
-                        summary.read_files += 1;
-                        summary.read_bytes += planned.entry.size;
-                    }
-                    summary.failed += u64::from(row.info.error.is_some());
-                    summary.thumbs +=
-                        u64::from(row.visual.as_ref().is_some_and(|v| v.1.thumb.is_ok()));
-                    events.file_done(planned, read);
-                }
-                // Fails only when the writer stopped on a database error (returned below):
-                // then nothing more can be stored, so nothing more is read.
-                match tx.send(row) {
-                    Ok(()) => std::ops::ControlFlow::Continue(()),
-                    Err(_) => std::ops::ControlFlow::Break(()),
-                }
-            },
-        );
+        // One file at a time: its counts, then its row to the writer.
+        let job = Reading {
+            thumbs: opts.thumbs.as_ref(),
+            reporter,
+        };
+        let consume = ConsumeOptions::new(opts.read.clone(), opts.workers);
+        let tally = &mut summary;
+        read::run(&plan, &consume, &job, events, |_, planned, (row, read)| {
+            if read {
+                tally.read_files += 1;
+                tally.read_bytes += planned.entry.size;
+            }
+            tally.failed += u64::from(row.info.error.is_some());
+            tally.thumbs += u64::from(row.visual.as_ref().is_some_and(|v| v.1.thumb.is_ok()));
+            // Fails only when the writer stopped on a database error (returned below):
+            // then nothing more can be stored, so nothing more is read.
+            match tx.send(row) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(_) => ControlFlow::Break(()),
+            }
+        });
         drop(tx);
-        let (_, events) = crate::sync::into_inner(progress);
-        events.read_done(&stats, started.elapsed());
         match writer.join() {
             Ok(result) => result,
             Err(panic) => std::panic::resume_unwind(panic),
@@ -526,15 +506,34 @@ pub fn index_with(
     Ok(summary)
 }
 
+/// The read of an index run: each file hashed whole and inspected, on the workers.
+struct Reading<'a> {
+    thumbs: Option<&'a thumb::ThumbOptions>,
+    reporter: &'a dyn Reporter,
+}
+
+impl Job for Reading<'_> {
+    /// The file's row, and whether it could be read.
+    type Output = (Row, bool);
+
+    fn work(&self, work: Work<'_>) -> (Row, bool) {
+        read_one(work, self.thumbs, self.reporter)
+    }
+
+    fn succeeded(output: &(Row, bool)) -> bool {
+        output.1
+    }
+}
+
 /// Reads one file whole: its BLAKE3 hash, and what its bytes say (with `thumbs`, its
 /// thumbnail and perceptual hash, from the same bytes). Returns its row and whether it
 /// could be read.
 fn read_one(
-    planned: &PlannedFile,
-    item: Result<crate::read::FileReader, Error>,
+    work: Work<'_>,
     thumbs: Option<&thumb::ThumbOptions>,
     reporter: &dyn Reporter,
 ) -> (Row, bool) {
+    let planned = work.planned();
     thread_local! {
         static HEAD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
@@ -562,12 +561,10 @@ fn read_one(
         let mut head = head.borrow_mut();
         head.clear();
         let mut hasher = blake3::Hasher::new();
-        let result = item.and_then(|file| {
-            file.read_to_end_with(|chunk| {
-                hasher.update(chunk);
-                let room = keep.saturating_sub(head.len());
-                head.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            })
+        let result = work.read_all(|chunk| {
+            hasher.update(chunk);
+            let room = keep.saturating_sub(head.len());
+            head.extend_from_slice(&chunk[..chunk.len().min(room)]);
         });
         match result {
             Ok(_) => {

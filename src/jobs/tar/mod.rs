@@ -45,14 +45,13 @@ use std::io::{self, Read, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use super::stat::{NodeKind, Stat};
 use crate::error::Error;
 use crate::file_id::FileId;
 use crate::path_bytes::path_to_bytes;
-use crate::plan::{Plan, PlanOptions, PlannedFile};
-use crate::read::{FileReader, ReadOptions, ReadStats, Reader};
+use crate::plan::{Plan, PlanOptions};
+use crate::read::{self, Events, FileReader, NoEvents, ReadOptions};
 use crate::report::Reporter;
 use crate::walk::{Entry, Other};
 use crate::{os, sync};
@@ -109,27 +108,16 @@ pub struct TarSummary {
     pub archive_bytes: u64,
 }
 
-/// What [`archive_with`] tells its caller as it goes; all optional.
-pub trait TarEvents: Send {
-    /// The plan is made; regular files are about to be read.
-    fn reading(&mut self, plan: &Arc<Plan>) {
-        let _ = plan;
-    }
+/// What [`archive_with`] tells its caller as it goes, beyond the read's
+/// [`Events`](crate::read::Events) (the plan read, each file stored or failed, the end);
+/// all optional.
+pub trait TarEvents: Events {
     /// A member was written (its name in the archive).
     fn member(&mut self, name: &[u8]) {
         let _ = name;
     }
-    /// A planned file was stored (`stored`), or failed.
-    fn file_done(&mut self, file: &PlannedFile, stored: bool) {
-        let _ = (file, stored);
-    }
-    /// The read is over.
-    fn read_done(&mut self, stats: &ReadStats, took: Duration) {
-        let _ = (stats, took);
-    }
 }
 
-struct NoEvents;
 impl TarEvents for NoEvents {}
 
 /// Writes a tar archive of `inputs` to `out`. Per-path problems go to `reporter` and are
@@ -187,14 +175,14 @@ pub fn archive_with(
         let mut job = Job {
             opts,
             reporter,
-            events,
             sink,
             names: Names::default(),
             stripped: Vec::new(),
             summary: TarSummary::default(),
             buf: Vec::new(),
+            written: Vec::new(),
         };
-        let archived = job.run(&plan);
+        let archived = job.run(&plan, events);
         let summary = job.summary;
         // The writer ends once the sink is gone.
         drop(job.sink);
@@ -212,7 +200,6 @@ type Stored = (Vec<u8>, Stat);
 struct Job<'a> {
     opts: &'a TarOptions,
     reporter: &'a dyn Reporter,
-    events: &'a mut dyn TarEvents,
     sink: Sink,
     names: Names,
     /// Prefixes removed from member names so far (each is announced once).
@@ -220,57 +207,47 @@ struct Job<'a> {
     summary: TarSummary,
     /// Headers of the member at hand.
     buf: Vec<u8>,
+    /// Names of the members written and not yet told to `events`, each ended by a NUL
+    /// (which no name holds).
+    written: Vec<u8>,
 }
 
 impl Job<'_> {
-    fn run(&mut self, plan: &Arc<Plan>) -> io::Result<()> {
+    fn run(&mut self, plan: &Arc<Plan>, events: &mut dyn TarEvents) -> io::Result<()> {
         // Symlinks and special files first; directories last (see the module's doc).
         for other in plan.others().iter().filter(|o| !o.metadata.is_dir()) {
             self.other(other)?;
+            self.tell(events);
         }
         // Second names of files, to store as hard links after the first.
         let mut aliases: HashMap<FileId, Vec<&Entry>> = HashMap::new();
         for alias in plan.aliases() {
             aliases.entry(alias.id).or_default().push(alias);
         }
-        // Files with other names, by their planned path: a file the reader could not open
-        // is known by the path its error names.
-        let with_aliases: HashMap<&Path, &PlannedFile> = plan
-            .files()
-            .iter()
-            .filter(|f| aliases.contains_key(&f.entry.id))
-            .map(|f| (&*f.entry.path, f))
-            .collect();
         #[cfg(any(test, debug_assertions))]
         for f in plan.files() {
             super::fault_before_read(&f.entry.path);
         }
 
-        self.events.reading(plan);
-        let started = Instant::now();
-        let mut reader = Reader::new(plan.clone(), self.opts.read.clone());
-        for item in reader.by_ref() {
-            let (planned, opened) = match item {
-                Ok(mut file) => {
-                    let planned = &plan.files()[file.index() as usize];
-                    (planned, Some(self.file(&planned.entry.path, &mut file)?))
-                }
-                Err(e) => {
-                    self.fail(&e);
-                    match with_aliases.get(e.path()) {
-                        Some(&planned) => (planned, None),
-                        None => continue,
-                    }
-                }
-            };
-            let was_opened = opened.is_some();
+        // In sweep order, on this thread: the archive is one ordered sink.
+        read::run_in_order(plan, &self.opts.read, events, |events, work| {
+            let planned = work.planned();
+            let (item, _) = work.into_parts();
             let names = aliases
                 .get(&planned.entry.id)
                 .map_or(&[][..], Vec::as_slice);
-            let stored = match opened.flatten() {
+            let opened = match item {
+                Ok(mut file) => self.file(&planned.entry.path, &mut file)?,
+                Err(e) => {
+                    self.fail(&e);
+                    None
+                }
+            };
+            let stored = match opened {
                 Some(member) => Some((member, names)),
                 // Its planned name failed: the next name that can be read is stored as the
                 // file, and the names after it as links to it.
+                None if names.is_empty() => None,
                 None => self.first_readable(planned.entry.id, names)?,
             };
             if let Some(((name, st), links)) = &stored {
@@ -279,20 +256,26 @@ impl Job<'_> {
                     self.hard_link(alias, name, st)?;
                 }
             }
-            if was_opened {
-                self.events.file_done(planned, stored.is_some());
-            }
-        }
-        self.events.read_done(&reader.stats(), started.elapsed());
-        drop(reader);
+            self.tell(events);
+            Ok::<_, io::Error>(stored.is_some())
+        })?;
         for other in plan.others().iter().rev().filter(|o| o.metadata.is_dir()) {
             self.other(other)?;
+            self.tell(events);
         }
 
         let end = format::trailer(self.sink.written());
         self.sink.write(&end)?;
         self.summary.archive_bytes = self.sink.written();
         self.sink.finish()
+    }
+
+    /// Tells `events` the members written since it was last told.
+    fn tell(&mut self, events: &mut dyn TarEvents) {
+        for name in self.written.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+            events.member(name);
+        }
+        self.written.clear();
     }
 
     fn fail(&mut self, err: &Error) {
@@ -370,7 +353,8 @@ impl Job<'_> {
         self.sink.write(&self.buf)?;
         self.buf.clear();
         self.summary.members += 1;
-        self.events.member(name);
+        self.written.extend_from_slice(name);
+        self.written.push(0);
         Ok(())
     }
 
@@ -483,29 +467,17 @@ impl Job<'_> {
     /// size the header gave. Returns its member name and metadata, or `None` if it was
     /// not stored.
     fn file(&mut self, path: &Path, file: &mut impl Source) -> io::Result<Option<(Vec<u8>, Stat)>> {
-        let before = match file.metadata() {
-            Ok(m) => m,
+        let st = Stat::of(file.opened());
+        let size = st.size;
+        // Where the data lies, for a file with fewer blocks than its size (GNU tar's test).
+        let regions = match file.regions(size) {
+            Ok(r) if r.len() != 1 || r[0] != (0..size) => Some(r),
+            Ok(_) => None,
             Err(e) => {
-                self.fail(&Error::io(path, e));
+                self.fail(&e);
                 return Ok(None);
             }
         };
-        let st = Stat::of(&before);
-        let size = st.size;
-        // Where the data lies, for a file with fewer blocks than its size (GNU tar's test).
-        let mut regions = None;
-        if st.has_holes() {
-            match file.data_regions(size) {
-                Ok(r) if r.iter().map(|r| r.end - r.start).sum::<u64>() < size => {
-                    regions = Some(r);
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    self.fail(&e);
-                    return Ok(None);
-                }
-            }
-        }
         let name = self.member_name(path, false);
         let xattrs = self.xattrs_of(path);
         let stored = self.headers(&name, Kind::File, b"", &st, &xattrs, regions.as_deref())?;
@@ -515,7 +487,8 @@ impl Job<'_> {
         #[cfg(any(test, debug_assertions))]
         super::fault_point(path);
 
-        // Content: each data region in turn (the whole file when not sparse).
+        // Content: each data region in turn (the whole file when not sparse), straight
+        // into the archive's buffer.
         let whole = std::iter::once(0..size).collect::<Vec<_>>();
         let mut missing = 0u64;
         let mut read_error = None;
@@ -558,13 +531,12 @@ impl Job<'_> {
             self.fail(&e);
             return Ok(Some((name, st)));
         }
-        let after = file.metadata().ok();
         let changed = if missing > 0 {
             let s = if missing == 1 { "" } else { "s" };
             Some(format!(
                 "File shrank by {missing} byte{s}; padding with zeros"
             ))
-        } else if after.is_none_or(|a| Stat::of(&a).changed_from(&st)) {
+        } else if !file.unchanged(size) {
             Some("file changed as we read it".to_string())
         } else {
             None
@@ -582,18 +554,22 @@ impl Job<'_> {
 /// A file being archived: read through the reader in plan order, or opened on its own (a
 /// second name of a file whose first name failed).
 trait Source: Read {
-    fn metadata(&self) -> io::Result<std::fs::Metadata>;
-    fn data_regions(&mut self, size: u64) -> Result<Vec<Range<u64>>, Error>;
+    /// Its metadata when opened.
+    fn opened(&self) -> &std::fs::Metadata;
+    /// The ranges to read for its `size` bytes (its data regions when it has holes).
+    fn regions(&mut self, size: u64) -> Result<Vec<Range<u64>>, Error>;
     fn position(&self) -> u64;
     fn seek_to(&mut self, offset: u64) -> Result<(), Error>;
+    /// Whether it is unchanged, `content` bytes having been stored as its content.
+    fn unchanged(&self, content: u64) -> bool;
 }
 
 impl Source for FileReader {
-    fn metadata(&self) -> io::Result<std::fs::Metadata> {
-        FileReader::metadata(self)
+    fn opened(&self) -> &std::fs::Metadata {
+        FileReader::opened(self)
     }
-    fn data_regions(&mut self, size: u64) -> Result<Vec<Range<u64>>, Error> {
-        FileReader::data_regions(self, size)
+    fn regions(&mut self, size: u64) -> Result<Vec<Range<u64>>, Error> {
+        FileReader::regions(self, size)
     }
     fn position(&self) -> u64 {
         FileReader::position(self)
@@ -601,11 +577,15 @@ impl Source for FileReader {
     fn seek_to(&mut self, offset: u64) -> Result<(), Error> {
         FileReader::seek_to(self, offset)
     }
+    fn unchanged(&self, content: u64) -> bool {
+        self.check_unchanged(content).is_ok()
+    }
 }
 
 /// A file opened by name, outside the reader's sweep.
 struct LooseFile {
     file: std::fs::File,
+    opened: std::fs::Metadata,
     path: PathBuf,
     pos: u64,
 }
@@ -614,14 +594,15 @@ impl LooseFile {
     /// Opens `path`, which must still be the file `id`.
     fn open(path: &Path, id: FileId) -> Result<LooseFile, Error> {
         let file = os::open_to_read(path).map_err(|e| Error::io(path, e))?;
-        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-        let now = os::file_id(path, Some(&file), &meta).map_err(|e| Error::io(path, e))?;
+        let opened = file.metadata().map_err(|e| Error::io(path, e))?;
+        let now = os::file_id(path, Some(&file), &opened).map_err(|e| Error::io(path, e))?;
         if now != id {
             let e = io::Error::other("file changed as we read it (another file by that name)");
             return Err(Error::io(path, e));
         }
         Ok(LooseFile {
             file,
+            opened,
             path: path.to_path_buf(),
             pos: 0,
         })
@@ -637,17 +618,19 @@ impl Read for LooseFile {
 }
 
 impl Source for LooseFile {
-    fn metadata(&self) -> io::Result<std::fs::Metadata> {
-        self.file.metadata()
+    fn opened(&self) -> &std::fs::Metadata {
+        &self.opened
     }
-    fn data_regions(&mut self, size: u64) -> Result<Vec<Range<u64>>, Error> {
-        let regions = os::data_regions(&self.file, size);
-        // The probes moved the offset: put it back.
-        let pos = self.pos;
-        let back = self.seek_to(pos);
-        let regions = regions.map_err(|e| Error::io(&*self.path, e))?;
-        back?;
-        Ok(regions)
+    fn regions(&mut self, size: u64) -> Result<Vec<Range<u64>>, Error> {
+        let opened = self.opened.clone();
+        read::sparse_regions(&opened, size, |size| {
+            let regions = os::data_regions(&self.file, size);
+            // The probes moved the offset: put it back.
+            let back = self.seek_to(self.pos);
+            let regions = regions.map_err(|e| Error::io(&*self.path, e))?;
+            back?;
+            Ok(regions)
+        })
     }
     fn position(&self) -> u64 {
         self.pos
@@ -659,6 +642,11 @@ impl Source for LooseFile {
             .map_err(|e| Error::io(&*self.path, e))?;
         self.pos = offset;
         Ok(())
+    }
+    fn unchanged(&self, content: u64) -> bool {
+        self.file.metadata().is_ok_and(|now| {
+            content == self.opened.len() && read::changed_between(&self.opened, &now).is_none()
+        })
     }
 }
 

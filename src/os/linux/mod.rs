@@ -19,8 +19,8 @@ use crate::fs_kind::FsKind;
 use crate::placement::{LocateError, Placement, Strategy};
 
 pub(crate) use super::unix::{
-    await_prefetch, dir_entry_ino, file_id, open_file_limit, raise_open_file_limit,
-    sync_filesystems,
+    allocated_bytes, await_prefetch, change_time, dir_entry_ino, file_id, open_file_limit,
+    raise_open_file_limit, sync_filesystems,
 };
 pub(crate) use dirahead::{BlockDevice, open_block_device, read_dir_ahead};
 pub(crate) use hints::{drop_cache, prefetch};

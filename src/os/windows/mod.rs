@@ -202,3 +202,14 @@ pub(crate) fn open_file_limit() -> usize {
 /// No system-wide flush is needed before dropping caches: seekless does not drop the
 /// Windows cache, so there is nothing to do.
 pub(crate) fn sync_filesystems() {}
+
+/// No status-change time here (Windows' change time is not in the standard library's
+/// metadata): changes are noticed by size and modification time.
+pub(crate) fn change_time(_meta: &Metadata) -> Option<(i64, i64)> {
+    None
+}
+
+/// Allocated bytes are not in the standard library's metadata here: unknown.
+pub(crate) fn allocated_bytes(_meta: &Metadata) -> Option<u64> {
+    None
+}
