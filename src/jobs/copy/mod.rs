@@ -45,8 +45,11 @@ mod content;
 mod decide;
 mod delete;
 mod nodes;
+mod roots;
 mod target;
 mod verify;
+
+pub use roots::{ResolveError, resolve_roots};
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self};
