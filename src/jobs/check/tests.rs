@@ -100,8 +100,10 @@ fn an_improperly_formatted_line_fails_the_check_only_with_strict() {
         "--status silences counts"
     );
 
-    let mut strict = CheckOptions::default();
-    strict.strict = true;
+    let strict = CheckOptions {
+        strict: true,
+        ..CheckOptions::default()
+    };
     let (outcome, _, _) = run(&[m], b"", &strict);
     assert!(!outcome.passed);
     assert_eq!(
@@ -214,8 +216,10 @@ fn a_manifest_without_a_proper_line_fails_and_says_so_even_with_status() {
     assert_eq!(outcome.warnings(true), said);
 
     // The same line fits MD5.
-    let mut md5 = CheckOptions::default();
-    md5.algo = Algorithm::Md5;
+    let md5 = CheckOptions {
+        algo: Algorithm::Md5,
+        ..CheckOptions::default()
+    };
     let (outcome, events, _) = run(&[m], b"", &md5);
     assert_eq!(
         events.verdicts,
