@@ -437,7 +437,11 @@ fn per(a: f64, b: f64) -> f64 {
 
 /// Where a trace goes, the files' positions known from the reference plan, and the
 /// read's start.
-type Tracing<'a> = (&'a Mutex<Vec<(f64, u64)>>, &'a HashMap<FileId, u64>, Instant);
+type Tracing<'a> = (
+    &'a Mutex<Vec<(f64, u64)>>,
+    &'a HashMap<FileId, u64>,
+    Instant,
+);
 
 /// A contender's read as a [`Job`]: each file read to its end and dropped, its disk
 /// position and the time it was handed out traced if asked.

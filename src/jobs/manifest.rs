@@ -21,7 +21,7 @@ use std::ffi::OsStr;
 use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 
-use crate::jobs::hash::Algorithm;
+use crate::jobs::digest::Algorithm;
 use crate::path_bytes::path_from_bytes;
 
 /// Formats one manifest line (without the trailing newline) from raw path bytes.
@@ -54,6 +54,7 @@ pub fn name_in_manifest(path: &[u8]) -> &[u8] {
 
 /// What checking one listed file concluded, as `sha256sum -c` words it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Verdict {
     /// The digest matched: `OK`.
     Ok,
@@ -113,6 +114,7 @@ fn push_name(out: &mut Vec<u8>, name: &[u8], escape: bool) {
 
 /// One parsed manifest line.
 #[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ManifestEntry {
     /// The expected digest, lower-case hex.
     pub hex: String,
@@ -124,6 +126,23 @@ pub struct ManifestEntry {
 }
 
 impl ManifestEntry {
+    /// A line expecting `hex` (lower-case) for `path`, tagged with `tag` if BSD style.
+    ///
+    /// ```
+    /// use seekless::jobs::digest::Algorithm;
+    /// use seekless::jobs::manifest::{ManifestEntry, parse_line};
+    ///
+    /// let want = ManifestEntry::new("900150983cd24fb0d6963f7d28e17f72", "a", Some(Algorithm::Md5));
+    /// assert_eq!(parse_line(b"MD5 (a) = 900150983CD24FB0D6963F7D28E17F72"), Some(want));
+    /// ```
+    pub fn new(hex: impl Into<String>, path: impl Into<PathBuf>, tag: Option<Algorithm>) -> Self {
+        Self {
+            hex: hex.into(),
+            path: path.into(),
+            tag,
+        }
+    }
+
     /// Whether the line can be checked with `algo`: its digest has `algo`'s length and
     /// its tag, if it has one, names `algo`. `sha256sum -c` counts other lines (an `MD5
     /// (f) = …` line, a 40-digit digest) as improperly formatted.
@@ -258,6 +277,7 @@ fn unescape(name: &[u8]) -> Option<Vec<u8>> {
 /// One manifest's counts while it is checked, and the warnings `sha256sum -c` closes
 /// with.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Tally {
     /// Properly formatted lines.
     pub listed: u64,
@@ -285,7 +305,8 @@ impl Tally {
     ///
     /// ```
     /// use seekless::jobs::manifest::Tally;
-    /// let t = Tally { listed: 3, malformed: 2, ok: 1, failed: 1, unreadable: 1 };
+    /// let mut t = Tally::default();
+    /// (t.listed, t.malformed, t.ok, t.failed, t.unreadable) = (3, 2, 1, 1, 1);
     /// assert_eq!(t.warnings(), [
     ///     "WARNING: 2 lines are improperly formatted",
     ///     "WARNING: 1 listed file could not be read",
@@ -383,7 +404,7 @@ fn digest_from_hex(hex: &[u8]) -> Option<[u8; 32]> {
 /// plan included).
 ///
 /// ```
-/// use seekless::jobs::hash::Algorithm;
+/// use seekless::jobs::digest::Algorithm;
 /// use seekless::jobs::manifest::{Checklist, Verdict};
 ///
 /// let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";

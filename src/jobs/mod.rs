@@ -2,7 +2,9 @@
 //! only parses and prints.
 
 pub mod bench;
+pub mod check;
 pub mod copy;
+pub mod digest;
 pub mod hash;
 pub mod index;
 pub mod manifest;

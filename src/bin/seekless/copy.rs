@@ -1,12 +1,14 @@
 //! `seekless copy`: `cp -a` read in physical order, atomic per file, incremental.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use seekless::PlannedFile;
-use seekless::jobs::copy::{CopyEvents, CopyOptions, CopyRoot, CopySummary, copy_with};
-use seekless::jobs::hash::Algorithm;
+use seekless::jobs::copy::{
+    CopyEvents, CopyOptions, CopySummary, ResolveError, copy_with, resolve_roots,
+};
+use seekless::jobs::digest::Algorithm;
 use seekless::jobs::manifest::format_line;
 
 use crate::exit::Code;
@@ -102,7 +104,12 @@ pub fn run(mut args: Args) -> Result<Code> {
     }
     let dest = args.input.paths.pop().expect("checked");
     let sources = args.input.paths()?;
-    let roots = resolve(&sources, &dest)?;
+    let roots = resolve_roots(&sources, &dest).map_err(|e| match e {
+        // Could not look at a source: exit 1, as for any failure.
+        ResolveError::Source { .. } => anyhow::Error::from(e),
+        // The rest is what was asked: exit 2.
+        _ => UsageError(e.to_string()).into(),
+    })?;
     let plan_opts = args.input.plan_options()?;
 
     let mut opts = CopyOptions::default();
@@ -150,78 +157,6 @@ pub fn run(mut args: Args) -> Result<Code> {
         print_counts(&summary);
     }
     Ok(Code::from_errors(console.errors()))
-}
-
-/// Where each SOURCE goes: a directory to DEST/NAME (its contents to DEST with a trailing
-/// slash), the same on every run, so a second run resumes the first; a file to DEST/NAME
-/// when DEST is a directory, else to DEST.
-fn resolve(sources: &[PathBuf], dest: &Path) -> Result<Vec<CopyRoot>> {
-    let dest_meta = std::fs::metadata(dest).ok();
-    if sources.len() > 1 && dest_meta.as_ref().is_some_and(|m| !m.is_dir()) {
-        return Err(UsageError(format!("target '{}' is not a directory", dest.display())).into());
-    }
-    let dest_is_dir = dest_meta.as_ref().is_some_and(|m| m.is_dir())
-        || sources.len() > 1
-        || path_bytes(dest).ends_with(b"/");
-    let mut roots = Vec::new();
-    for source in sources {
-        let meta = std::fs::metadata(source)
-            .with_context(|| format!("cannot stat {}", source.display()))?;
-        let contents = path_bytes(source).ends_with(b"/");
-        let target = if meta.is_dir() && contents || !meta.is_dir() && !dest_is_dir {
-            dest.to_path_buf()
-        } else {
-            let name = std::path::absolute(source)?
-                .file_name()
-                .map(|n| n.to_os_string())
-                .unwrap_or_else(|| ".".into());
-            dest.join(name)
-        };
-        if meta.is_dir() && target.exists() && !target.is_dir() {
-            return Err(UsageError(format!(
-                "cannot overwrite non-directory '{}' with directory '{}'",
-                target.display(),
-                source.display()
-            ))
-            .into());
-        }
-        if meta.is_dir() && is_inside(&target, source) {
-            return Err(UsageError(format!(
-                "cannot copy a directory, '{}', into itself, '{}'",
-                source.display(),
-                target.display()
-            ))
-            .into());
-        }
-        roots.push(CopyRoot::new(source.clone(), target));
-    }
-    Ok(roots)
-}
-
-/// Whether `path` (which may not exist yet) is `dir` or inside it.
-fn is_inside(path: &Path, dir: &Path) -> bool {
-    let Ok(dir) = std::fs::canonicalize(dir) else {
-        return false;
-    };
-    // The deepest part of `path` that exists, made canonical, then the rest.
-    let mut existing = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut rest = Vec::new();
-    while !existing.exists() {
-        match (existing.file_name(), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name.to_os_string());
-                existing = parent.to_path_buf();
-            }
-            _ => break,
-        }
-    }
-    let Ok(mut full) = std::fs::canonicalize(&existing) else {
-        return false;
-    };
-    for name in rest.into_iter().rev() {
-        full.push(name);
-    }
-    full.starts_with(&dir)
 }
 
 fn print_counts(s: &CopySummary) {

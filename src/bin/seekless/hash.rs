@@ -1,21 +1,23 @@
 //! `seekless hash`: checksum manifests in the coreutils format, and `--check`.
 
-use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
-use seekless::jobs::hash::{Algorithm, CheckEvents, check_listed, hash_plan_until, hash_stream};
-use seekless::jobs::manifest::{Checklist, Verdict, format_line, format_verdict, name_in_manifest};
-use seekless::read::{ReadOptions, ReadStats};
-use seekless::{Plan, PlannedFile, Reporter};
+use seekless::jobs::check::{CheckEvents, CheckOptions, MalformedLine, check_manifests};
+use seekless::jobs::digest::Algorithm;
+use seekless::jobs::hash::hash_plan_until;
+use seekless::jobs::manifest::{Verdict, format_line, format_verdict, name_in_manifest};
+use seekless::read::ReadOptions;
+use seekless::{Plan, Reporter};
 
 use crate::exit::Code;
 use crate::inputs::{InputArgs, threads_parser};
 use crate::output::path_bytes;
+use crate::progress::read_events_through;
 use crate::progress::{Console, ReadProgress};
 
 #[derive(clap::Args, Debug)]
@@ -193,121 +195,60 @@ pub fn run(args: Args) -> Result<Code> {
     Ok(Code::from_errors(console.errors()))
 }
 
-/// `--check`: verify manifests, reading the listed files in physical order, with
-/// `sha256sum -c`'s verdicts, warnings and exit status (see `jobs::hash::check_listed`
-/// for the order verdicts come in; lines naming standard input come first).
+/// `--check`: `jobs::check::check_manifests` does the checking; this prints its verdicts
+/// and warnings, minding `--quiet`, `--status` and `-w`, and maps its outcome to the exit
+/// status.
 fn check(args: Args) -> Result<Code> {
     let manifests = args.input.paths()?;
-    let algo: Algorithm = args.algo.into();
     let console = Console::new(args.verbose);
-    let mut list = Checklist::new(algo);
-    // Per manifest: its name in messages, and whether it could be read to its end.
-    let mut read: Vec<(String, bool)> = Vec::new();
-    for m in &manifests {
-        let from_stdin = m.as_os_str() == "-";
-        let name = if from_stdin {
-            "standard input".to_string()
-        } else {
-            m.display().to_string()
-        };
-        let warn = args.warn && !args.status;
-        let malformed = |n: usize| {
-            if warn {
-                eprintln!(
-                    "seekless: {name}: {n}: improperly formatted {} checksum line",
-                    algo.name()
-                );
-            }
-        };
-        let added = if from_stdin {
-            list.add_manifest(io::stdin().lock(), true, malformed)
-        } else {
-            match File::open(m) {
-                Ok(f) => list.add_manifest(BufReader::new(f), false, malformed),
-                Err(e) => {
-                    // Still a manifest, with nothing in it: its tally lines up with `read`.
-                    list.start_manifest(false);
-                    Err(e)
-                }
-            }
-        };
-        let whole = match added {
-            Ok(()) => true,
-            Err(e) => {
-                console.error(&seekless::Error::io(&name, e));
-                false
-            }
-        };
-        read.push((name, whole));
-    }
-
+    let mut opts = CheckOptions::default();
+    opts.algo = args.algo.into();
+    opts.strict = args.strict;
+    opts.plan = args.input.plan_options()?;
+    opts.read = args.read.options();
+    opts.workers = args.read.workers();
     let mut events = CheckPrinter {
         out: BufWriter::with_capacity(1 << 16, io::stdout()),
         quiet: args.quiet,
         status: args.status,
+        warn: args.warn && !args.status,
         progress: ReadProgress::new(&console, args.summary),
     };
-    for i in 0..list.stdin_lines() {
-        let digest = hash_stream(io::stdin().lock(), algo)
-            .map_err(|e| console.error(&seekless::Error::io("-", e)))
-            .ok();
-        let verdict = list.judge_stdin(i, digest.as_deref());
-        events.verdict(Path::new("-"), verdict)?;
-    }
-    check_listed(
-        &mut list,
-        &args.input.plan_options()?,
-        &args.read.options(),
-        args.read.workers(),
+    let outcome = check_manifests(
+        &manifests,
+        &mut io::stdin().lock(),
+        &opts,
         &console,
         &mut events,
     )?;
     events.out.flush()?;
-
-    let mut passed = true;
-    for (tally, (name, whole)) in list.tallies().iter().zip(&read) {
-        if !whole {
-            passed = false;
-            continue;
-        }
-        if tally.listed == 0 {
-            eprintln!(
-                "seekless: {name}: no properly formatted {} checksum lines found",
-                algo.name()
-            );
-            passed = false;
-            continue;
-        }
-        if !args.status {
-            for warning in tally.warnings() {
-                eprintln!("seekless: {warning}");
-            }
-        }
-        passed &= tally.passed(args.strict);
+    for warning in outcome.warnings(args.status) {
+        eprintln!("seekless: {warning}");
     }
-    Ok(if passed { Code::Ok } else { Code::Failed })
+    Ok(if outcome.passed {
+        Code::Ok
+    } else {
+        Code::Failed
+    })
 }
 
 /// Prints verdict lines, minding `--quiet` (no OK lines) and `--status` (none at all),
-/// and shows each round's read.
+/// warns about improperly formatted lines with `-w`, and shows each round's read.
 struct CheckPrinter<'a> {
     out: BufWriter<io::Stdout>,
     quiet: bool,
     status: bool,
+    warn: bool,
     progress: ReadProgress<'a>,
 }
 
+read_events_through!(CheckPrinter, progress);
+
 impl CheckEvents for CheckPrinter<'_> {
-    fn reading(&mut self, plan: &Arc<Plan>) {
-        self.progress.start(plan);
-    }
-
-    fn file_done(&mut self, file: &PlannedFile, hashed: bool) {
-        self.progress.file(file.entry.size, hashed);
-    }
-
-    fn round_done(&mut self, _plan: &Plan, stats: &ReadStats, _took: std::time::Duration) {
-        self.progress.finish(stats);
+    fn malformed(&mut self, line: &MalformedLine<'_>) {
+        if self.warn {
+            eprintln!("seekless: {line}");
+        }
     }
 
     fn verdict(&mut self, path: &Path, verdict: Verdict) -> io::Result<()> {

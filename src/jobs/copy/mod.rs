@@ -45,8 +45,11 @@ mod content;
 mod decide;
 mod delete;
 mod nodes;
+mod roots;
 mod target;
 mod verify;
+
+pub use roots::{ResolveError, resolve_roots};
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self};
@@ -232,6 +235,9 @@ pub enum CopyError {
         /// Why.
         source: io::Error,
     },
+    /// A root would copy a directory to itself or into itself (see [`resolve_roots`]).
+    #[error(transparent)]
+    Roots(#[from] ResolveError),
 }
 
 /// Copies every root. Per-path problems go to `reporter` and are counted; the run goes on
@@ -255,6 +261,19 @@ pub fn copy_with(
 ) -> Result<CopySummary, CopyError> {
     let roots = follow_dest_links(roots);
     let roots = &roots[..];
+    // Roots made by hand get the protection `resolve_roots` gives: a directory copied into
+    // itself would copy what it is copying.
+    for root in roots {
+        if os::metadata(&root.source).is_ok_and(|m| m.is_dir())
+            && roots::is_inside(&root.dest, &root.source)
+        {
+            return Err(ResolveError::IntoItself {
+                dir: root.source.clone(),
+                target: root.dest.clone(),
+            }
+            .into());
+        }
+    }
     // The destination must be writable before anything is read.
     for root in roots {
         let dir = match os::metadata(&root.source) {
