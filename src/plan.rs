@@ -43,6 +43,7 @@ pub struct PlanOptions {
 /// The orders a plan can list its files in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Order {
     /// Per disk, by device offset: the order seekless reads in.
     Physical,

@@ -92,6 +92,7 @@ const BATCH_TIME: Duration = Duration::from_secs(1);
 
 /// Why the catalog cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CatalogError {
     /// Another `seekless index` is writing it.
     #[error("{}: the catalog is being written by another seekless index", .0.display())]

@@ -122,6 +122,7 @@ pub struct IndexSummary {
 
 /// Why a run could not happen at all (per-file problems are rows with an error instead).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum IndexError {
     /// The catalog cannot be used.
     #[error(transparent)]
