@@ -19,7 +19,7 @@ use crate::device::{Device, Devices};
 use crate::disk::{Disk, DiskIndex};
 use crate::error::Error;
 use crate::fs_kind::FsKind;
-use crate::locate::{Ladder, ladder};
+use crate::locate::{Demotion, Ladder, ladder};
 use crate::os;
 use crate::placement::{Placement, Strategy};
 use crate::report::Reporter;
@@ -109,7 +109,7 @@ pub struct FilesystemReport {
     /// The strategy it ended up with.
     pub strategy: Strategy,
     /// Why it was demoted down the ladder, if it was.
-    pub demotions: Vec<String>,
+    pub demotions: Vec<Demotion>,
     /// The disk it is on.
     pub disk: DiskIndex,
     /// Files planned on it.

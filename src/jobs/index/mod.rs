@@ -480,12 +480,9 @@ pub fn index_with(
         let writer = match writer {
             Ok(w) => w,
             Err(e) => {
-                return Err(CatalogError::Io {
+                return Err(CatalogError::WriterThread {
                     path: opts.db.clone(),
-                    message: format!(
-                        "cannot start the catalog's writer thread: {}",
-                        crate::error::describe_io(&e)
-                    ),
+                    source: e,
                 });
             }
         };
