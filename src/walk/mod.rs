@@ -39,7 +39,7 @@ use crate::filter::Filter;
 use crate::report::Reporter;
 
 pub use list::read_path_list;
-use order::given_order;
+use order::{files_per_input, given_order};
 use walker::{Findings, Walker};
 
 /// One regular file found by the walk: only what later stages need.
@@ -57,6 +57,31 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// A file found by other means than [`walk`] (a caller's own index, a list with sizes),
+    /// to plan with [`Plan::from_located`](crate::Plan::from_located): `size` and
+    /// `modified` are what the reader compares with the file when it reads it, to tell
+    /// whether it changed since.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use seekless::{Entry, FileId};
+    /// let entry = Entry::new(Path::new("photos/1.jpg"), FileId::new(2049, 131), 4096, None);
+    /// assert_eq!(entry.size, 4096);
+    /// ```
+    pub fn new(
+        path: impl Into<Box<Path>>,
+        id: FileId,
+        size: u64,
+        modified: Option<SystemTime>,
+    ) -> Self {
+        Self {
+            path: path.into(),
+            id,
+            size,
+            modified,
+        }
+    }
+
     pub(crate) fn from_metadata(path: Box<Path>, id: FileId, meta: &Metadata) -> Self {
         Self {
             path,
@@ -89,6 +114,10 @@ pub struct Walked<T> {
     pub others: Vec<Other>,
     /// Counts.
     pub stats: WalkStats,
+    /// How many of `files` came from each input, in input order, when counted
+    /// ([`walk_on`]'s `count_per_input`): given order takes the inputs one after another,
+    /// so input i's files follow those of the inputs before it.
+    pub(crate) per_input: Option<Vec<u32>>,
 }
 
 /// How to walk.
@@ -175,24 +204,27 @@ where
     T: Send,
     V: Fn(Entry, &File) -> Result<T, Error> + Sync,
 {
-    walk_on(inputs, opts, reporter, visit, &Devices::default())
+    let inputs = inputs.iter().map(PathBuf::as_path);
+    walk_on(inputs, opts, reporter, visit, &Devices::default(), false)
 }
 
-/// [`walk`] with the device registry the caller shares with later stages.
-pub(crate) fn walk_on<T, V, P>(
-    inputs: &[P],
+/// [`walk`] with the device registry the caller shares with later stages, counting the
+/// files found under each input if asked ([`Walked::per_input`]; 4 bytes per input and
+/// per directory while counting, nothing otherwise).
+pub(crate) fn walk_on<'p, T, V>(
+    inputs: impl IntoIterator<Item = &'p Path>,
     opts: &WalkOptions,
     reporter: &dyn Reporter,
     visit: &V,
     devices: &Devices,
+    count_per_input: bool,
 ) -> Walked<T>
 where
     T: Send,
     V: Fn(Entry, &File) -> Result<T, Error> + Sync,
-    P: AsRef<Path>,
 {
     let walker = Walker::new(opts, reporter, visit, devices);
-    walker.inputs(inputs.iter().map(AsRef::as_ref));
+    let input_count = walker.inputs(inputs);
     pool::run(opts.threads, || walker.work());
     let Findings {
         found,
@@ -200,10 +232,12 @@ where
         nodes,
         stats,
     } = walker.into_findings();
+    let per_input = count_per_input.then(|| files_per_input(&nodes, &found, input_count));
     Walked {
         files: given_order(&nodes, found),
         others: given_order(&nodes, others),
         stats,
+        per_input,
     }
 }
 

@@ -84,6 +84,37 @@ pub(super) fn given_order<T>(nodes: &[DirNode], mut found: Vec<(Position, T)>) -
     found.into_iter().map(|(_, item)| item).collect()
 }
 
+/// How many of the items `found` came from each of `inputs` inputs, found directly or
+/// under a directory given as that input. In given order the inputs come one after
+/// another, so these counts cut the ordered items into each input's run.
+pub(super) fn files_per_input<T>(
+    nodes: &[DirNode],
+    found: &[(Position, T)],
+    inputs: usize,
+) -> Vec<u32> {
+    // The input each directory is under. A directory's node is made while its parent is
+    // read (or, for an input, before anything is), so parents come first.
+    let mut input_of = vec![0u32; nodes.len()];
+    for d in 1..nodes.len() {
+        let n = &nodes[d];
+        input_of[d] = if n.parent == INPUTS {
+            n.pos
+        } else {
+            input_of[n.parent as usize]
+        };
+    }
+    let mut counts = vec![0u32; inputs];
+    for (at, _) in found {
+        let input = if at.dir == INPUTS {
+            at.pos
+        } else {
+            input_of[at.dir as usize]
+        };
+        counts[input as usize] += 1;
+    }
+    counts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +136,23 @@ mod tests {
             given_order(&nodes, found),
             vec!["d1/first", "d1/sub/x", "d1/after", "input1"]
         );
+    }
+
+    #[test]
+    fn items_are_counted_under_the_input_they_were_found_through() {
+        let nodes = vec![
+            DirNode { parent: 0, pos: 0 },
+            DirNode { parent: 0, pos: 1 }, // input 1 is dir 1
+            DirNode { parent: 1, pos: 3 }, // dir 2 is in dir 1
+            DirNode { parent: 0, pos: 3 }, // input 3 is dir 3
+        ];
+        let found = [
+            (Position { dir: 2, pos: 0 }, ()),
+            (Position { dir: 0, pos: 0 }, ()),
+            (Position { dir: 1, pos: 0 }, ()),
+            (Position { dir: 3, pos: 7 }, ()),
+        ];
+        // Input 2 found nothing (an error, or a directory already walked).
+        assert_eq!(files_per_input(&nodes, &found, 4), [1, 2, 0, 1]);
     }
 }

@@ -107,15 +107,19 @@ where
     }
 
     /// Takes the inputs, on this thread: files are visited directly, directories queued.
-    pub(super) fn inputs<'p>(&self, inputs: impl IntoIterator<Item = &'p Path>) {
+    /// Returns how many there were.
+    pub(super) fn inputs<'p>(&self, inputs: impl IntoIterator<Item = &'p Path>) -> usize {
         let mut out = Collector::new(&self.found);
+        let mut count = 0;
         for (i, input) in inputs.into_iter().enumerate() {
             let at = Position {
                 dir: INPUTS,
                 pos: i as u32,
             };
             self.input(input, at, &mut out);
+            count = i + 1;
         }
+        count
     }
 
     /// A worker: read directories and open files until none are left and nobody can add
