@@ -15,7 +15,7 @@ use super::thumb::Visual;
 /// The schema's version (`PRAGMA user_version`). Version 2 stores paths absolute; a
 /// version-1 catalog is upgraded in place, in one transaction, when opened (see
 /// `upgrade_v1`). Version 3 adds `images.phash` and the `thumbs` table (see
-/// [`UPGRADE_V2`]), also in place.
+/// `UPGRADE_V2`), also in place.
 pub const SCHEMA_VERSION: i64 = 3;
 
 /// `PRAGMA application_id` of a seekless catalog ("SKLS"): what tells a catalog from any
