@@ -80,6 +80,7 @@ pub use error::{Change, Error, ErrorKind};
 pub use file_id::FileId;
 pub use filter::Filter;
 pub use fs_kind::FsKind;
+pub use locate::Demotion;
 pub use path_bytes::{path_from_bytes, path_to_bytes};
 pub use placement::{Extent, ExtentFlags, Placement, Strategy};
 pub use plan::{FilesystemReport, Order, Plan, PlanOptions, PlannedFile, Summary, Sweep};

@@ -8,10 +8,13 @@
 //! privileges) and demoted on the first "unsupported" answer. The strategy each
 //! filesystem ended up with is reported in the plan's summary.
 
+use std::fmt;
 use std::fs::File;
 use std::io;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
 
 use crate::fs_kind::FsKind;
 use crate::os;
@@ -52,13 +55,50 @@ pub(crate) fn ladder(
     }
 }
 
+/// Why a filesystem's strategy was given up for the next one on its ladder
+/// ([`FilesystemReport::demotions`](crate::FilesystemReport::demotions)). Printed (and
+/// serialized) as one line: `fiemap unsupported (Operation not supported), using inode`.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Demotion {
+    /// The filesystem (or this process) cannot use `from` at all: the operating system
+    /// answered `error` for the first file tried with it; `to` is used from then on.
+    #[non_exhaustive]
+    Unsupported {
+        /// The strategy given up.
+        from: Strategy,
+        /// The strategy used instead.
+        to: Strategy,
+        /// What the operating system said (shared: a report is cloned whole).
+        error: Arc<io::Error>,
+    },
+}
+
+impl fmt::Display for Demotion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Demotion::Unsupported { from, to, error } => write!(
+                f,
+                "{from} unsupported ({}), using {to}",
+                crate::error::describe_io(error)
+            ),
+        }
+    }
+}
+
+impl Serialize for Demotion {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// A per-filesystem strategy that is demoted when the filesystem says "unsupported".
 #[derive(Debug)]
 pub(crate) struct Ladder {
     rungs: Vec<Strategy>,
     current: AtomicUsize,
     /// Why the ladder was demoted, for the report.
-    demotions: Mutex<Vec<String>>,
+    demotions: Mutex<Vec<Demotion>>,
 }
 
 impl Ladder {
@@ -81,7 +121,7 @@ impl Ladder {
     }
 
     /// Why the ladder was demoted, once done with it.
-    pub(crate) fn into_demotions(self) -> Vec<String> {
+    pub(crate) fn into_demotions(self) -> Vec<Demotion> {
         into_inner(self.demotions)
     }
 
@@ -114,12 +154,11 @@ impl Ladder {
                         .compare_exchange(at, at + 1, Ordering::AcqRel, Ordering::Acquire)
                         .is_ok();
                     if demoted {
-                        lock(&self.demotions).push(format!(
-                            "{} unsupported ({}), using {}",
-                            strategy,
-                            crate::error::describe_io(&e),
-                            self.rungs[at + 1]
-                        ));
+                        lock(&self.demotions).push(Demotion::Unsupported {
+                            from: strategy,
+                            to: self.rungs[at + 1],
+                            error: Arc::new(e),
+                        });
                     }
                 }
             }
@@ -219,6 +258,19 @@ mod tests {
                 assert_eq!(ladder(kind, offered, Some(Inode), privileged), vec![Inode]);
             }
         }
+    }
+
+    #[test]
+    fn a_demotion_reads_as_one_line_naming_both_strategies_and_the_os_answer() {
+        let d = Demotion::Unsupported {
+            from: Fiemap,
+            to: Inode,
+            error: Arc::new(io::Error::new(io::ErrorKind::Unsupported, "no extent map")),
+        };
+        let line = "fiemap unsupported (no extent map), using inode";
+        assert_eq!(d.to_string(), line);
+        // Serialized (`bench --json`) as the same line, as when it was a string.
+        assert_eq!(serde_json::to_value(&d).unwrap(), line);
     }
 
     #[test]

@@ -10,6 +10,7 @@ use serde::Serialize;
 /// How a file's position was determined.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Strategy {
     /// Linux `FS_IOC_FIEMAP`: extents with physical byte offsets.
     Fiemap,

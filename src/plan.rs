@@ -19,7 +19,7 @@ use crate::device::{Device, Devices};
 use crate::disk::{Disk, DiskIndex};
 use crate::error::Error;
 use crate::fs_kind::FsKind;
-use crate::locate::{Ladder, ladder};
+use crate::locate::{Demotion, Ladder, ladder};
 use crate::os;
 use crate::placement::{Placement, Strategy};
 use crate::report::Reporter;
@@ -43,6 +43,7 @@ pub struct PlanOptions {
 /// The orders a plan can list its files in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Order {
     /// Per disk, by device offset: the order seekless reads in.
     Physical,
@@ -72,6 +73,20 @@ pub struct PlannedFile {
 }
 
 impl PlannedFile {
+    /// A file located by the caller, for [`Plan::from_located`]: on disk `disk` (an index
+    /// into the plan's disks) and filesystem `filesystem` (an index into its filesystems).
+    /// [`base`](Self::base) starts at 0; set it when the filesystem is a partition that
+    /// starts further into the disk.
+    pub fn new(entry: Entry, placement: Placement, disk: DiskIndex, filesystem: u32) -> Self {
+        Self {
+            entry,
+            placement,
+            disk,
+            filesystem,
+            base: 0,
+        }
+    }
+
     /// The position on the whole disk to sort by, if known.
     pub fn disk_offset(&self) -> Option<u64> {
         self.placement
@@ -108,11 +123,30 @@ pub struct FilesystemReport {
     /// The strategy it ended up with.
     pub strategy: Strategy,
     /// Why it was demoted down the ladder, if it was.
-    pub demotions: Vec<String>,
+    pub demotions: Vec<Demotion>,
     /// The disk it is on.
     pub disk: DiskIndex,
     /// Files planned on it.
     pub files: u64,
+}
+
+impl FilesystemReport {
+    /// A filesystem as the caller knows it, for [`Plan::from_located`]: device `dev`, of
+    /// `kind`, on disk `disk`, its files located with `strategy` (its whole
+    /// [`ladder`](Self::ladder)), no demotions, no prefetch cap; [`files`](Self::files) is
+    /// counted by the plan.
+    pub fn new(dev: u64, kind: FsKind, strategy: Strategy, disk: DiskIndex) -> Self {
+        Self {
+            dev,
+            kind,
+            ladder: vec![strategy],
+            max_prefetch: None,
+            strategy,
+            demotions: Vec::new(),
+            disk,
+            files: 0,
+        }
+    }
 }
 
 /// Counts and times of a plan.
@@ -160,6 +194,72 @@ pub struct Plan {
     filesystems: Vec<FilesystemReport>,
     sweeps: Vec<Sweep>,
     summary: Summary,
+    /// The caller's tags, when it gave its inputs some ([`Plan::build_tagged`]).
+    tags: Option<Box<Tags>>,
+}
+
+/// Which input each planned file and each alias came from, as the caller's tag. In given
+/// order the inputs come one after another (files found under a directory right after
+/// it), so a tag is kept once per run of files, not per file: 12 bytes per input that
+/// yielded a file, nothing per file.
+#[derive(Debug)]
+struct Tags {
+    files: Runs,
+    aliases: Runs,
+}
+
+/// Runs of consecutive items of one tag.
+#[derive(Debug, Default)]
+struct Runs {
+    /// Where each run starts, ascending; the first at 0.
+    start: Vec<u32>,
+    /// Each run's tag.
+    tag: Vec<u64>,
+}
+
+impl Runs {
+    /// The runs of inputs that yielded `counts[i]` items each, tagged `tag(i)`.
+    fn from_counts(counts: &[u32], tag: impl Fn(usize) -> u64) -> Runs {
+        let mut runs = Runs::default();
+        let mut at = 0u32;
+        for (i, &n) in counts.iter().enumerate() {
+            if n > 0 {
+                runs.start.push(at);
+                runs.tag.push(tag(i));
+                at += n;
+            }
+        }
+        runs
+    }
+
+    /// The tag of item `i` (which must exist).
+    fn get(&self, i: u32) -> Option<u64> {
+        let run = self.start.partition_point(|&s| s <= i);
+        run.checked_sub(1).map(|r| self.tag[r])
+    }
+
+    /// The runs of the items `kept` says were kept (one flag per item, in order),
+    /// numbered afresh.
+    fn keep(&self, kept: impl IntoIterator<Item = bool>) -> Runs {
+        let mut out = Runs::default();
+        let mut run = 0;
+        let mut last = None;
+        let mut n = 0u32;
+        for (i, keep) in kept.into_iter().enumerate() {
+            while run + 1 < self.start.len() && self.start[run + 1] as usize <= i {
+                run += 1;
+            }
+            if keep {
+                if last != Some(run) {
+                    out.start.push(n);
+                    out.tag.push(self.tag[run]);
+                    last = Some(run);
+                }
+                n += 1;
+            }
+        }
+        out
+    }
 }
 
 /// A filesystem while its files are being located.
@@ -190,6 +290,52 @@ impl Plan {
     /// ```
     pub fn build<P: AsRef<Path>>(
         inputs: &[P],
+        opts: &PlanOptions,
+        reporter: &dyn Reporter,
+    ) -> Plan {
+        Plan::build_from(inputs.iter().map(AsRef::as_ref), None, opts, reporter)
+    }
+
+    /// [`build`](Self::build) with a tag of the caller's on each input (a row id, an
+    /// index into its own list), which [`tag`](Self::tag) gives back for each planned
+    /// file: a file found under a directory gets that directory's tag, a file reached
+    /// through several inputs the tag of the first (the others' are on its
+    /// [`aliases`](Self::aliases), [`alias_tag`](Self::alias_tag)).
+    ///
+    /// Costs 12 bytes per input that yielded a file, and nothing per file: a tag is kept
+    /// per run of files of one input (given order takes the inputs one after another).
+    ///
+    /// ```
+    /// use seekless::{Order, Plan, PlanOptions, Quiet};
+    /// let dir = tempfile::tempdir()?;
+    /// std::fs::create_dir(dir.path().join("album"))?;
+    /// std::fs::write(dir.path().join("album/1.jpg"), b"one")?;
+    /// std::fs::write(dir.path().join("album/2.jpg"), b"two")?;
+    /// std::fs::write(dir.path().join("cover.jpg"), b"cover")?;
+    /// // The caller's rows: the album is row 7, the cover row 8.
+    /// let inputs = [(dir.path().join("album"), 7), (dir.path().join("cover.jpg"), 8)];
+    /// let plan = Plan::build_tagged(&inputs, &PlanOptions::default(), &Quiet);
+    /// for i in plan.order(Order::Physical) {
+    ///     let file = &plan.files()[i as usize];
+    ///     println!("row {:?}: {}", plan.tag(i), file.entry.path.display());
+    /// }
+    /// let rows: Vec<_> = (0..plan.files().len() as u32).map(|i| plan.tag(i)).collect();
+    /// assert_eq!(rows, [Some(7), Some(7), Some(8)]); // files() is in given order
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn build_tagged<P: AsRef<Path>>(
+        inputs: &[(P, u64)],
+        opts: &PlanOptions,
+        reporter: &dyn Reporter,
+    ) -> Plan {
+        let paths = inputs.iter().map(|(p, _)| p.as_ref());
+        Plan::build_from(paths, Some(&|i| inputs[i].1), opts, reporter)
+    }
+
+    /// [`build`](Self::build), tagging each input `tag(i)` when asked.
+    fn build_from<'p>(
+        inputs: impl IntoIterator<Item = &'p Path>,
+        tag: Option<&dyn Fn(usize) -> u64>,
         opts: &PlanOptions,
         reporter: &dyn Reporter,
     ) -> Plan {
@@ -256,7 +402,8 @@ impl Plan {
             files,
             others,
             stats: walk_stats,
-        } = walk::walk_on(inputs, &opts.walk, reporter, &visit, devices);
+            per_input,
+        } = walk::walk_on(inputs, &opts.walk, reporter, &visit, devices, tag.is_some());
         let walk_time = started.elapsed();
 
         let mut fs_list: Vec<FsState> = into_inner_rw(filesystems)
@@ -277,7 +424,10 @@ impl Plan {
                 files: 0,
             })
             .collect();
-        let mut plan = Plan::from_located(files, filesystems, devices.disks(), reporter);
+        let runs = tag
+            .zip(per_input)
+            .map(|(tag, counts)| Runs::from_counts(&counts, tag));
+        let mut plan = Plan::located(files, runs, filesystems, devices.disks(), reporter);
         plan.others = others;
         plan.summary.walk_time = walk_time;
         plan.summary.locate_time = Duration::from_nanos(locate_nanos.into_inner());
@@ -287,21 +437,92 @@ impl Plan {
     }
 
     /// The pure step of planning: takes located files in given order (what the walk and
-    /// the locate stage found), the filesystems and disks they are on, and orders them.
-    /// Drops second sightings of a file (telling `reporter`), sorts each disk's files by
-    /// disk offset with the unlocated ones after them by inode (or as given), and counts.
-    /// Walk statistics and times are left empty.
-    pub(crate) fn from_located(
+    /// the locate stage found, or what a caller found by its own means), the filesystems
+    /// and disks they are on, and orders them. Drops second sightings of a file (same
+    /// [`FileId`](crate::FileId); telling `reporter`, and keeping them as
+    /// [`aliases`](Self::aliases)), sorts each disk's files by disk offset with the
+    /// unlocated ones after them by inode (or as given), and counts. Walk statistics and
+    /// times are left empty.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use seekless::{
+    ///     Disk, Entry, Extent, ExtentFlags, FileId, FilesystemReport, FsKind, Order, Placement,
+    ///     Plan, PlannedFile, Quiet, Strategy,
+    /// };
+    /// // Placements a caller got elsewhere (its own extent maps, a previous run's catalog):
+    /// // 4 KiB files on one ext4 filesystem (device 2049) of disk 0.
+    /// let file = |path: &str, ino: u64, at: Option<u64>| {
+    ///     let entry = Entry::new(Path::new(path), FileId::new(2049, ino), 4096, None);
+    ///     let placement = match at {
+    ///         Some(at) => {
+    ///             let extent = Extent::new(0, at, 4096, ExtentFlags::LAST);
+    ///             Placement::from_extents(Strategy::Fiemap, &[extent], 4096)
+    ///         }
+    ///         None => Placement::unmapped(Strategy::Inode),
+    ///     };
+    ///     PlannedFile::new(entry, placement, 0, 0)
+    /// };
+    /// let files = vec![
+    ///     file("c.jpg", 30, Some(9 << 30)),
+    ///     file("unmapped.jpg", 12, None),
+    ///     file("a.jpg", 10, Some(1 << 20)),
+    ///     file("b.jpg", 20, Some(5 << 30)),
+    ///     file("link-to-a.jpg", 10, Some(1 << 20)), // a hard link: same FileId as a.jpg
+    /// ];
+    /// let filesystems = vec![FilesystemReport::new(2049, FsKind::Ext4, Strategy::Fiemap, 0)];
+    /// let plan = Plan::from_located(files, filesystems, vec![Disk::unknown("sda")], &Quiet);
+    ///
+    /// let order: Vec<_> = plan.iter(Order::Physical).map(|f| &*f.entry.path).collect();
+    /// // By offset on the disk, then the files without one by inode number.
+    /// assert_eq!(order, ["a.jpg", "b.jpg", "c.jpg", "unmapped.jpg"].map(Path::new));
+    /// assert_eq!(&*plan.aliases()[0].path, Path::new("link-to-a.jpg"));
+    /// assert_eq!(plan.summary().unlocated, 1);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If a file's [`disk`](PlannedFile::disk) or [`filesystem`](PlannedFile::filesystem)
+    /// is not an index into `disks` or `filesystems`, or there are more than `u32::MAX`
+    /// files.
+    pub fn from_located(
+        files: Vec<PlannedFile>,
+        filesystems: Vec<FilesystemReport>,
+        disks: Vec<Disk>,
+        reporter: &dyn Reporter,
+    ) -> Plan {
+        assert!(
+            u32::try_from(files.len()).is_ok(),
+            "a plan holds at most u32::MAX files"
+        );
+        for f in &files {
+            assert!(
+                usize::from(f.disk) < disks.len() && (f.filesystem as usize) < filesystems.len(),
+                "{}: disk {} or filesystem {} not given ({} disks, {} filesystems)",
+                f.entry.path.display(),
+                f.disk,
+                f.filesystem,
+                disks.len(),
+                filesystems.len()
+            );
+        }
+        Plan::located(files, None, filesystems, disks, reporter)
+    }
+
+    /// [`from_located`](Self::from_located), the files' tags as `runs` when there are some.
+    fn located(
         mut files: Vec<PlannedFile>,
+        runs: Option<Runs>,
         filesystems: Vec<FilesystemReport>,
         disks: Vec<Disk>,
         reporter: &dyn Reporter,
     ) -> Plan {
         let sorting = Instant::now();
-        let aliases = dedup(&mut files, reporter);
+        let (aliases, tags) = dedup(&mut files, runs, reporter);
         let mut plan = Plan::ordered(files, filesystems, disks);
         plan.summary.duplicates = aliases.len() as u64;
         plan.aliases = aliases;
+        plan.tags = tags.map(Box::new);
         plan.summary.sort_time = sorting.elapsed();
         plan
     }
@@ -339,6 +560,7 @@ impl Plan {
             filesystems,
             sweeps,
             summary,
+            tags: None,
         }
     }
 
@@ -353,17 +575,30 @@ impl Plan {
             disks,
             filesystems,
             summary,
+            tags,
             ..
         } = self;
+        // Which files were kept, for renumbering the tags' runs (only when there are some).
+        let mut kept = tags.as_ref().map(|_| Vec::with_capacity(files.len()));
         let files: Vec<PlannedFile> = files
             .into_iter()
             .enumerate()
-            .filter(|(i, f)| keep(*i as u32, f))
+            .filter(|(i, f)| {
+                let k = keep(*i as u32, f);
+                if let Some(kept) = &mut kept {
+                    kept.push(k);
+                }
+                k
+            })
             .map(|(_, f)| f)
             .collect();
         let mut plan = Plan::ordered(files, filesystems, disks);
         plan.aliases = aliases;
         plan.others = others;
+        plan.tags = tags.zip(kept).map(|(mut tags, kept)| {
+            tags.files = tags.files.keep(kept);
+            tags
+        });
         let counts = std::mem::take(&mut plan.summary);
         plan.summary = Summary {
             files: counts.files,
@@ -385,6 +620,26 @@ impl Plan {
     /// planned file.
     pub fn aliases(&self) -> &[Entry] {
         &self.aliases
+    }
+
+    /// The tag the caller gave the input that planned file `file` (an index into
+    /// [`files`](Self::files)) came from, when the plan was built with
+    /// [`build_tagged`](Self::build_tagged); `None` otherwise, or past the last file.
+    pub fn tag(&self, file: u32) -> Option<u64> {
+        let tags = self.tags.as_deref()?;
+        ((file as usize) < self.files.len())
+            .then(|| tags.files.get(file))
+            .flatten()
+    }
+
+    /// The tag of the input that alias `alias` (an index into [`aliases`](Self::aliases))
+    /// came from, when the plan was built with [`build_tagged`](Self::build_tagged);
+    /// `None` otherwise, or past the last alias.
+    pub fn alias_tag(&self, alias: u32) -> Option<u64> {
+        let tags = self.tags.as_deref()?;
+        ((alias as usize) < self.aliases.len())
+            .then(|| tags.aliases.get(alias))
+            .flatten()
     }
 
     /// Directories, symlinks and special files, in given order, when the walk kept them
@@ -456,8 +711,13 @@ impl Plan {
 }
 
 /// Removes second and later sightings of the same file, keeping the earliest in given
-/// order, and tells `reporter` of each. Returns the sightings removed, in given order.
-fn dedup(files: &mut Vec<PlannedFile>, reporter: &dyn Reporter) -> Vec<Entry> {
+/// order, and tells `reporter` of each. Returns the sightings removed, in given order, and
+/// the tags of the files kept and of the sightings removed, given those of all (`runs`).
+fn dedup(
+    files: &mut Vec<PlannedFile>,
+    runs: Option<Runs>,
+    reporter: &dyn Reporter,
+) -> (Vec<Entry>, Option<Tags>) {
     let mut by_id: Vec<u32> = (0..files.len() as u32).collect();
     by_id.sort_unstable_by_key(|&i| (files[i as usize].entry.id, i));
     let mut drop = vec![false; files.len()];
@@ -477,6 +737,10 @@ fn dedup(files: &mut Vec<PlannedFile>, reporter: &dyn Reporter) -> Vec<Entry> {
             );
         }
     }
+    let tags = runs.map(|runs| Tags {
+        files: runs.keep(drop.iter().map(|d| !d)),
+        aliases: runs.keep(drop.iter().copied()),
+    });
     let mut aliases = Vec::with_capacity(removed);
     if removed > 0 {
         let mut i = 0;
@@ -489,7 +753,7 @@ fn dedup(files: &mut Vec<PlannedFile>, reporter: &dyn Reporter) -> Vec<Entry> {
             keep
         });
     }
-    aliases
+    (aliases, tags)
 }
 
 /// Groups files by disk and sorts each group: located files by disk offset, then the rest
@@ -711,4 +975,145 @@ pub(crate) mod tests {
     }
 
     use crate::sync::into_inner;
+
+    /// A path relative to the test's root, `/`-joined, and its tag.
+    type Tagged = (String, u64);
+
+    /// Each planned file's path relative to `root` (`/`-joined) with its tag, in given
+    /// order, and the same for the aliases.
+    fn tagged(plan: &Plan, root: &Path) -> (Vec<Tagged>, Vec<Tagged>) {
+        let rel = |p: &Path| {
+            let parts: Vec<_> = p
+                .strip_prefix(root)
+                .unwrap()
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            parts.join("/")
+        };
+        let files = (0..plan.files().len() as u32)
+            .map(|i| {
+                (
+                    rel(&plan.files()[i as usize].entry.path),
+                    plan.tag(i).unwrap(),
+                )
+            })
+            .collect();
+        let aliases = (0..plan.aliases().len() as u32)
+            .map(|i| {
+                (
+                    rel(&plan.aliases()[i as usize].path),
+                    plan.alias_tag(i).unwrap(),
+                )
+            })
+            .collect();
+        (files, aliases)
+    }
+
+    fn tree() -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("album/day")).unwrap();
+        for f in ["album/1.jpg", "album/day/2.jpg", "cover.jpg", "empty/.keep"] {
+            let p = t.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, f).unwrap();
+        }
+        t
+    }
+
+    fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn files_found_under_a_directory_input_get_that_inputs_tag() {
+        let t = tree();
+        let inputs = [
+            (t.path().join("missing"), 1),
+            (t.path().join("album"), 2),
+            (t.path().join("cover.jpg"), 3),
+            (t.path().join("empty"), 4),
+        ];
+        let plan = Plan::build_tagged(&inputs, &PlanOptions::default(), &crate::Quiet);
+        let (files, aliases) = tagged(&plan, t.path());
+        // Given order within the album is readdir order: compare as sets there.
+        assert_eq!(
+            sorted(files[..2].to_vec()),
+            [("album/1.jpg".into(), 2), ("album/day/2.jpg".into(), 2)]
+        );
+        assert_eq!(
+            files[2..],
+            [("cover.jpg".into(), 3), ("empty/.keep".into(), 4)]
+        );
+        assert!(aliases.is_empty());
+        assert_eq!(plan.tag(plan.files().len() as u32), None);
+    }
+
+    #[test]
+    fn a_file_named_twice_keeps_the_first_inputs_tag_and_the_second_is_on_its_alias() {
+        let t = tree();
+        // Named alone first, then again under its directory.
+        let inputs = [
+            (t.path().join("album/day/2.jpg"), 10),
+            (t.path().join("album"), 20),
+            (t.path().join("album/1.jpg"), 30),
+        ];
+        let plan = Plan::build_tagged(&inputs, &PlanOptions::default(), &crate::Quiet);
+        let (files, aliases) = tagged(&plan, t.path());
+        assert_eq!(
+            files,
+            [("album/day/2.jpg".into(), 10), ("album/1.jpg".into(), 20)]
+        );
+        assert_eq!(
+            sorted(aliases),
+            [("album/1.jpg".into(), 30), ("album/day/2.jpg".into(), 20)]
+        );
+    }
+
+    #[test]
+    fn tags_follow_the_files_a_plan_retains() {
+        let t = tree();
+        let inputs = [(t.path().join("album"), 1), (t.path().join("cover.jpg"), 2)];
+        let plan = Plan::build_tagged(&inputs, &PlanOptions::default(), &crate::Quiet);
+        let plan = plan.retain(|_, f| !f.entry.path.ends_with("1.jpg"));
+        let (files, _) = tagged(&plan, t.path());
+        assert_eq!(
+            files,
+            [("album/day/2.jpg".into(), 1), ("cover.jpg".into(), 2)]
+        );
+        let plan = plan.retain(|_, f| f.entry.path.ends_with("cover.jpg"));
+        assert_eq!(tagged(&plan, t.path()).0, [("cover.jpg".into(), 2)]);
+    }
+
+    #[test]
+    fn a_plan_built_without_tags_has_none() {
+        let t = tree();
+        let plan = Plan::build(&[t.path()], &PlanOptions::default(), &crate::Quiet);
+        assert_eq!(plan.files().len(), 4);
+        assert_eq!(plan.tag(0), None);
+    }
+
+    #[test]
+    fn runs_keep_one_tag_per_input_that_yielded_files() {
+        let runs = Runs::from_counts(&[2, 0, 1, 3], |i| 100 + i as u64);
+        assert_eq!(runs.start, [0, 2, 3]);
+        assert_eq!(
+            (0..6).map(|i| runs.get(i).unwrap()).collect::<Vec<_>>(),
+            [100, 100, 102, 103, 103, 103]
+        );
+        // Dropping the whole run of input 2 and one file of input 3.
+        let kept = runs.keep([true, false, false, true, false, true]);
+        assert_eq!(kept.start, [0, 1]);
+        assert_eq!(kept.tag, [100, 103]);
+    }
+
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    #[test]
+    fn planned_files_and_entries_keep_their_size() {
+        // Plans hold a million files within a budget (tests/it/scale.rs, bench/memory.sh):
+        // tags must not cost per file.
+        assert_eq!(std::mem::size_of::<PlannedFile>(), 136);
+        assert_eq!(std::mem::size_of::<Entry>(), 56);
+    }
 }

@@ -15,7 +15,7 @@ use super::thumb::Visual;
 /// The schema's version (`PRAGMA user_version`). Version 2 stores paths absolute; a
 /// version-1 catalog is upgraded in place, in one transaction, when opened (see
 /// `upgrade_v1`). Version 3 adds `images.phash` and the `thumbs` table (see
-/// [`UPGRADE_V2`]), also in place.
+/// `UPGRADE_V2`), also in place.
 pub const SCHEMA_VERSION: i64 = 3;
 
 /// `PRAGMA application_id` of a seekless catalog ("SKLS"): what tells a catalog from any
@@ -92,6 +92,7 @@ const BATCH_TIME: Duration = Duration::from_secs(1);
 
 /// Why the catalog cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CatalogError {
     /// Another `seekless index` is writing it.
     #[error("{}: the catalog is being written by another seekless index", .0.display())]
@@ -117,13 +118,58 @@ pub enum CatalogError {
         why: String,
     },
     /// It cannot be opened, created or written.
-    #[error("{}: {message}", .path.display())]
+    #[error("{}: {}", .path.display(), describe(&**.source))]
     Io {
         /// The catalog.
         path: PathBuf,
-        /// What went wrong.
-        message: String,
+        /// What went wrong: a [`rusqlite::Error`] or a [`std::io::Error`] (downcast to
+        /// tell which).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// It is an SQLite database without an application id that SQLite cannot read
+    /// (damaged, or locked in a way a reader cannot wait out): neither known to be a
+    /// seekless catalog nor known not to be one, so it is left exactly as it was.
+    #[error("{}: cannot tell whether it is a seekless catalog: {}", .path.display(), describe(&**.source))]
+    Unreadable {
+        /// The file given as the catalog.
+        path: PathBuf,
+        /// What SQLite said: a [`rusqlite::Error`].
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The thread that writes the catalog's rows could not be started (threads are
+    /// scarce: a pids or address-space limit); nothing was read.
+    #[error("{}: cannot start the catalog's writer thread: {}", .path.display(), crate::error::describe_io(.source))]
+    WriterThread {
+        /// The catalog.
+        path: PathBuf,
+        /// Why the thread could not be started.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl CatalogError {
+    /// An [`Io`](Self::Io) error of the catalog at `path`.
+    fn io(path: &Path, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        CatalogError::Io {
+            path: path.to_path_buf(),
+            source: source.into(),
+        }
+    }
+}
+
+/// An error under a [`CatalogError`] as one line: SQLite's own message without the SQL it
+/// was about, the operating system's description of an I/O error without "(os error N)".
+fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(e) = e.downcast_ref::<rusqlite::Error>() {
+        one_line(e)
+    } else if let Some(e) = e.downcast_ref::<std::io::Error>() {
+        crate::error::describe_io(e)
+    } else {
+        e.to_string()
+    }
 }
 
 /// What an earlier run recorded about a path.
@@ -225,10 +271,7 @@ impl WriterLock {
     /// fails at once if another `seekless index` holds it, or if the file is not a seekless
     /// catalog (then it is left exactly as it was).
     pub fn take(path: &Path) -> Result<WriterLock, CatalogError> {
-        let io = |e: &dyn std::fmt::Display| CatalogError::Io {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        };
+        let io = |e: std::io::Error| CatalogError::io(path, e);
         // Looked at before anything is created or locked: a file that is not ours is not
         // even given a lock file beside it (Windows).
         let found = inspect(path)?;
@@ -238,7 +281,7 @@ impl WriterLock {
             .create(true)
             .truncate(false)
             .open(lock_path(path))
-            .map_err(|e| io(&crate::error::describe_io(&e)))?;
+            .map_err(io)?;
         match file.try_lock() {
             Ok(()) => Ok(WriterLock {
                 path: path.to_path_buf(),
@@ -246,17 +289,14 @@ impl WriterLock {
                 found,
             }),
             Err(std::fs::TryLockError::WouldBlock) => Err(CatalogError::Busy(path.to_path_buf())),
-            Err(std::fs::TryLockError::Error(e)) => Err(io(&e)),
+            Err(std::fs::TryLockError::Error(e)) => Err(io(e)),
         }
     }
 
     /// Opens the database (creating, upgrading or marking its schema) and starts a scan.
     pub fn open(self) -> Result<Catalog, CatalogError> {
         let path = self.path.as_path();
-        let io = |e: rusqlite::Error| CatalogError::Io {
-            path: path.to_path_buf(),
-            message: one_line(&e),
-        };
+        let io = |e: rusqlite::Error| CatalogError::io(path, e);
         let mut conn = Connection::open(path).map_err(io)?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(io)?;
         // The schema is created, upgraded or marked in one transaction: a crash leaves the
@@ -320,10 +360,7 @@ fn inspect(path: &Path) -> Result<Found, CatalogError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Found::New),
         Err(e) => Err(e),
     }
-    .map_err(|e| CatalogError::Io {
-        path: path.to_path_buf(),
-        message: crate::error::describe_io(&e),
-    })?;
+    .map_err(|e| CatalogError::io(path, e))?;
     if header.is_empty() {
         return Ok(Found::New);
     }
@@ -355,12 +392,9 @@ fn inspect(path: &Path) -> Result<Found, CatalogError> {
     }
     // A database SQLite cannot read (damaged, or locked in a way a reader cannot wait out)
     // is neither known to be ours nor known not to be: an error, and it is left alone.
-    let unknown = |e: rusqlite::Error| CatalogError::Io {
+    let unknown = |e: rusqlite::Error| CatalogError::Unreadable {
         path: path.to_path_buf(),
-        message: format!(
-            "cannot tell whether it is a seekless catalog: {}",
-            one_line(&e)
-        ),
+        source: e.into(),
     };
     let conn = open_to_inspect(path).map_err(unknown)?;
     let contents = contents(&conn).map_err(unknown)?;
@@ -602,10 +636,7 @@ impl Catalog {
     }
 
     fn err(&self, e: rusqlite::Error) -> CatalogError {
-        CatalogError::Io {
-            path: self.path.clone(),
-            message: one_line(&e),
-        }
+        CatalogError::io(&self.path, e)
     }
 
     /// Every row, by path bytes.
@@ -647,10 +678,7 @@ impl Catalog {
         removed: &[i64],
     ) -> Result<(), CatalogError> {
         let path = self.path.clone();
-        let err = |e: rusqlite::Error| CatalogError::Io {
-            path: path.clone(),
-            message: one_line(&e),
-        };
+        let err = |e: rusqlite::Error| CatalogError::io(&path, e);
         let scan = self.scan;
         let tx = self.conn.transaction().map_err(err)?;
         {
@@ -693,10 +721,7 @@ impl Catalog {
         mut next: impl FnMut(Duration) -> Result<Row, RecvTimeoutError>,
     ) -> Result<(), CatalogError> {
         let path = self.path.clone();
-        let err = |e: rusqlite::Error| CatalogError::Io {
-            path: path.clone(),
-            message: one_line(&e),
-        };
+        let err = |e: rusqlite::Error| CatalogError::io(&path, e);
         let scan = self.scan;
         loop {
             // Nothing is uncommitted: wait as long as it takes.
@@ -979,6 +1004,24 @@ mod tests {
     }
 
     #[test]
+    fn a_catalog_that_cannot_be_created_keeps_the_underlying_error() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("missing-dir/catalog.db");
+        let e = WriterLock::take(&db).err().expect("cannot be created");
+        let source = std::error::Error::source(&e).expect("a source");
+        let io = source
+            .downcast_ref::<std::io::Error>()
+            .expect("an io::Error");
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        // Printed as before: the path, then the OS's words without "(os error N)".
+        assert_eq!(
+            e.to_string(),
+            format!("{}: {}", db.display(), crate::error::describe_io(io))
+        );
+        assert!(!e.to_string().contains("os error"), "{e}");
+    }
+
+    #[test]
     fn a_damaged_database_is_an_error_and_left_as_it_was() {
         let t = tempfile::tempdir().unwrap();
         let db = t.path().join("bad.db");
@@ -992,7 +1035,12 @@ mod tests {
         std::fs::write(&db, &bytes).unwrap();
         let e = WriterLock::take(&db).err().expect("refused");
         assert!(
-            matches!(&e, CatalogError::Io { message, .. } if message.contains("cannot tell")),
+            matches!(&e, CatalogError::Unreadable { source, .. } if source.is::<rusqlite::Error>()),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .contains("cannot tell whether it is a seekless catalog: "),
             "{e}"
         );
         assert!(std::fs::read(&db).unwrap() == bytes);

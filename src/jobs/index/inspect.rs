@@ -14,6 +14,7 @@ mod xmp;
 
 /// What was found in one image. Fields it does not have stay `None`.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ImageInfo {
     /// The format its content says (`jpeg`, `png`, …), if known.
     pub format: Option<&'static str>,

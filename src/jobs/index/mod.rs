@@ -122,6 +122,7 @@ pub struct IndexSummary {
 
 /// Why a run could not happen at all (per-file problems are rows with an error instead).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum IndexError {
     /// The catalog cannot be used.
     #[error(transparent)]
@@ -465,12 +466,9 @@ pub fn index_with(
         let writer = match writer {
             Ok(w) => w,
             Err(e) => {
-                return Err(CatalogError::Io {
+                return Err(CatalogError::WriterThread {
                     path: opts.db.clone(),
-                    message: format!(
-                        "cannot start the catalog's writer thread: {}",
-                        crate::error::describe_io(&e)
-                    ),
+                    source: e,
                 });
             }
         };

@@ -89,9 +89,9 @@ fn under_wine_the_stub_extent_demotes_the_ladder_to_inode_order() {
     );
     assert_eq!(fs.strategy, Strategy::Inode);
     assert_eq!(fs.demotions.len(), 1, "{:?}", fs.demotions);
+    let why = fs.demotions[0].to_string();
     assert!(
-        fs.demotions[0].starts_with("retrieval-pointers unsupported")
-            && fs.demotions[0].contains("Wine"),
+        why.starts_with("retrieval-pointers unsupported") && why.contains("Wine"),
         "{:?}",
         fs.demotions
     );

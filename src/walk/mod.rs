@@ -1,0 +1,328 @@
+//! Walk: expand inputs (files and directories) into entries, one per regular file.
+//!
+//! - Directories are read by a small pool of threads; within a directory, entries are
+//!   sorted by inode number before anything is stat-ed or opened, because inode tables are
+//!   laid out by number (on a cold disk this turns metadata reads into a sweep too).
+//! - Before a directory is listed, its blocks may be read ahead in one request through the
+//!   block device ([`WalkOptions::dir_readahead`]; ext2/3/4 on rotational disks, as root).
+//! - FIFOs, sockets and device nodes are skipped and counted, never opened; with
+//!   [`WalkOptions::others`] they are kept as [`Other`] entries, with directories and
+//!   symlinks (an archiver stores them all).
+//! - Symlinks inside directories are skipped unless `follow` is set; with it, a link back
+//!   to a directory being walked is reported as a loop. Symlinks named as inputs are
+//!   always followed (like `sha256sum FILE` or `tar` with `-h` on the command line).
+//! - The walk hands each regular file, opened once, to a visitor (the planner locates it
+//!   through the same descriptor), and returns what the visitor made in *given order*:
+//!   inputs in the order given, directory contents in `readdir` order, depth first — the
+//!   order `find` would print.
+//!
+//! The parts: `walker` decides what each path met is and visits regular files, `dir`
+//! reads directories, `pool` runs the threads, `order` puts what they found back in given
+//! order, and `list` reads lists of paths.
+
+mod dir;
+mod list;
+mod order;
+mod pool;
+mod walker;
+
+use std::fs::{File, Metadata};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::device::Devices;
+use crate::error::Error;
+use crate::file_id::FileId;
+use crate::filter::Filter;
+use crate::report::Reporter;
+
+pub use list::read_path_list;
+use order::{files_per_input, given_order};
+use walker::{Findings, Walker};
+
+/// One regular file found by the walk: only what later stages need.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Entry {
+    /// The path, as given or joined from the given directory.
+    pub path: Box<Path>,
+    /// Device and inode.
+    pub id: FileId,
+    /// Size in bytes when it was found.
+    pub size: u64,
+    /// Modification time when it was found (to notice changes while reading).
+    pub modified: Option<SystemTime>,
+}
+
+impl Entry {
+    /// A file found by other means than [`walk`] (a caller's own index, a list with sizes),
+    /// to plan with [`Plan::from_located`](crate::Plan::from_located): `size` and
+    /// `modified` are what the reader compares with the file when it reads it, to tell
+    /// whether it changed since.
+    ///
+    /// ```
+    /// use std::path::Path;
+    /// use seekless::{Entry, FileId};
+    /// let entry = Entry::new(Path::new("photos/1.jpg"), FileId::new(2049, 131), 4096, None);
+    /// assert_eq!(entry.size, 4096);
+    /// ```
+    pub fn new(
+        path: impl Into<Box<Path>>,
+        id: FileId,
+        size: u64,
+        modified: Option<SystemTime>,
+    ) -> Self {
+        Self {
+            path: path.into(),
+            id,
+            size,
+            modified,
+        }
+    }
+
+    pub(crate) fn from_metadata(path: Box<Path>, id: FileId, meta: &Metadata) -> Self {
+        Self {
+            path,
+            id,
+            size: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
+}
+
+/// An entry of the tree that is not a regular file: a directory, symlink, FIFO, socket or
+/// device node. Kept when [`WalkOptions::others`] is set (an archiver needs them).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Other {
+    /// The path, as given or joined from the given directory.
+    pub path: Box<Path>,
+    /// Its metadata when found: of the link itself for a symlink, of what a followed
+    /// link points to otherwise.
+    pub metadata: Metadata,
+}
+
+/// What a walk found, in given order.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Walked<T> {
+    /// What the visitor made of each regular file.
+    pub files: Vec<T>,
+    /// Directories, symlinks and special files, when [`WalkOptions::others`] is set.
+    pub others: Vec<Other>,
+    /// Counts.
+    pub stats: WalkStats,
+    /// How many of `files` came from each input, in input order, when counted
+    /// ([`walk_on`]'s `count_per_input`): given order takes the inputs one after another,
+    /// so input i's files follow those of the inputs before it.
+    pub(crate) per_input: Option<Vec<u32>>,
+}
+
+/// How to walk.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct WalkOptions {
+    /// Follow symlinks found inside directories.
+    pub follow: bool,
+    /// Do not descend into directories on other filesystems than their input.
+    pub one_file_system: bool,
+    /// Which files found in directories to keep.
+    pub filter: Filter,
+    /// Threads reading directories and opening files.
+    pub threads: usize,
+    /// Before reading a directory, read its blocks ahead in one request through the
+    /// block device, where that works (Linux, ext2/3/4, rotational disk, the device
+    /// readable: root or the `disk` group). ext4 otherwise reads an indexed directory
+    /// one block at a time, each waiting for the last.
+    pub dir_readahead: bool,
+    /// Walk directories named as inputs. Off, such an input is an error ("Is a
+    /// directory"), as for a list of files (a manifest), where it stands for one file.
+    pub descend_into_inputs: bool,
+    /// Also keep every directory, symlink and special file met ([`Walked::others`]), as an
+    /// archiver must. Symlinks are then entries of their own: not skipped, and, unless
+    /// [`follow`](Self::follow) is set, not followed even when named as inputs (as `tar`
+    /// stores a link named on its command line as the link).
+    pub others: bool,
+}
+
+impl Default for WalkOptions {
+    fn default() -> Self {
+        Self {
+            follow: false,
+            one_file_system: false,
+            filter: Filter::default(),
+            // Threads mostly wait for metadata on a cold disk; more of them means more
+            // reads in flight for the disk to reorder (a drive queues 32). Measured in
+            // bench/hdd/README.md (lookup vs `--walk-threads`).
+            threads: 64,
+            dir_readahead: true,
+            descend_into_inputs: true,
+            others: false,
+        }
+    }
+}
+
+/// What the walk skipped and how long it took.
+#[derive(Clone, Debug, Default, Serialize)]
+#[non_exhaustive]
+pub struct WalkStats {
+    /// Directories read.
+    pub dirs: u64,
+    /// Regular files handed to the visitor.
+    pub files: u64,
+    /// FIFOs, sockets and device nodes skipped.
+    pub special: u64,
+    /// Symlinks skipped (not following).
+    pub symlinks: u64,
+    /// Directories not entered because they are on another filesystem.
+    pub other_fs: u64,
+    /// Files the filter left out.
+    pub filtered: u64,
+    /// Paths that failed.
+    pub errors: u64,
+    /// Directories whose blocks were read ahead through the block device.
+    pub dirs_read_ahead: u64,
+    /// Directories reached a second time (bind mounts, links followed, overlapping
+    /// inputs), not walked again.
+    pub revisited_dirs: u64,
+}
+
+/// Walks `inputs`, calling `visit` (from worker threads) with each regular file and its
+/// open descriptor. Returns what `visit` returned, in given order, the other entries when
+/// asked for, and the walk's counts.
+///
+/// A visitor error is reported and counted like any other per-path error.
+pub fn walk<T, V>(
+    inputs: &[PathBuf],
+    opts: &WalkOptions,
+    reporter: &dyn Reporter,
+    visit: &V,
+) -> Walked<T>
+where
+    T: Send,
+    V: Fn(Entry, &File) -> Result<T, Error> + Sync,
+{
+    let inputs = inputs.iter().map(PathBuf::as_path);
+    walk_on(inputs, opts, reporter, visit, &Devices::default(), false)
+}
+
+/// [`walk`] with the device registry the caller shares with later stages, counting the
+/// files found under each input if asked ([`Walked::per_input`]; 4 bytes per input and
+/// per directory while counting, nothing otherwise).
+pub(crate) fn walk_on<'p, T, V>(
+    inputs: impl IntoIterator<Item = &'p Path>,
+    opts: &WalkOptions,
+    reporter: &dyn Reporter,
+    visit: &V,
+    devices: &Devices,
+    count_per_input: bool,
+) -> Walked<T>
+where
+    T: Send,
+    V: Fn(Entry, &File) -> Result<T, Error> + Sync,
+{
+    let walker = Walker::new(opts, reporter, visit, devices);
+    let input_count = walker.inputs(inputs);
+    pool::run(opts.threads, || walker.work());
+    let Findings {
+        found,
+        others,
+        nodes,
+        stats,
+    } = walker.into_findings();
+    let per_input = count_per_input.then(|| files_per_input(&nodes, &found, input_count));
+    Walked {
+        files: given_order(&nodes, found),
+        others: given_order(&nodes, others),
+        stats,
+        per_input,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::report::Quiet;
+    use std::fs;
+    use std::sync::Mutex;
+
+    /// The files the walk of `dir` finds, relative to it, in given order.
+    pub(super) fn names(dir: &Path, opts: &WalkOptions) -> Vec<String> {
+        let items = walk(&[dir.to_path_buf()], opts, &Quiet, &|e: Entry, _: &File| {
+            // `/`-joined components, so the expectations hold with `\` separators too.
+            let rel = e.path.strip_prefix(dir).unwrap();
+            let parts: Vec<_> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect();
+            Ok(parts.join("/"))
+        });
+        items.files
+    }
+
+    #[test]
+    fn every_regular_file_is_found_once_and_symlinks_are_skipped() {
+        let t = tempfile::tempdir().unwrap();
+        fs::create_dir_all(t.path().join("a/b")).unwrap();
+        fs::write(t.path().join("a/one"), b"1").unwrap();
+        fs::write(t.path().join("a/b/two"), b"22").unwrap();
+        fs::write(t.path().join("three"), b"333").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("three", t.path().join("link")).unwrap();
+        let mut got = names(t.path(), &WalkOptions::default());
+        got.sort();
+        assert_eq!(got, vec!["a/b/two", "a/one", "three"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn following_a_link_to_an_ancestor_reports_a_loop() {
+        struct Errors(Mutex<Vec<String>>);
+        impl Reporter for Errors {
+            fn error(&self, err: &Error) {
+                self.0.lock().unwrap().push(err.to_string());
+            }
+        }
+        let t = tempfile::tempdir().unwrap();
+        fs::create_dir_all(t.path().join("a")).unwrap();
+        fs::write(t.path().join("a/f"), b"x").unwrap();
+        std::os::unix::fs::symlink("..", t.path().join("a/up")).unwrap();
+        let opts = WalkOptions {
+            follow: true,
+            ..WalkOptions::default()
+        };
+        let errors = Errors(Mutex::new(Vec::new()));
+        let Walked {
+            files: items,
+            stats,
+            ..
+        } = walk(
+            &[t.path().to_path_buf()],
+            &opts,
+            &errors,
+            &|e: Entry, _: &File| Ok(e.path),
+        );
+        assert_eq!(items.len(), 1);
+        assert_eq!(stats.errors, 1);
+        let errors = errors.0.into_inner().unwrap();
+        assert!(errors[0].contains("symbolic link loop"), "{errors:?}");
+        assert!(errors[0].contains("a/up"), "{errors:?}");
+    }
+
+    /// Runs `f` on another thread and returns its panic message; fails if `f` returns or
+    /// takes more than a minute (a hang).
+    pub(crate) fn panic_message(f: impl FnOnce() + Send + 'static) -> String {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+            let _ = tx.send(r.err().map(|p| crate::sync::panic_text(&*p)));
+        });
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(Some(message)) => message,
+            Ok(None) => panic!("returned instead of panicking"),
+            Err(_) => panic!("hung instead of panicking"),
+        }
+    }
+}

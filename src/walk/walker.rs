@@ -1,0 +1,348 @@
+//! One walk in progress, shared by its threads: its options, visitor, counts and findings,
+//! and what it does with each path met — an input, a subdirectory, a regular file to open
+//! and visit — beside reading directories (`dir.rs`).
+
+use std::collections::HashSet;
+use std::fs::{File, FileType, Metadata};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::dir::{PendingDir, Work, describe_type};
+use super::order::{DirNode, INPUTS, Position};
+use super::pool::{Collector, Pool};
+use super::{Entry, Other, WalkOptions, WalkStats};
+use crate::device::Devices;
+use crate::error::{Error, ErrorKind};
+use crate::file_id::FileId;
+use crate::os;
+use crate::report::Reporter;
+use crate::sync::{into_inner, lock};
+
+/// The chain of directories above a directory, for loop detection when following links.
+pub(super) struct Ancestor {
+    id: FileId,
+    path: PathBuf,
+    parent: Option<Arc<Ancestor>>,
+}
+
+impl Ancestor {
+    fn find(chain: &Option<Arc<Ancestor>>, id: FileId) -> Option<&Path> {
+        let mut at = chain.as_deref();
+        while let Some(a) = at {
+            if a.id == id {
+                return Some(&a.path);
+            }
+            at = a.parent.as_deref();
+        }
+        None
+    }
+}
+
+/// A walk in progress.
+pub(super) struct Walker<'a, V, T> {
+    pub(super) opts: &'a WalkOptions,
+    pub(super) devices: &'a Devices,
+    pub(super) reporter: &'a dyn Reporter,
+    visit: &'a V,
+    pub(super) pool: Pool<Work>,
+    found: Mutex<Vec<(Position, T)>>,
+    others: Mutex<Vec<(Position, Other)>>,
+    nodes: Mutex<Vec<DirNode>>,
+    seen_dirs: Mutex<HashSet<FileId>>,
+    pub(super) dirs: AtomicU64,
+    files: AtomicU64,
+    special: AtomicU64,
+    pub(super) symlinks: AtomicU64,
+    other_fs: AtomicU64,
+    pub(super) filtered: AtomicU64,
+    errors: AtomicU64,
+    pub(super) dirs_read_ahead: AtomicU64,
+    revisited_dirs: AtomicU64,
+}
+
+/// What a walk leaves when its threads are done: items and other entries where they were
+/// found, the directories they were found in, and the counts.
+pub(super) struct Findings<T> {
+    pub(super) found: Vec<(Position, T)>,
+    pub(super) others: Vec<(Position, Other)>,
+    pub(super) nodes: Vec<DirNode>,
+    pub(super) stats: WalkStats,
+}
+
+impl<'a, V, T> Walker<'a, V, T>
+where
+    T: Send,
+    V: Fn(Entry, &File) -> Result<T, Error> + Sync,
+{
+    pub(super) fn new(
+        opts: &'a WalkOptions,
+        reporter: &'a dyn Reporter,
+        visit: &'a V,
+        devices: &'a Devices,
+    ) -> Self {
+        Self {
+            opts,
+            reporter,
+            visit,
+            devices,
+            pool: Pool::new(),
+            found: Mutex::new(Vec::new()),
+            others: Mutex::new(Vec::new()),
+            nodes: Mutex::new(vec![DirNode {
+                parent: INPUTS,
+                pos: 0,
+            }]),
+            seen_dirs: Mutex::new(HashSet::new()),
+            dirs: AtomicU64::new(0),
+            files: AtomicU64::new(0),
+            special: AtomicU64::new(0),
+            symlinks: AtomicU64::new(0),
+            other_fs: AtomicU64::new(0),
+            filtered: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            dirs_read_ahead: AtomicU64::new(0),
+            revisited_dirs: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes the inputs, on this thread: files are visited directly, directories queued.
+    /// Returns how many there were.
+    pub(super) fn inputs<'p>(&self, inputs: impl IntoIterator<Item = &'p Path>) -> usize {
+        let mut out = Collector::new(&self.found);
+        let mut count = 0;
+        for (i, input) in inputs.into_iter().enumerate() {
+            let at = Position {
+                dir: INPUTS,
+                pos: i as u32,
+            };
+            self.input(input, at, &mut out);
+            count = i + 1;
+        }
+        count
+    }
+
+    /// A worker: read directories and open files until none are left and nobody can add
+    /// more.
+    pub(super) fn work(&self) {
+        let mut out = Collector::new(&self.found);
+        self.pool.work(|job| match job {
+            Work::Dir(job) => self.dir(job, &mut out),
+            Work::Files(listing, batch) => self.files(&listing, batch, &mut out),
+        });
+    }
+
+    /// What the walk found, once its threads are done.
+    pub(super) fn into_findings(self) -> Findings<T> {
+        Findings {
+            found: into_inner(self.found),
+            others: into_inner(self.others),
+            nodes: into_inner(self.nodes),
+            stats: WalkStats {
+                dirs: self.dirs.into_inner(),
+                files: self.files.into_inner(),
+                special: self.special.into_inner(),
+                symlinks: self.symlinks.into_inner(),
+                other_fs: self.other_fs.into_inner(),
+                filtered: self.filtered.into_inner(),
+                errors: self.errors.into_inner(),
+                dirs_read_ahead: self.dirs_read_ahead.into_inner(),
+                revisited_dirs: self.revisited_dirs.into_inner(),
+            },
+        }
+    }
+
+    pub(super) fn fail(&self, err: Error) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        self.reporter.error(&err);
+    }
+
+    /// Keeps a directory, symlink or special file, if others are kept.
+    pub(super) fn other(&self, path: &Path, at: Position, metadata: Metadata) {
+        if self.opts.others {
+            let other = Other {
+                path: path.into(),
+                metadata,
+            };
+            lock(&self.others).push((at, other));
+        }
+    }
+
+    fn input(&self, path: &Path, at: Position, out: &mut Collector<'_, (Position, T)>) {
+        // Inputs that are symlinks are followed, except by an archiver not following links.
+        let meta = match if self.opts.others && !self.opts.follow {
+            os::symlink_metadata(path)
+        } else {
+            os::metadata(path)
+        } {
+            Ok(m) => m,
+            Err(e) => return self.fail(Error::io(path, e)),
+        };
+        let ft = meta.file_type();
+        if ft.is_symlink() {
+            return self.other(path, at, meta);
+        }
+        if ft.is_dir() && !self.opts.descend_into_inputs {
+            let why = std::io::Error::new(std::io::ErrorKind::IsADirectory, "Is a directory");
+            return self.fail(Error::io(path, why));
+        }
+        if ft.is_dir() {
+            let id = match os::file_id(path, None, &meta) {
+                Ok(id) => id,
+                Err(e) => return self.fail(Error::io(path, e)),
+            };
+            if !self.first_visit(id, path) {
+                return;
+            }
+            let node = self.new_node(at);
+            let ancestors = self.opts.follow.then(|| {
+                Arc::new(Ancestor {
+                    id,
+                    path: path.to_path_buf(),
+                    parent: None,
+                })
+            });
+            let size = meta.len();
+            self.other(path, at, meta);
+            self.push(PendingDir {
+                path: path.to_path_buf(),
+                node,
+                dev: id.dev,
+                size,
+                root_dev: id.dev,
+                ancestors,
+            });
+        } else if ft.is_file() {
+            if let Some(item) = self.file(path.to_path_buf(), true) {
+                out.push((at, item));
+            }
+        } else if self.opts.others {
+            self.other(path, at, meta);
+        } else {
+            // Named explicitly but not readable as a file: say so, it is an error.
+            self.special.fetch_add(1, Ordering::Relaxed);
+            self.fail(Error::new(
+                path,
+                ErrorKind::NotRegular {
+                    kind: describe_type(&ft),
+                },
+            ));
+        }
+    }
+
+    /// Whether directory `id` is seen for the first time; if not (a bind mount, a link
+    /// followed, overlapping inputs), it is counted and, for `-v`, named.
+    fn first_visit(&self, id: FileId, path: &Path) -> bool {
+        let first = lock(&self.seen_dirs).insert(id);
+        if !first {
+            self.revisited_dirs.fetch_add(1, Ordering::Relaxed);
+            self.reporter
+                .skipped(path, "directory already walked under another path");
+        }
+        first
+    }
+
+    fn new_node(&self, at: Position) -> u32 {
+        let mut nodes = lock(&self.nodes);
+        nodes.push(DirNode {
+            parent: at.dir,
+            pos: at.pos,
+        });
+        (nodes.len() - 1) as u32
+    }
+
+    fn push(&self, job: PendingDir) {
+        self.pool.push(Work::Dir(job));
+    }
+
+    pub(super) fn skip_special(&self, path: &Path, ft: &FileType) {
+        self.special.fetch_add(1, Ordering::Relaxed);
+        self.reporter.skipped(path, describe_type(ft));
+    }
+
+    pub(super) fn subdir(&self, parent: &PendingDir, path: PathBuf, at: Position, via_link: bool) {
+        let meta = match if via_link {
+            os::metadata(&path)
+        } else {
+            os::symlink_metadata(&path)
+        } {
+            Ok(m) => m,
+            Err(e) => return self.fail(Error::io(&path, e)),
+        };
+        let id = match os::file_id(&path, None, &meta) {
+            Ok(id) => id,
+            Err(e) => return self.fail(Error::io(&path, e)),
+        };
+        if self.opts.one_file_system && id.dev != parent.root_dev {
+            self.other_fs.fetch_add(1, Ordering::Relaxed);
+            self.reporter.skipped(&path, "on another filesystem");
+            return;
+        }
+        if self.opts.follow
+            && let Some(ancestor) = Ancestor::find(&parent.ancestors, id)
+        {
+            let ancestor = ancestor.to_path_buf();
+            return self.fail(Error::new(&path, ErrorKind::SymlinkLoop { ancestor }));
+        }
+        if !self.first_visit(id, &path) {
+            return;
+        }
+        let node = self.new_node(at);
+        let ancestors = self.opts.follow.then(|| {
+            Arc::new(Ancestor {
+                id,
+                path: path.clone(),
+                parent: parent.ancestors.clone(),
+            })
+        });
+        let size = meta.len();
+        self.other(&path, at, meta);
+        self.push(PendingDir {
+            path,
+            node,
+            dev: id.dev,
+            size,
+            root_dev: parent.root_dev,
+            ancestors,
+        });
+    }
+
+    /// Opens a regular file once, checks it is still one, and visits it.
+    pub(super) fn file(&self, path: PathBuf, follow: bool) -> Option<T> {
+        let file = match os::open_to_locate(&path, follow) {
+            Ok(f) => f,
+            Err(e) => {
+                self.fail(Error::io(&path, e));
+                return None;
+            }
+        };
+        let meta = match file.metadata() {
+            Ok(m) => m,
+            Err(e) => {
+                self.fail(Error::io(&path, e));
+                return None;
+            }
+        };
+        if !meta.is_file() {
+            // Replaced by something else since the directory was read.
+            self.skip_special(&path, &meta.file_type());
+            return None;
+        }
+        let id = match os::file_id(&path, Some(&file), &meta) {
+            Ok(id) => id,
+            Err(e) => {
+                self.fail(Error::io(&path, e));
+                return None;
+            }
+        };
+        self.files.fetch_add(1, Ordering::Relaxed);
+        let entry = Entry::from_metadata(path.into_boxed_path(), id, &meta);
+        match (self.visit)(entry, &file) {
+            Ok(item) => Some(item),
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
+    }
+}
