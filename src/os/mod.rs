@@ -11,7 +11,7 @@
 //! - locating: [`probe`] (a [`Volume`]: what the backend knows of one filesystem),
 //!   [`map_extents`], [`EXTENT_STRATEGIES`];
 //! - devices: [`disk_of`];
-//! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`];
+//! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`], [`drop_all_caches`];
 //! - attributes: [`attrs()`] (an entry's kind, mode, owner, times, device numbers), given
 //!   to another file with [`set_owner`], [`set_mode`], [`set_times`],
 //!   [`keep_owner_and_mode`];
@@ -92,6 +92,13 @@ pub(crate) fn with_paths<T>(
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn open_directory(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(path)
+}
+
+/// Dropping the whole page cache is Linux's (see `linux/hints.rs`); elsewhere it is
+/// unsupported, and a caller evicts file by file instead.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn drop_all_caches() -> std::io::Result<()> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
 }
 
 /// Directory read-ahead applies to Linux only (see `linux/dirahead.rs`); elsewhere there
