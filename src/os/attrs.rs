@@ -7,7 +7,9 @@ use std::fs::{File, Metadata};
 use std::io;
 use std::path::Path;
 
-/// What a filesystem entry is.
+/// What a filesystem entry is. Off Unix [`attrs`] reports only files, directories and
+/// symlinks: the other kinds are matched but never made there.
+#[cfg_attr(not(unix), allow(dead_code))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NodeKind {
     File,
@@ -157,9 +159,8 @@ pub(crate) fn set_mode(_path: &Path, _file: Option<&File>, _mode: u32) -> io::Re
 }
 
 /// Sets the access and modification times (seconds, nanoseconds) of the entry at `path`:
-/// on Unix through the path, of a symlink itself ([`set_times_nofollow`](super::set_times_nofollow));
-/// elsewhere through `file`, the entry open, and not at all for one that is not (a
-/// directory, a link).
+/// on Unix through the path, of a symlink itself; elsewhere through `file`, the entry
+/// open, and not at all for one that is not (a directory, a link).
 #[cfg(unix)]
 pub(crate) fn set_times(
     path: &Path,
@@ -168,7 +169,7 @@ pub(crate) fn set_times(
     mtime: (i64, u32),
 ) -> io::Result<()> {
     let ns = |(s, n): (i64, u32)| (s, i64::from(n));
-    super::set_times_nofollow(path, ns(atime), ns(mtime))
+    super::write::set_times_nofollow(path, ns(atime), ns(mtime))
 }
 
 #[cfg(not(unix))]

@@ -17,9 +17,9 @@
 //!   [`keep_owner_and_mode`];
 //! - archiving: [`data_regions`], [`read_link`], [`xattrs`], [`user_name`], [`group_name`],
 //!   [`member_name_bytes`];
-//! - copying: [`clone_file`], [`copy_range`], [`make_node`], [`set_times_nofollow`],
-//!   [`set_xattr`], [`remove_xattr`] ([`is_unsupported`]), [`sync_directory`],
-//!   [`sync_filesystem`], [`sync_filesystem_of`];
+//! - copying: [`clone_file`], [`copy_range`], [`make_node`], [`set_xattr`],
+//!   [`remove_xattr`] ([`is_unsupported`]), [`sync_directory`], [`sync_filesystem`],
+//!   [`sync_filesystem_of`];
 //! - replacing files: [`check_writable`], [`process_exists`];
 //! - locking: [`MANDATORY_LOCKS`]; URIs: [`uri_path_bytes`];
 //! - walking: [`open_block_device`] and [`read_dir_ahead`] (Linux; elsewhere never); [`metadata`], [`symlink_metadata`]
@@ -40,8 +40,8 @@ pub(crate) use attrs::{
 pub(crate) use paths::{member_name_bytes, uri_path_bytes};
 pub(crate) use process::{MANDATORY_LOCKS, check_writable, process_exists};
 pub(crate) use write::{
-    HAS_SYNCFS, clone_file, copy_range, make_node, make_symlink, remove_xattr, set_times_nofollow,
-    set_xattr, sync_directory, sync_filesystem, sync_filesystem_of, write_all_at,
+    HAS_SYNCFS, clone_file, copy_range, make_node, make_symlink, remove_xattr, set_xattr,
+    sync_directory, sync_filesystem, sync_filesystem_of, write_all_at,
 };
 
 #[cfg(target_os = "linux")]
