@@ -31,7 +31,6 @@
 //! ```
 
 use std::collections::{HashMap, HashSet};
-use std::io;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -84,9 +83,7 @@ pub enum ColdMethod {
 pub fn make_cold(policy: Cold, paths: &[&Path]) -> ColdMethod {
     match policy {
         Cold::Warm => ColdMethod::Warm,
-        Cold::Auto if cfg!(target_os = "linux") && os::is_root() && drop_caches().is_ok() => {
-            ColdMethod::DropCaches
-        }
+        Cold::Auto if os::is_root() && os::drop_all_caches().is_ok() => ColdMethod::DropCaches,
         Cold::Auto | Cold::Evict => {
             for path in paths {
                 if let Ok(file) = os::open_to_read(path) {
@@ -96,13 +93,6 @@ pub fn make_cold(policy: Cold, paths: &[&Path]) -> ColdMethod {
             ColdMethod::Evict
         }
     }
-}
-
-/// `sync`, then drop page cache, dentries and inodes (Linux, root).
-fn drop_caches() -> io::Result<()> {
-    // Dirty pages cannot be dropped: write them first.
-    crate::os::sync_filesystems();
-    std::fs::write("/proc/sys/vm/drop_caches", b"3")
 }
 
 /// How to run the benchmark.

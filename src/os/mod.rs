@@ -11,12 +11,17 @@
 //! - locating: [`probe`] (a [`Volume`]: what the backend knows of one filesystem),
 //!   [`map_extents`], [`EXTENT_STRATEGIES`];
 //! - devices: [`disk_of`];
-//! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`];
-//! - archiving: [`data_regions`], [`read_link`], [`xattrs`], [`user_name`], [`group_name`];
-//! - copying: [`clone_file`], [`copy_range`], [`make_node`], [`set_times_nofollow`],
-//!   [`set_xattr`], [`remove_xattr`], [`sync_directory`], [`sync_filesystem`],
+//! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`], [`drop_all_caches`];
+//! - attributes: [`attrs()`] (an entry's kind, mode, owner, times, device numbers), given
+//!   to another file with [`set_owner`], [`set_mode`], [`set_times`],
+//!   [`keep_owner_and_mode`];
+//! - archiving: [`data_regions`], [`read_link`], [`xattrs`], [`user_name`], [`group_name`],
+//!   [`member_name_bytes`];
+//! - copying: [`clone_file`], [`copy_range`], [`make_node`], [`set_xattr`],
+//!   [`remove_xattr`] ([`is_unsupported`]), [`sync_directory`], [`sync_filesystem`],
 //!   [`sync_filesystem_of`];
 //! - replacing files: [`check_writable`], [`process_exists`];
+//! - locking: [`MANDATORY_LOCKS`]; URIs: [`uri_path_bytes`];
 //! - walking: [`open_block_device`] and [`read_dir_ahead`] (Linux; elsewhere never); [`metadata`], [`symlink_metadata`]
 //!   and [`read_dir`] for paths of any length (Linux; elsewhere the standard library's).
 
@@ -24,13 +29,19 @@
 mod unix;
 
 mod archive;
+mod attrs;
+mod paths;
 mod process;
 mod write;
 pub(crate) use archive::{data_regions, group_name, read_link, user_name, xattrs};
-pub(crate) use process::{check_writable, process_exists};
+pub(crate) use attrs::{
+    NodeKind, attrs, is_unsupported, keep_owner_and_mode, set_mode, set_owner, set_times,
+};
+pub(crate) use paths::{member_name_bytes, uri_path_bytes};
+pub(crate) use process::{MANDATORY_LOCKS, check_writable, process_exists};
 pub(crate) use write::{
-    HAS_SYNCFS, clone_file, copy_range, make_node, make_symlink, remove_xattr, set_times_nofollow,
-    set_xattr, sync_directory, sync_filesystem, sync_filesystem_of, write_all_at,
+    HAS_SYNCFS, clone_file, copy_range, make_node, make_symlink, remove_xattr, set_xattr,
+    sync_directory, sync_filesystem, sync_filesystem_of, write_all_at,
 };
 
 #[cfg(target_os = "linux")]
@@ -81,6 +92,13 @@ pub(crate) fn with_paths<T>(
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn open_directory(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(path)
+}
+
+/// Dropping the whole page cache is Linux's (see `linux/hints.rs`); elsewhere it is
+/// unsupported, and a caller evicts file by file instead.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn drop_all_caches() -> std::io::Result<()> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
 }
 
 /// Directory read-ahead applies to Linux only (see `linux/dirahead.rs`); elsewhere there

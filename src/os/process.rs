@@ -63,3 +63,7 @@ pub(crate) fn process_exists(pid: u32) -> bool {
 pub(crate) fn process_exists(_pid: u32) -> bool {
     true
 }
+
+/// Whether a file's locks are mandatory here (Windows): a byte range another handle has
+/// locked cannot be read through this one. Elsewhere (Unix) locks are advisory.
+pub(crate) const MANDATORY_LOCKS: bool = cfg!(not(unix));

@@ -104,9 +104,9 @@ pub(crate) fn make_node(_path: &Path, _mode: u32, _rdev: u64) -> io::Result<()> 
 }
 
 /// Sets access and modification times (seconds, nanoseconds) of `path` itself, not
-/// following a symlink.
+/// following a symlink (for [`set_times`](super::set_times) on Unix).
 #[cfg(unix)]
-pub(crate) fn set_times_nofollow(
+pub(super) fn set_times_nofollow(
     path: &Path,
     atime: (i64, i64),
     mtime: (i64, i64),
@@ -132,15 +132,6 @@ pub(crate) fn set_times_nofollow(
             Err(io::Error::last_os_error())
         }
     })
-}
-
-#[cfg(not(unix))]
-pub(crate) fn set_times_nofollow(
-    _path: &Path,
-    _atime: (i64, i64),
-    _mtime: (i64, i64),
-) -> io::Result<()> {
-    Ok(())
 }
 
 /// Sets extended attribute `name` of `path` itself (not following a symlink).

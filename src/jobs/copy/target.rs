@@ -29,42 +29,13 @@ pub fn remove_leftovers(dir: &Path) -> u64 {
 /// Gives the file at `path` (open as `file`, if it is a regular file) the source's owner
 /// (when root), mode and times. Owner first: `chown` clears set-id bits.
 pub fn apply(path: &Path, file: Option<&File>, st: &Stat, as_root: bool) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if as_root {
-            let (uid, gid) = (st.uid as u32, st.gid as u32);
-            match file {
-                Some(f) => std::os::unix::fs::fchown(f, Some(uid), Some(gid))?,
-                None => {
-                    os::with_path(path, |p| std::os::unix::fs::lchown(p, Some(uid), Some(gid)))?
-                }
-            }
-        }
-        if st.kind != NodeKind::Symlink {
-            let perms = fs::Permissions::from_mode(st.mode);
-            match file {
-                Some(f) => f.set_permissions(perms)?,
-                None => os::with_path(path, |p| fs::set_permissions(p, perms))?,
-            }
-        }
-        let ns = |(s, n): (i64, u32)| (s, i64::from(n));
-        os::set_times_nofollow(path, ns(st.atime), ns(st.mtime))
+    if as_root {
+        os::set_owner(path, file, st.uid as u32, st.gid as u32)?;
     }
-    #[cfg(not(unix))]
-    {
-        let _ = (as_root, st.kind == NodeKind::Symlink);
-        let to_time = |(s, n): (i64, u32)| {
-            std::time::UNIX_EPOCH + std::time::Duration::new(s.max(0) as u64, n)
-        };
-        let times = fs::FileTimes::new()
-            .set_accessed(to_time(st.atime))
-            .set_modified(to_time(st.mtime));
-        match file {
-            Some(f) => f.set_times(times),
-            None => Ok(()),
-        }
+    if st.kind != NodeKind::Symlink {
+        os::set_mode(path, file, st.mode)?;
     }
+    os::set_times(path, file, st.atime, st.mtime)
 }
 
 /// Makes the extended attributes of `dst` (ACLs included: they are the `system.posix_acl_*`
@@ -76,7 +47,7 @@ pub fn sync_xattrs(src: &Path, dst: &Path) -> Result<bool, Error> {
     let mut want = os::xattrs(src).map_err(|e| Error::io(src, e))?;
     let mut have = match os::xattrs(dst) {
         Ok(have) => have,
-        Err(e) if unsupported(&e) => return Ok(false),
+        Err(e) if os::is_unsupported(&e) => return Ok(false),
         Err(e) => return Err(Error::io(dst, e)),
     };
     want.retain(|(name, _)| !is_alias(name));
@@ -86,7 +57,7 @@ pub fn sync_xattrs(src: &Path, dst: &Path) -> Result<bool, Error> {
         if !want.iter().any(|(n, _)| n == name) {
             match os::remove_xattr(dst, name) {
                 Ok(()) => changed = true,
-                Err(e) if unsupported(&e) => return Ok(changed),
+                Err(e) if os::is_unsupported(&e) => return Ok(changed),
                 Err(e) => return Err(Error::io(dst, e)),
             }
         }
@@ -97,7 +68,7 @@ pub fn sync_xattrs(src: &Path, dst: &Path) -> Result<bool, Error> {
         }
         match os::set_xattr(dst, name, value) {
             Ok(()) => changed = true,
-            Err(e) if unsupported(&e) => return Ok(changed),
+            Err(e) if os::is_unsupported(&e) => return Ok(changed),
             Err(e) => return Err(Error::io(dst, e)),
         }
     }
@@ -110,13 +81,4 @@ pub fn sync_xattrs(src: &Path, dst: &Path) -> Result<bool, Error> {
 /// keep them as plain data) and never removed (that removes the ACL).
 fn is_alias(name: &[u8]) -> bool {
     name == b"trusted.SGI_ACL_FILE" || name == b"trusted.SGI_ACL_DEFAULT"
-}
-
-/// The destination cannot hold extended attributes (or this one).
-fn unsupported(e: &io::Error) -> bool {
-    #[cfg(unix)]
-    if e.raw_os_error() == Some(libc::ENOTSUP) {
-        return true;
-    }
-    e.kind() == io::ErrorKind::Unsupported
 }

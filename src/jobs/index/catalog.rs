@@ -430,17 +430,8 @@ fn open_to_inspect(path: &Path) -> rusqlite::Result<Connection> {
 /// `file://PATH?immutable=1`, every byte of the path but unreserved ones and `/`
 /// percent-encoded (RFC 3986; SQLite decodes them back).
 fn immutable_uri(absolute: &Path) -> PathBuf {
-    #[cfg(unix)]
-    let bytes = {
-        use std::os::unix::ffi::OsStrExt;
-        absolute.as_os_str().as_bytes().to_vec()
-    };
     // Windows: `C:\x` becomes `file:///C:/x`.
-    #[cfg(not(unix))]
-    let bytes = {
-        let s = absolute.to_string_lossy().replace('\\', "/");
-        format!("/{}", s.trim_start_matches('/')).into_bytes()
-    };
+    let bytes = crate::os::uri_path_bytes(absolute);
     let mut uri = String::from("file://");
     for b in bytes {
         if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
@@ -877,17 +868,13 @@ INSERT OR REPLACE INTO thumbs (image, size, width, height, thumb_source, jpeg, e
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 ";
 
-/// The file whose OS lock marks the catalog's one writer. On Unix the database itself:
-/// `flock` there is independent of SQLite's own `fcntl` locks. On Windows locks are
-/// mandatory and would stop SQLite's own reads, so a file beside it.
-#[cfg(unix)]
+/// The file whose OS lock marks the catalog's one writer. Where locks are advisory (Unix),
+/// the database itself: `flock` there is independent of SQLite's own `fcntl` locks. Where
+/// they are mandatory (Windows) they would stop SQLite's own reads, so a file beside it.
 fn lock_path(db: &Path) -> PathBuf {
-    db.to_path_buf()
-}
-
-/// See the Unix version.
-#[cfg(not(unix))]
-fn lock_path(db: &Path) -> PathBuf {
+    if !crate::os::MANDATORY_LOCKS {
+        return db.to_path_buf();
+    }
     let mut p = db.as_os_str().to_owned();
     p.push("-seekless-lock");
     PathBuf::from(p)

@@ -286,19 +286,8 @@ impl Job<'_> {
     /// The member name of `path`, as GNU tar makes it: leading `/` and `../` removed (and
     /// announced once per prefix), `/` appended for directories.
     fn member_name(&mut self, path: &Path, dir: bool) -> Vec<u8> {
-        let bytes = path_to_bytes(path);
         // Windows: `/` separators, and no drive (`C:`) in a member name.
-        #[cfg(windows)]
-        let bytes: Vec<u8> = {
-            let mut b: Vec<u8> = bytes
-                .iter()
-                .map(|&c| if c == b'\\' { b'/' } else { c })
-                .collect();
-            if b.len() >= 2 && b[1] == b':' {
-                b.drain(..2);
-            }
-            b
-        };
+        let bytes = os::member_name_bytes(path);
         let mut name: &[u8] = &bytes;
         let mut cut = 0;
         loop {

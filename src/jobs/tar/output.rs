@@ -81,7 +81,7 @@ impl ArchiveFile {
             None => AtomicFile::create(path)?,
         };
         if let Some(old) = &old {
-            keep_owner_and_mode(file.file(), old)?;
+            os::keep_owner_and_mode(file.file(), old)?;
         }
         Ok(ArchiveFile {
             target: Target::Replace(file),
@@ -126,27 +126,6 @@ impl ArchiveFile {
             Target::InPlace { .. } => Ok(()),
         }
     }
-}
-
-/// Gives the new file `old`'s owner and group where the system lets this process (root;
-/// a group it is in), then `old`'s permission bits (set-id bits are not carried over: the
-/// new file may have another owner).
-#[cfg(unix)]
-fn keep_owner_and_mode(file: &fs::File, old: &fs::Metadata) -> io::Result<()> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let new = file.metadata()?;
-    if new.uid() != old.uid() || new.gid() != old.gid() {
-        // A user cannot give a file away: then it stays theirs, as any new file would.
-        let _ = std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid()))
-            .or_else(|_| std::os::unix::fs::fchown(file, None, Some(old.gid())));
-    }
-    file.set_permissions(fs::Permissions::from_mode(old.mode() & 0o777))
-}
-
-#[cfg(not(unix))]
-fn keep_owner_and_mode(file: &fs::File, old: &fs::Metadata) -> io::Result<()> {
-    let _ = (file, old);
-    Ok(())
 }
 
 /// Removes the temporaries of `path` whose process is gone; returns them.

@@ -29,6 +29,13 @@ pub(crate) fn drop_cache(file: &File, offset: u64, len: u64) -> io::Result<()> {
     fadvise(file, offset, len, libc::POSIX_FADV_DONTNEED)
 }
 
+/// Drops the whole page cache, dentries and inodes (root only): `sync` first, since dirty
+/// pages cannot be dropped, then `3` to `/proc/sys/vm/drop_caches`.
+pub(crate) fn drop_all_caches() -> io::Result<()> {
+    super::sync_filesystems();
+    std::fs::write("/proc/sys/vm/drop_caches", b"3")
+}
+
 fn fadvise(file: &File, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
     let off = libc::off_t::try_from(offset).map_err(io::Error::other)?;
     let len = libc::off_t::try_from(len).unwrap_or(libc::off_t::MAX);
