@@ -25,7 +25,9 @@ use std::sync::Arc;
 
 use crate::error::Error;
 use crate::plan::{Plan, PlannedFile};
-use crate::read::{self, ConsumeOptions, Job, NoEvents, ReadOptions, ReadStats, Work};
+use crate::read::{
+    self, ConsumeOptions, Consumed, Events, Job, NoEvents, ReadOptions, ReadStats, Work,
+};
 
 // Their home is `jobs::digest`; here too for code written before it was split off.
 #[doc(no_inline)]
@@ -70,16 +72,26 @@ pub fn hash_plan_until<F>(
 where
     F: FnMut(&PlannedFile, Result<String, Error>) -> ControlFlow<()> + Send,
 {
-    let mut done = done;
     let consume = ConsumeOptions::new(opts.clone(), workers);
-    read::run(
-        &plan,
-        &consume,
-        &Hashing(algo),
-        &mut NoEvents,
-        |_, file, result| done(file, result),
-    )
-    .stats
+    hash_plan_with(&plan, algo, &consume, &mut NoEvents, done).stats
+}
+
+/// [`hash_plan_until`] telling `events` how the read goes (for progress bars and
+/// summaries), and returning where its time went.
+pub fn hash_plan_with<E, F>(
+    plan: &Arc<Plan>,
+    algo: Algorithm,
+    opts: &ConsumeOptions,
+    events: &mut E,
+    mut done: F,
+) -> Consumed
+where
+    E: Events + ?Sized,
+    F: FnMut(&PlannedFile, Result<String, Error>) -> ControlFlow<()> + Send,
+{
+    read::run(plan, opts, &Hashing(algo), events, |_, file, result| {
+        done(file, result)
+    })
 }
 
 /// Hashing as a [`Job`]: each file's hex digest, through the worker's buffer.

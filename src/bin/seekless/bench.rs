@@ -14,8 +14,8 @@ use seekless::jobs::bench::{
 };
 
 use crate::exit::Code;
-use crate::hash::ReadArgs;
 use crate::inputs::InputArgs;
+use crate::options::ReadArgs;
 use crate::output::commit_durably;
 use crate::progress::Console;
 use seekless::AtomicFile;

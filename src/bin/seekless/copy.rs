@@ -12,8 +12,9 @@ use seekless::jobs::digest::Algorithm;
 use seekless::jobs::manifest::format_line;
 
 use crate::exit::Code;
-use crate::hash::{AlgoArg, ReadArgs};
+use crate::hash::AlgoArg;
 use crate::inputs::{InputArgs, UsageError};
+use crate::options::{ReadArgs, ReportArgs};
 use crate::output::{commit_durably, path_bytes};
 use crate::progress::read_events_through;
 use crate::progress::{Console, ReadProgress};
@@ -79,13 +80,8 @@ pub struct Args {
     #[arg(long)]
     pub no_clone: bool,
 
-    /// Print the plan's summary, the read phase and the copy's counts on stderr.
-    #[arg(long)]
-    pub summary: bool,
-
-    /// Say on stderr what was skipped and why.
-    #[arg(short, long)]
-    pub verbose: bool,
+    #[command(flatten)]
+    pub report: ReportArgs,
 
     #[command(flatten)]
     pub read: ReadArgs,
@@ -134,9 +130,9 @@ pub fn run(mut args: Args) -> Result<Code> {
         None => None,
     };
 
-    let console = Console::new(args.verbose);
+    let console = Console::new(args.report.verbose);
     let mut events = Progress {
-        read: ReadProgress::new(&console, args.summary),
+        read: ReadProgress::new(&console, args.report.summary),
         manifest: Vec::new(),
     };
     let summary = match copy_with(&roots, &plan_opts, &opts, &console, &mut events) {
@@ -153,7 +149,7 @@ pub fn run(mut args: Args) -> Result<Code> {
         commit_durably(file, &events.manifest)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    if args.summary || summary.stopped || summary.deletion_skipped {
+    if args.report.summary || summary.stopped || summary.deletion_skipped {
         print_counts(&summary);
     }
     Ok(Code::from_errors(console.errors()))

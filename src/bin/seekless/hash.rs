@@ -1,7 +1,6 @@
 //! `seekless hash`: checksum manifests in the coreutils format, and `--check`.
 
 use std::io::{self, BufWriter, Write};
-use std::num::NonZeroUsize;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,13 +8,14 @@ use std::sync::Arc;
 use anyhow::Result;
 use seekless::jobs::check::{CheckEvents, CheckOptions, MalformedLine, check_manifests};
 use seekless::jobs::digest::Algorithm;
-use seekless::jobs::hash::hash_plan_until;
+use seekless::jobs::hash::hash_plan_with;
 use seekless::jobs::manifest::{Verdict, format_line, format_verdict, name_in_manifest};
-use seekless::read::ReadOptions;
+use seekless::read::ConsumeOptions;
 use seekless::{Plan, Reporter};
 
 use crate::exit::Code;
-use crate::inputs::{InputArgs, threads_parser};
+use crate::inputs::InputArgs;
+use crate::options::{ReadArgs, ReportArgs};
 use crate::output::path_bytes;
 use crate::progress::read_events_through;
 use crate::progress::{Console, ReadProgress};
@@ -54,66 +54,11 @@ pub struct Args {
     #[arg(long)]
     pub sort_output: bool,
 
-    /// Print the plan's summary and the read phase's time and rate on stderr.
-    #[arg(long)]
-    pub summary: bool,
-
-    /// Say on stderr what was skipped and why (special files, symlinks, other
-    /// filesystems, files and directories reached twice).
-    #[arg(short, long)]
-    pub verbose: bool,
+    #[command(flatten)]
+    pub report: ReportArgs,
 
     #[command(flatten)]
     pub read: ReadArgs,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct ReadArgs {
-    /// Worker threads processing files, 1 to 1024 (hash, index, copy; tar writes from
-    /// one; default: one per CPU).
-    #[arg(short = 'j', long, value_name = "N", value_parser = threads_parser())]
-    pub jobs: Option<usize>,
-
-    /// Readahead window per disk, in MiB.
-    #[arg(long, value_name = "MIB", default_value_t = 64,
-          value_parser = clap::value_parser!(u64).range(1..=1 << 30))]
-    pub window_mb: u64,
-
-    /// Files open ahead of the consumer, per disk, 1 to 1048576 (and at most half the
-    /// open-file limit).
-    #[arg(long, value_name = "N", default_value_t = 512,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 20))]
-    pub window_files: usize,
-
-    /// On rotational disks, let the first request past a gap of at least KIB KiB on the
-    /// disk be served before prefetching further (0: never).
-    #[arg(long, value_name = "KIB", default_value_t = 128)]
-    pub gap_barrier_kb: u64,
-
-    /// Keep read data in the page cache (default: drop it after use).
-    #[arg(long)]
-    pub keep_cache: bool,
-
-    /// Read one file at a time in plan order, without prefetching (for comparison).
-    #[arg(long)]
-    pub no_prefetch: bool,
-}
-
-impl ReadArgs {
-    pub fn options(&self) -> ReadOptions {
-        let mut opts = ReadOptions::default();
-        opts.window_bytes = self.window_mb << 20;
-        opts.window_files = self.window_files;
-        opts.drop_behind = !self.keep_cache;
-        opts.prefetch = !self.no_prefetch;
-        opts.gap_barrier = self.gap_barrier_kb << 10;
-        opts
-    }
-
-    pub fn workers(&self) -> usize {
-        self.jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, NonZeroUsize::get))
-    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -141,7 +86,7 @@ pub fn run(args: Args) -> Result<Code> {
     }
     let paths = args.input.paths()?;
     let opts = args.input.plan_options()?;
-    let console = Console::new(args.verbose);
+    let console = Console::new(args.report.verbose);
     let plan = Arc::new(Plan::build(&paths, &opts, &console));
     let stdout = io::stdout();
     // Into a pipe or a terminal each line goes out as it is made: the reader sees results
@@ -151,15 +96,14 @@ pub fn run(args: Args) -> Result<Code> {
     let mut out = BufWriter::with_capacity(1 << 16, stdout);
     let mut sorted: Vec<(PathBuf, Vec<u8>)> = Vec::new();
     let mut write_error: Option<io::Error> = None;
-    let mut progress = ReadProgress::new(&console, args.summary);
-    progress.start(&plan);
-    let stats = hash_plan_until(
-        plan.clone(),
+    let mut progress = ReadProgress::new(&console, args.report.summary);
+    let consume = ConsumeOptions::new(args.read.options(), args.read.workers());
+    hash_plan_with(
+        &plan,
         args.algo.into(),
-        &args.read.options(),
-        args.read.workers(),
+        &consume,
+        &mut progress,
         |file, result| {
-            progress.file(file.entry.size, result.is_ok());
             match result {
                 Ok(hex) => {
                     let name = path_bytes(&file.entry.path);
@@ -183,7 +127,6 @@ pub fn run(args: Args) -> Result<Code> {
             ControlFlow::Continue(())
         },
     );
-    progress.finish(&stats);
     if let Some(e) = write_error {
         return Err(e.into());
     }
@@ -200,7 +143,7 @@ pub fn run(args: Args) -> Result<Code> {
 /// status.
 fn check(args: Args) -> Result<Code> {
     let manifests = args.input.paths()?;
-    let console = Console::new(args.verbose);
+    let console = Console::new(args.report.verbose);
     let mut opts = CheckOptions::default();
     opts.algo = args.algo.into();
     opts.strict = args.strict;
@@ -212,7 +155,7 @@ fn check(args: Args) -> Result<Code> {
         quiet: args.quiet,
         status: args.status,
         warn: args.warn && !args.status,
-        progress: ReadProgress::new(&console, args.summary),
+        progress: ReadProgress::new(&console, args.report.summary),
     };
     let outcome = check_manifests(
         &manifests,

@@ -8,8 +8,8 @@ use seekless::Filter;
 use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexOptions, index_with, thumb};
 
 use crate::exit::Code;
-use crate::hash::ReadArgs;
 use crate::inputs::{InputArgs, Refused};
+use crate::options::{ReadArgs, ReportArgs};
 use crate::progress::{Console, ReadProgress};
 
 #[derive(clap::Args, Debug)]
@@ -51,13 +51,8 @@ pub struct Args {
     #[arg(long, conflicts_with = "ext")]
     pub all_files: bool,
 
-    /// Print the plan's summary, the read phase and the catalog's counts on stderr.
-    #[arg(long)]
-    pub summary: bool,
-
-    /// Say on stderr what was skipped and why.
-    #[arg(short, long)]
-    pub verbose: bool,
+    #[command(flatten)]
+    pub report: ReportArgs,
 
     #[command(flatten)]
     pub read: ReadArgs,
@@ -80,15 +75,15 @@ pub fn run(args: Args) -> Result<Code> {
     }
     opts.read = args.read.options();
     opts.workers = args.read.workers();
-    let console = Console::new(args.verbose);
-    let mut events = ReadProgress::new(&console, args.summary);
+    let console = Console::new(args.report.verbose);
+    let mut events = ReadProgress::new(&console, args.report.summary);
     let summary = match index_with(&paths, &plan_opts, &opts, &console, &mut events) {
         Ok(s) => s,
         Err(e) if e.is_refusal() => return Err(Refused(e.to_string()).into()),
         Err(e) => return Err(e.into()),
     };
     console.finish();
-    if args.summary {
+    if args.report.summary {
         let thumbs = if args.thumbs {
             format!(", {} thumbnails made", summary.thumbs)
         } else {

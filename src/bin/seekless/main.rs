@@ -7,6 +7,7 @@ mod hash;
 mod index;
 mod inputs;
 mod interrupt;
+mod options;
 mod order;
 mod output;
 mod progress;

@@ -7,6 +7,7 @@ use seekless::{Order, Plan};
 
 use crate::exit::Code;
 use crate::inputs::InputArgs;
+use crate::options::ReportArgs;
 use crate::output::{json_path, print_summary, write_path};
 use crate::progress::Console;
 
@@ -27,13 +28,8 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
 
-    /// Print the plan's summary on stderr (the default when stderr is a terminal).
-    #[arg(long)]
-    pub summary: bool,
-
-    /// Say on stderr what was skipped and why (special files, symlinks, other filesystems).
-    #[arg(short, long)]
-    pub verbose: bool,
+    #[command(flatten)]
+    pub report: ReportArgs,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -58,7 +54,7 @@ impl From<ByArg> for Order {
 pub fn run(args: Args) -> Result<Code> {
     let paths = args.input.paths()?;
     let opts = args.input.plan_options()?;
-    let console = Console::new(args.verbose);
+    let console = Console::new(args.report.verbose);
     let plan = Plan::build(&paths, &opts, &console);
     console.finish();
 
@@ -106,7 +102,7 @@ pub fn run(args: Args) -> Result<Code> {
     out.flush()?;
     drop(out);
 
-    if args.summary || console.is_terminal() {
+    if args.report.summary || console.is_terminal() {
         print_summary(&plan);
     }
     Ok(Code::from_errors(console.errors()))

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use seekless::read::ReadStats;
+use seekless::read::Consumed;
 use seekless::{AtomicFile, Plan};
 
 /// Writes the path's bytes as they are (non-UTF-8 names survive), then `end`.
@@ -80,9 +80,10 @@ pub fn print_summary(plan: &Plan) {
     eprint!("{text}");
 }
 
-/// The read phase's line of the summary: how much was read, how long it took, how fast,
-/// and how often the sweep waited at a gap.
-pub fn print_read_summary(files: u64, bytes: u64, took: Duration, stats: &ReadStats) {
+/// The read phase's lines of the summary: how much was read, how long it took, how fast,
+/// how often the sweep waited at a gap; then where the workers' time went, and whether
+/// the disks or the workers set the pace.
+pub fn print_read_summary(files: u64, bytes: u64, took: Duration, consumed: &Consumed) {
     let secs = took.as_secs_f64();
     eprintln!(
         "seekless: read {} files, {} in {:.3} s ({}/s); waited at {} gaps",
@@ -90,7 +91,21 @@ pub fn print_read_summary(files: u64, bytes: u64, took: Duration, stats: &ReadSt
         indicatif::HumanBytes(bytes),
         secs,
         indicatif::HumanBytes((bytes as f64 / secs.max(1e-9)) as u64),
-        stats.gap_waits
+        consumed.stats.gap_waits
+    );
+    eprintln!(
+        "seekless: {} worker{}: {:.3} s waiting for the disks, {:.3} s working, {:.3} s \
+         handing results on (summed over workers): {}",
+        consumed.workers,
+        if consumed.workers == 1 { "" } else { "s" },
+        consumed.waiting.as_secs_f64(),
+        consumed.working.as_secs_f64(),
+        consumed.sinking.as_secs_f64(),
+        if consumed.disk_bound() {
+            "disk-bound"
+        } else {
+            "CPU-bound"
+        }
     );
 }
 

@@ -116,7 +116,7 @@ impl<'a> ReadProgress<'a> {
     }
 
     /// The read of `plan` starts.
-    pub fn start(&mut self, plan: &seekless::Plan) {
+    fn start(&mut self, plan: &seekless::Plan) {
         if self.summary {
             crate::output::print_summary(plan);
         }
@@ -137,7 +137,7 @@ impl<'a> ReadProgress<'a> {
     }
 
     /// One file of `size` bytes is done: read whole (`read`), or failed.
-    pub fn file(&mut self, size: u64, read: bool) {
+    fn file(&mut self, size: u64, read: bool) {
         self.bar.inc(size);
         if read {
             self.files += 1;
@@ -146,14 +146,14 @@ impl<'a> ReadProgress<'a> {
     }
 
     /// The read is over.
-    pub fn finish(&mut self, stats: &seekless::read::ReadStats) {
+    fn finish(&mut self, consumed: &seekless::read::Consumed) {
         self.bar.finish_and_clear();
         if self.summary {
             crate::output::print_read_summary(
                 self.files,
                 self.bytes,
                 self.started.elapsed(),
-                stats,
+                consumed,
             );
         }
     }
@@ -170,7 +170,7 @@ impl seekless::read::Events for ReadProgress<'_> {
     }
 
     fn read_done(&mut self, consumed: &seekless::read::Consumed) {
-        self.finish(&consumed.stats);
+        self.finish(consumed);
     }
 }
 

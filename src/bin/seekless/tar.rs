@@ -10,9 +10,9 @@ use seekless::jobs::tar::{
 };
 
 use crate::exit::Code;
-use crate::hash::ReadArgs;
 use crate::inputs::{InputArgs, UsageError};
 use crate::interrupt::RemoveOnSignal;
+use crate::options::{ReadArgs, ReportArgs};
 use crate::progress::read_events_through;
 use crate::progress::{Console, ReadProgress};
 
@@ -46,13 +46,8 @@ pub struct Args {
     #[arg(long)]
     pub xattrs: bool,
 
-    /// Print the plan's summary, the read phase and the archive's counts on stderr.
-    #[arg(long)]
-    pub summary: bool,
-
-    /// Name each member on stderr as it is written, and say what was skipped and why.
-    #[arg(short, long)]
-    pub verbose: bool,
+    #[command(flatten)]
+    pub report: ReportArgs,
 
     #[command(flatten)]
     pub read: ReadArgs,
@@ -134,10 +129,10 @@ pub fn run(args: Args) -> Result<Code> {
             .with_context(|| format!("cannot change to directory {}", dir.display()))?;
     }
 
-    let console = Console::new(args.verbose);
+    let console = Console::new(args.report.verbose);
     let mut events = Progress {
-        read: ReadProgress::new(&console, args.summary),
-        verbose: args.verbose,
+        read: ReadProgress::new(&console, args.report.summary),
+        verbose: args.report.verbose,
     };
     let mut stdout = io::stdout();
     let mut archive_file = output.as_ref().map(ArchiveFile::file);
@@ -154,7 +149,7 @@ pub fn run(args: Args) -> Result<Code> {
             .map_err(|e| anyhow!("{shown}: cannot write the archive: {}", os_message(&e)))?;
     }
     console.finish();
-    if args.summary {
+    if args.report.summary {
         print_counts(&summary);
     }
     Ok(Code::from_errors(console.errors()))
