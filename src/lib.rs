@@ -11,7 +11,7 @@
 //! # The pipeline
 //!
 //! ```text
-//! inputs ──► walk ──► locate ──► plan ──► read ──► job
+//! inputs ──► walk ──► locate ──► plan ──► decide ──► read ──► job
 //! ```
 //!
 //! - walk ([`walk()`]): expand files and directories into [`Entry`]s (inode-sorted per
@@ -19,14 +19,42 @@
 //! - locate: ask the OS where each file's data lies (FIEMAP, …) — its [`Placement`] —
 //!   with a fallback ladder of [`Strategy`]s per filesystem;
 //! - device: map each filesystem to its physical [`Disk`], once per device;
-//! - plan ([`Plan`]): one [`Sweep`] per disk, in physical order;
-//! - [`read`]: the sweeps, with the disk's queue kept full ([`read::Reader`]);
-//! - [`jobs`]: what is built on them (`hash`, `bench`).
+//! - plan ([`Plan`]): one [`Sweep`] per disk, in physical order ([`Plan::build`], or
+//!   [`Plan::build_tagged`] to get each file back with an id of the caller's, or
+//!   [`Plan::from_located`] from placements found elsewhere);
+//! - decide ([`read::decide`]): what to do with each file, before anything is read;
+//! - [`read`]: the sweeps, with the disk's queue kept full ([`read::Reader`]), and the
+//!   consume layer every job is built on ([`read::run`], [`read::Job`]);
+//! - [`jobs`]: what is built on them (`hash`, `check`, `index`, `tar`, `copy`, `bench`).
 //!
-//! A whole program on this library, reading a list of paths from standard input and
-//! printing each file's size and BLAKE3 in the order the files lie on their disks:
-//! `examples/hash_in_physical_order.rs` (`find DIR -type f | cargo run --release --example
-//! hash_in_physical_order`).
+//! # Two programs on this library
+//!
+//! - `examples/hash_in_physical_order.rs`: reads a list of paths from standard input and
+//!   prints each file's size and BLAKE3 in the order the files lie on their disks, on the
+//!   [`read::Reader`] directly (`find DIR -type f | cargo run --release --example
+//!   hash_in_physical_order`);
+//! - `examples/custom_job.rs`: a job of one's own on the consume layer, as a photo manager
+//!   would write it: rows of its own table tagged onto the plan, a decision step, a
+//!   [`read::Job`] on worker threads, [`read::Events`] for progress, and where the time
+//!   went (`find DIR -type f | nl -ba -w1 | cargo run --release --example custom_job`).
+//!
+//! # Guarantees
+//!
+//! - **Never modifies what it reads.** Files are opened read-only (`O_NOATIME` where
+//!   allowed); nothing is written beside them.
+//! - **Changes are noticed.** A file is checked after it is read by one rule
+//!   ([`read::FileReader::check_unchanged`]): its size, modification time and
+//!   status-change time are what they were when it was planned and opened, and as many
+//!   bytes were read as it holds; otherwise the job gets an [`ErrorKind::Changed`] error.
+//! - **Errors name their path and do not stop the run**: they go to a [`Reporter`]; a
+//!   file replaced since it was planned is never read as the planned one.
+//! - **Bounded memory**: the reader holds a window of bytes and of open files per disk,
+//!   whatever the number or size of the files; each worker reuses one buffer.
+//! - **A panic is never a short read**: a panic in a sweep, a job or a sink is re-raised
+//!   by the call that runs them, with its own message.
+//! - **Stops when the work is pointless**: a sink that returns
+//!   [`ControlFlow::Break`](std::ops::ControlFlow::Break) stops the sweeps at once.
+//! - **What jobs write appears whole or not at all** ([`AtomicFile`]).
 //!
 //! # Example: list files in physical order
 //!

@@ -212,7 +212,7 @@ pub struct CopySummary {
 }
 
 /// What [`copy_with`] tells its caller as it goes, beyond the read's
-/// [`Events`](crate::read::Events) (the plan read, each file copied or failed, the end);
+/// [`Events`] (the plan read, each file copied or failed, the end);
 /// all optional. Called one at a time.
 pub trait CopyEvents: Events {
     /// A source file's hash ([`CopyOptions::hash`]).

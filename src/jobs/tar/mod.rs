@@ -109,7 +109,7 @@ pub struct TarSummary {
 }
 
 /// What [`archive_with`] tells its caller as it goes, beyond the read's
-/// [`Events`](crate::read::Events) (the plan read, each file stored or failed, the end);
+/// [`Events`] (the plan read, each file stored or failed, the end);
 /// all optional.
 pub trait TarEvents: Events {
     /// A member was written (its name in the archive).
