@@ -22,8 +22,8 @@ pub(crate) enum NodeKind {
     Unknown,
 }
 
-/// An entry's attributes as the platform reports them (all of `stat` but the size, which
-/// every platform has).
+/// An entry's metadata as the platform reports it: what archivers and copiers keep
+/// (`jobs::stat::Stat`); where a platform has no such field, a plain default.
 #[derive(Clone, Debug)]
 pub(crate) struct Attrs {
     pub kind: NodeKind,
@@ -37,6 +37,7 @@ pub(crate) struct Attrs {
     /// Device number of a device node, and its major and minor parts.
     pub rdev: u64,
     pub device: (u32, u32),
+    pub size: u64,
     /// Bytes allocated on disk, where known.
     pub allocated: Option<u64>,
 }
@@ -73,6 +74,7 @@ pub(crate) fn attrs(meta: &Metadata) -> Attrs {
         mtime: (meta.mtime(), meta.mtime_nsec() as u32),
         rdev: meta.rdev(),
         device: (libc::major(rdev) as u32, libc::minor(rdev) as u32),
+        size: meta.len(),
         allocated: super::allocated_bytes(meta),
     }
 }
@@ -112,6 +114,7 @@ pub(crate) fn attrs(meta: &Metadata) -> Attrs {
         mtime,
         rdev: 0,
         device: (0, 0),
+        size: meta.len(),
         allocated: super::allocated_bytes(meta),
     }
 }

@@ -35,7 +35,7 @@ mod process;
 mod write;
 pub(crate) use archive::{data_regions, group_name, read_link, user_name, xattrs};
 pub(crate) use attrs::{
-    NodeKind, attrs, is_unsupported, keep_owner_and_mode, set_mode, set_owner, set_times,
+    Attrs, NodeKind, attrs, is_unsupported, keep_owner_and_mode, set_mode, set_owner, set_times,
 };
 pub(crate) use paths::{member_name_bytes, uri_path_bytes};
 pub(crate) use process::{MANDATORY_LOCKS, check_writable, process_exists};
