@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod copy;
+pub mod dupes;
 pub mod hash;
 pub mod index;
 pub mod manifest;
