@@ -129,8 +129,9 @@ fn saving(dupes: &Dupes) -> u64 {
 }
 
 /// Groups separated by a blank line: a heading, then one line per file, the keeper marked
-/// `*`: dimensions (orientation applied), size, date taken, pHash distance to the keeper
-/// (similar groups and bursts), path (its bytes as they are).
+/// `*`: dimensions (orientation applied), size, date taken, pHash distance to the group's
+/// first file (similar groups and bursts; `copy`: byte-identical to the keeper), path (its
+/// bytes as they are).
 fn text(out: &mut impl Write, dupes: &Dupes) -> std::io::Result<()> {
     for (i, g) in dupes.groups.iter().enumerate() {
         if i > 0 {
@@ -166,8 +167,10 @@ fn text(out: &mut impl Write, dupes: &Dupes) -> std::io::Result<()> {
                 .taken
                 .as_deref()
                 .map_or("-".to_string(), |t| t.replacen('T', " ", 1));
+            let copy = g.kind == GroupKind::Similar && !m.keeper && m.blake3 == g.members[0].blake3;
             let distance = match (g.kind, m.distance) {
                 (GroupKind::Exact, _) => String::new(),
+                _ if copy => "copy ".into(),
                 (_, Some(d)) => format!("d={d:<2} "),
                 (_, None) => "d=-  ".into(),
             };

@@ -100,7 +100,8 @@ fn page(
         .filter(|g| g.kind == GroupKind::Burst)
         .count();
     if bursts > 0 {
-        html += &format!("; {bursts} bursts (shots of one camera within 2 s), for information");
+        let s = if bursts == 1 { "" } else { "s" };
+        html += &format!("; {bursts} burst{s} (shots of one camera within 2 s), for information");
     }
     html += ".</p>\n";
     out_flush(out, &mut html)?;
@@ -121,7 +122,8 @@ fn page(
         }
         html += "</h2><div class=\"files\">\n";
         for m in &g.members {
-            figure(catalog, m, &mut html, &mut thumbs)?;
+            let copy = g.kind != GroupKind::Burst && !m.keeper && m.blake3 == g.members[0].blake3;
+            figure(catalog, m, copy, &mut html, &mut thumbs)?;
             out_flush(out, &mut html)?;
         }
         html += "</div></section>\n";
@@ -140,9 +142,11 @@ fn out_flush(out: &mut impl Write, html: &mut String) -> std::io::Result<()> {
     Ok(())
 }
 
+/// One file: its thumbnail and caption; `copy`: byte-identical to the group's keeper.
 fn figure(
     catalog: &Catalog,
     m: &Member,
+    copy: bool,
     html: &mut String,
     thumbs: &mut u64,
 ) -> Result<(), DupesError> {
@@ -187,7 +191,9 @@ fn figure(
     if !camera.is_empty() {
         facts.push(escape(&camera.join(" ")));
     }
-    if let Some(d) = m.distance.filter(|_| !m.keeper) {
+    if copy {
+        facts.push("identical to the kept file".into());
+    } else if let Some(d) = m.distance.filter(|_| !m.keeper) {
         facts.push(format!("pHash distance {d}"));
     }
     html.push_str(&facts.join(" · "));

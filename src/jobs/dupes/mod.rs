@@ -286,19 +286,44 @@ impl Catalog {
 
     /// Finds the duplicate groups.
     pub fn find(&self, opts: &DupesOptions) -> Result<Dupes, DupesError> {
+        let mut dupes = Dupes::default();
+        // The compact rows are gone (freed) before the groups' members are read in full.
+        let found = self.group_rows(opts, &mut dupes)?;
+        let mut groups = Vec::with_capacity(found.len());
+        for (kind, rows) in found {
+            let list = rows
+                .iter()
+                .map(|&(id, size)| self.member(id, size))
+                .collect::<Result<Vec<_>, _>>()?;
+            groups.push(group(kind, list));
+        }
+        groups.sort_by(|a, b| {
+            (a.kind == GroupKind::Burst)
+                .cmp(&(b.kind == GroupKind::Burst))
+                .then(b.saving.cmp(&a.saving))
+                .then_with(|| a.members[0].path_bytes.cmp(&b.members[0].path_bytes))
+        });
+        dupes.groups = groups;
+        Ok(dupes)
+    }
+
+    /// The groups, each as its rows' ids and sizes, and the counts in `dupes`.
+    #[allow(clippy::type_complexity)]
+    fn group_rows(
+        &self,
+        opts: &DupesOptions,
+        dupes: &mut Dupes,
+    ) -> Result<Vec<(GroupKind, Vec<(i64, u64)>)>, DupesError> {
         let sql = |e| self.sql(e);
-        let mut dupes = Dupes {
-            ignored: self
-                .conn
-                .query_row(
-                    "SELECT count(*) FROM images WHERE blake3 IS NULL",
-                    [],
-                    |r| r.get::<_, i64>(0),
-                )
-                .map_err(sql)? as u64,
-            ..Dupes::default()
-        };
-        let rows = self.load(&mut dupes)?;
+        dupes.ignored = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM images WHERE blake3 IS NULL",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(sql)? as u64;
+        let rows = self.load(dupes)?;
         dupes.images = rows.len() as u64;
         dupes.with_phash = rows.iter().filter(|r| r.has_phash).count() as u64;
 
@@ -344,7 +369,7 @@ impl Catalog {
                 }
                 let mut sig = |c: u32| -> Option<verify::Signature> {
                     if let Some(s) = signatures.get(&c) {
-                        return s.clone();
+                        return *s;
                     }
                     let mut found = None;
                     for &r in members(c as usize) {
@@ -360,7 +385,7 @@ impl Catalog {
                             }
                         }
                     }
-                    signatures.insert(c, found.clone());
+                    signatures.insert(c, found);
                     found
                 };
                 if let (Some(sa), Some(sb)) = (sig(ci), sig(cj))
@@ -396,37 +421,27 @@ impl Catalog {
                 burst_groups.entry(root).or_default().push(c);
             }
         }
-        let mut groups = Vec::new();
-        for (kind, parts) in same_groups
+        let kinds = same_groups
             .into_values()
             .map(|p| {
-                (
-                    if p.len() == 1 {
-                        GroupKind::Exact
-                    } else {
-                        GroupKind::Similar
-                    },
-                    p,
-                )
+                let kind = if p.len() == 1 {
+                    GroupKind::Exact
+                } else {
+                    GroupKind::Similar
+                };
+                (kind, p)
             })
-            .chain(burst_groups.into_values().map(|p| (GroupKind::Burst, p)))
-        {
-            let mut list = Vec::new();
-            for c in parts {
-                for &r in members(c) {
-                    list.push(self.member(&rows[r as usize])?);
-                }
-            }
-            groups.push(group(kind, list));
-        }
-        groups.sort_by(|a, b| {
-            (a.kind == GroupKind::Burst)
-                .cmp(&(b.kind == GroupKind::Burst))
-                .then(b.saving.cmp(&a.saving))
-                .then_with(|| a.members[0].path_bytes.cmp(&b.members[0].path_bytes))
-        });
-        dupes.groups = groups;
-        Ok(dupes)
+            .chain(burst_groups.into_values().map(|p| (GroupKind::Burst, p)));
+        Ok(kinds
+            .map(|(kind, parts)| {
+                let rows = parts
+                    .iter()
+                    .flat_map(|&c| members(c))
+                    .map(|&r| (rows[r as usize].id, rows[r as usize].size))
+                    .collect();
+                (kind, rows)
+            })
+            .collect())
     }
 
     /// Every row with a content hash, compactly.
@@ -502,7 +517,7 @@ impl Catalog {
     }
 
     /// The rest of a row, for a group.
-    fn member(&self, row: &Row) -> Result<Member, DupesError> {
+    fn member(&self, id: i64, size: u64) -> Result<Member, DupesError> {
         let phash = if self.visual { "phash" } else { "NULL" };
         self.conn
             .prepare_cached(&format!(
@@ -510,12 +525,12 @@ impl Catalog {
                  FROM images WHERE id = ?1"
             ))
             .and_then(|mut s| {
-                s.query_row([row.id], |r| {
+                s.query_row([id], |r| {
                     Ok(Member {
-                        id: row.id,
+                        id,
                         path: r.get(0)?,
                         path_bytes: r.get(1)?,
-                        size: row.size,
+                        size,
                         width: r.get(2).ok().flatten(),
                         height: r.get(3).ok().flatten(),
                         orientation: r.get(4).ok().flatten(),

@@ -7,12 +7,13 @@
 //!   another picture squeezed into the same 32×32 square the pHash is computed from, is
 //!   not a copy.
 //! - **Thumbnail signature**: the stored thumbnail (table `thumbs`) decoded at 1/8 scale in
-//!   the DCT domain (a 256-pixel thumbnail: 32 pixels; no IDCT worth the name), averaged
-//!   into 16×16 cells of RGB, each channel's mean subtracted (a brightness change alone
-//!   stays a copy). Two signatures match when their mean absolute difference is at most
-//!   [`SIGNATURE_TOLERANCE`] (of 255). Unlike the pHash it sees colour, and the layout
-//!   at twice the pHash's resolution. A pair of which either has no thumbnail skips this
-//!   check (decided on the pHash and the aspect ratio alone).
+//!   the DCT domain (a 256-pixel thumbnail gives 32 pixels: no real IDCT), averaged into
+//!   8×8 cells of RGB. Two signatures match when their mean absolute difference, after
+//!   each channel's mean is subtracted (a brightness change alone stays a copy), is at
+//!   most [`SIGNATURE_TOLERANCE`] (of 255). Unlike the pHash it sees colour and how strong
+//!   each contrast is (the pHash keeps only the signs of 63 frequencies against their
+//!   median). A pair of which either has no thumbnail skips this check (decided on the
+//!   pHash and the aspect ratio alone).
 //! - **Burst**: the same camera (make and model, both known) and `taken` within
 //!   [`BURST_WINDOW_MS`], but not at the same instant: a re-encoded or resized copy keeps
 //!   its original's EXIF, so equal timestamps are one shot, kept as duplicates; a camera
@@ -23,19 +24,20 @@
 pub const ASPECT_TOLERANCE: f64 = 0.02;
 
 /// Largest mean absolute difference (per channel value, of 255) between two thumbnail
-/// signatures of the same picture. Re-encoding at JPEG quality 60 or halving gives 1–3 on
-/// the test images; frames of a burst with a small change 3–6; other pictures that the
-/// pHash alone would pair, 15 and more.
+/// signatures of the same picture. On the test scenes (tests/it/dupes.rs) re-encoding at
+/// JPEG quality 60 or halving gives under 1, a burst's next frame (shifted by 1 %, a small
+/// subject moved in) 1–4, unrelated pictures 37 and more.
 pub const SIGNATURE_TOLERANCE: f64 = 10.0;
 
 /// Frames of a burst are taken at most this far apart (milliseconds).
 pub const BURST_WINDOW_MS: i64 = 2000;
 
 /// Cells on a side of a thumbnail signature.
-const CELLS: usize = 16;
+const CELLS: usize = 8;
 
-/// A thumbnail's coarse colour layout: 16×16 cells × RGB, each channel's mean subtracted.
-pub type Signature = Box<[i16; CELLS * CELLS * 3]>;
+/// A thumbnail's coarse colour layout: the mean RGB of 8×8 cells (192 bytes: what is kept
+/// of each image in a candidate pair, so small).
+pub type Signature = [u8; CELLS * CELLS * 3];
 
 /// Whether two images' sides (orientation applied) have aspect ratios within
 /// [`ASPECT_TOLERANCE`]; images whose sides are unknown pass.
@@ -66,55 +68,57 @@ pub fn signature(jpeg: &[u8]) -> Option<Signature> {
     if w == 0 || h == 0 || pixels.len() < w * h * bpp {
         return None;
     }
-    // Each cell averages the pixels whose centres fall in it (at least the nearest one).
+    let value =
+        |x: usize, y: usize, c: usize| u32::from(pixels[(y * w + x) * bpp + c.min(bpp - 1)]);
+    // Each cell averages the pixels whose centres fall in it; a thumbnail narrower than 8
+    // pixels leaves cells empty, which take the nearest pixel.
     let mut sums = [0u32; CELLS * CELLS * 3];
     let mut counts = [0u32; CELLS * CELLS];
     for y in 0..h {
-        let cy = y * CELLS / h;
         for x in 0..w {
-            let cx = x * CELLS / w;
-            let p = &pixels[(y * w + x) * bpp..][..bpp];
-            let cell = cy * CELLS + cx;
+            let cell = (y * CELLS / h) * CELLS + x * CELLS / w;
             counts[cell] += 1;
             for c in 0..3 {
-                sums[cell * 3 + c] += u32::from(p[c.min(bpp - 1)]);
+                sums[cell * 3 + c] += value(x, y, c);
             }
         }
     }
-    let mut means = [0f64; CELLS * CELLS * 3];
+    let mut sig = [0u8; CELLS * CELLS * 3];
     for cell in 0..CELLS * CELLS {
-        // A thumbnail narrower than 16 pixels leaves cells empty: take the nearest pixel.
         let (cy, cx) = (cell / CELLS, cell % CELLS);
-        let count = counts[cell];
         for c in 0..3 {
-            means[cell * 3 + c] = if count > 0 {
-                f64::from(sums[cell * 3 + c]) / f64::from(count)
+            let n = counts[cell];
+            sig[cell * 3 + c] = if n > 0 {
+                ((sums[cell * 3 + c] + n / 2) / n) as u8
             } else {
-                let (y, x) = (cy * h / CELLS, cx * w / CELLS);
-                f64::from(pixels[(y * w + x) * bpp + c.min(bpp - 1)])
+                value(cx * w / CELLS, cy * h / CELLS, c) as u8
             };
-        }
-    }
-    let mut sig: Signature = Box::new([0; CELLS * CELLS * 3]);
-    for c in 0..3 {
-        let mean =
-            (0..CELLS * CELLS).map(|i| means[i * 3 + c]).sum::<f64>() / (CELLS * CELLS) as f64;
-        for i in 0..CELLS * CELLS {
-            // In 1/8ths of a level, to keep the rounding out of the comparison.
-            sig[i * 3 + c] = ((means[i * 3 + c] - mean) * 8.0).round() as i16;
         }
     }
     Some(sig)
 }
 
-/// Mean absolute difference between two signatures, in levels of 255.
+/// Mean absolute difference between two signatures, in levels of 255, after each
+/// signature's mean per channel is subtracted (a brightness change alone is no
+/// difference).
 pub fn signature_distance(a: &Signature, b: &Signature) -> f64 {
-    let sum: u64 = a
-        .iter()
-        .zip(b.iter())
-        .map(|(&x, &y)| u64::from((i32::from(x) - i32::from(y)).unsigned_abs()))
-        .sum();
-    sum as f64 / 8.0 / a.len() as f64
+    let cells = (CELLS * CELLS) as f64;
+    let mean = |s: &Signature, c: usize| {
+        s.iter()
+            .skip(c)
+            .step_by(3)
+            .map(|&v| f64::from(v))
+            .sum::<f64>()
+            / cells
+    };
+    let mut sum = 0.0;
+    for c in 0..3 {
+        let shift = mean(a, c) - mean(b, c);
+        for i in 0..CELLS * CELLS {
+            sum += (f64::from(a[i * 3 + c]) - f64::from(b[i * 3 + c]) - shift).abs();
+        }
+    }
+    sum / (cells * 3.0)
 }
 
 /// Whether two shots are frames of one burst: the same camera (`camera` ids, 0 when make or
@@ -253,7 +257,7 @@ mod tests {
         assert!(signature_distance(&a, &brighter) <= SIGNATURE_TOLERANCE);
         assert!(signature_distance(&a, &small) <= SIGNATURE_TOLERANCE);
         assert!(signature_distance(&a, &other) > SIGNATURE_TOLERANCE);
-        // Tiny thumbnails (under 16 pixels a side) still give a signature.
+        // Tiny thumbnails (under 8 pixels a side) still give a signature.
         assert!(signature(&jpeg(7, 5, scene)).is_some());
         assert!(signature(b"not a jpeg").is_none());
     }
