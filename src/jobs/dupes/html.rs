@@ -122,8 +122,15 @@ fn page(
         }
         html += "</h2><div class=\"files\">\n";
         for m in &g.members {
-            let copy = g.kind != GroupKind::Burst && !m.keeper && m.blake3 == g.members[0].blake3;
-            figure(catalog, m, copy, &mut html, &mut thumbs)?;
+            let first = &g.members[0];
+            let note = if std::ptr::eq(m, first) {
+                None
+            } else if g.kind == GroupKind::Similar && m.blake3 == first.blake3 {
+                Some("identical to the kept file".to_string())
+            } else {
+                m.distance.map(|d| format!("pHash distance {d}"))
+            };
+            figure(catalog, m, note, &mut html, &mut thumbs)?;
             out_flush(out, &mut html)?;
         }
         html += "</div></section>\n";
@@ -142,11 +149,12 @@ fn out_flush(out: &mut impl Write, html: &mut String) -> std::io::Result<()> {
     Ok(())
 }
 
-/// One file: its thumbnail and caption; `copy`: byte-identical to the group's keeper.
+/// One file: its thumbnail and caption, `note` (how it compares with the group's first
+/// file) last but the path.
 fn figure(
     catalog: &Catalog,
     m: &Member,
-    copy: bool,
+    note: Option<String>,
     html: &mut String,
     thumbs: &mut u64,
 ) -> Result<(), DupesError> {
@@ -184,18 +192,18 @@ fn figure(
     if let Some(t) = &m.taken {
         facts.push(escape(&t.replacen('T', " ", 1)));
     }
-    let camera: Vec<&str> = [m.make.as_deref(), m.model.as_deref()]
-        .into_iter()
-        .flatten()
-        .collect();
-    if !camera.is_empty() {
-        facts.push(escape(&camera.join(" ")));
+    // Models often repeat the make ("Canon" "Canon EOS 5D"): said once.
+    let camera = match (m.make.as_deref(), m.model.as_deref()) {
+        (Some(make), Some(model)) if model.to_lowercase().starts_with(&make.to_lowercase()) => {
+            Some(model.to_string())
+        }
+        (Some(make), Some(model)) => Some(format!("{make} {model}")),
+        (make, model) => make.or(model).map(str::to_string),
+    };
+    if let Some(camera) = camera {
+        facts.push(escape(&camera));
     }
-    if copy {
-        facts.push("identical to the kept file".into());
-    } else if let Some(d) = m.distance.filter(|_| !m.keeper) {
-        facts.push(format!("pHash distance {d}"));
-    }
+    facts.extend(note);
     html.push_str(&facts.join(" · "));
     html.push_str("<br><span class=\"path\">");
     html.push_str(&escape(&m.path));

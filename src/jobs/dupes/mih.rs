@@ -200,7 +200,7 @@ mod tests {
     fn hashes(rng: &mut Rng, len: usize) -> Vec<u64> {
         let mut v: Vec<u64> = Vec::with_capacity(len);
         for i in 0..len {
-            if i > 0 && rng.next() % 3 == 0 {
+            if i > 0 && rng.next().is_multiple_of(3) {
                 let mut h = v[(rng.next() % i as u64) as usize];
                 for _ in 0..rng.next() % 10 {
                     h ^= 1 << (rng.next() % 64);

@@ -88,11 +88,9 @@ pub fn signature(jpeg: &[u8]) -> Option<Signature> {
         let (cy, cx) = (cell / CELLS, cell % CELLS);
         for c in 0..3 {
             let n = counts[cell];
-            sig[cell * 3 + c] = if n > 0 {
-                ((sums[cell * 3 + c] + n / 2) / n) as u8
-            } else {
-                value(cx * w / CELLS, cy * h / CELLS, c) as u8
-            };
+            let mean = (sums[cell * 3 + c] + n / 2).checked_div(n);
+            sig[cell * 3 + c] =
+                mean.unwrap_or_else(|| value(cx * w / CELLS, cy * h / CELLS, c)) as u8;
         }
     }
     Some(sig)
