@@ -20,6 +20,8 @@ use crate::common::*;
 ///   camera and times 1 s apart written by exiftool afterwards);
 /// - `h.jpg` and `h-wide.jpg`: the same picture stretched to 16:9 (the same pHash, another
 ///   aspect ratio: not a copy);
+/// - `i.jpg` and `i-recoloured.jpg`: the same luminance, other colours (Cb and Cr swapped:
+///   pHashes 2 bits apart, thumbnails far apart: not a copy);
 /// - `e.jpg`, `f.png`, `g.jpg`: unrelated.
 const DRAW: &str = r#"
 import random, shutil, sys
@@ -69,6 +71,10 @@ scene(6, 640, 480).save(f'{out}/f.png')
 jpeg(scene(7, 480, 640), 'g.jpg')
 jpeg(scene(8, 640, 480), 'h.jpg')
 jpeg(Image.open(f'{out}/h.jpg').resize((640, 360), Image.LANCZOS), 'h-wide.jpg')
+recoloured = scene(9, 640, 480)
+jpeg(recoloured, 'i.jpg')
+y, cb, cr = recoloured.convert('YCbCr').split()
+jpeg(Image.merge('YCbCr', (y, cr, cb)).convert('RGB'), 'i-recoloured.jpg')
 "#;
 
 /// A Python 3 with Pillow, or `None` after a SKIP line (a failure in CI).
@@ -255,11 +261,15 @@ fn dupes_finds_exactly_the_expected_groups_in_text_json_and_nul_lists() {
         String::from_utf8_lossy(&o.stdout)
     );
     assert_eq!(text.len(), want.len(), "each group once");
-    // The stretched copy was a pHash match refused by its aspect ratio.
+    // The stretched copy was a pHash match refused by its aspect ratio, the recoloured one
+    // by its thumbnail.
     let err = stderr(&o);
-    assert!(err.contains(", 1 refused by aspect ratio"), "{err}");
     assert!(
-        err.contains("15 images (15 with a perceptual hash, 0 without a content hash ignored)"),
+        err.contains(", 1 refused by aspect ratio, 1 by thumbnail\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("17 images (17 with a perceptual hash, 0 without a content hash ignored)"),
         "{err}"
     );
 

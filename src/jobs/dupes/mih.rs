@@ -1,21 +1,27 @@
-//! Multi-index hashing: every pair of 64-bit hashes within a Hamming distance, without
+//! Multi-index hashing: every pair of 64-bit hashes within a Hamming distance `n`, without
 //! comparing all pairs.
 //!
-//! Pigeonhole: cut the 64 bits into `m` chunks. `n` differing bits touch at most `n`
-//! chunks, so two hashes within `n` agree exactly on at least `m - n` of them. For
-//! `n < 8` the chunks are the 8 bytes, so a pair within `n` shares at least `8 - n` bytes
-//! exactly; for `n ≤ 6` that is at least two, and the hashes are bucketed by each of the
-//! 28 pairs of byte positions (a 16-bit key: with a million random hashes a bucket holds
-//! ~15, so a table costs ~7 million comparisons instead of 5 × 10¹¹ for all pairs); for
-//! `n = 7` by each single byte (one shared byte is all that is certain: buckets 256 times
-//! larger). For `n ≥ 8` the 64 bits are cut into `n + 1` chunks of nearly equal width, one
-//! of which must agree: correct at any `n`, but the buckets grow fast (pHash distances
-//! that large no longer mean "the same picture"). `n = 0` is a sort.
+//! Pigeonhole, two ways:
+//!
+//! - **`n ≤ 6`: shared bytes.** `n` differing bits touch at most `n` of the 8 bytes, so a
+//!   pair within `n` agrees exactly on at least `8 - n ≥ 2` bytes. The hashes are bucketed
+//!   by each of the 28 pairs of byte positions (a 16-bit key: with a million random hashes
+//!   a bucket holds ~15, so a table costs ~7 million comparisons, not the 5 × 10¹¹ of all
+//!   pairs), and only hashes in one bucket are compared.
+//! - **`7 ≤ n < 20`: near chunks.** At `n = 7` a single shared byte is all that is certain,
+//!   and single-byte buckets are 256 times larger (a million hashes took 77 s). Instead the
+//!   64 bits are cut into four 16-bit chunks: the `n` differing bits spread over four
+//!   chunks leave one chunk within `r = ⌊n / 4⌋` bits. Each of the four tables is bucketed
+//!   by its chunk, and each hash looks in every bucket whose key is within `r` bits of its
+//!   own (17 buckets at `r = 1`, 137 at `r = 2`, 697 at `r = 3`, 2517 at `r = 4`).
+//! - `n = 0` is a sort; from `n = 20` on (pHash distances that no longer mean "the same
+//!   picture") every pair is compared.
 //!
 //! Tables are built one at a time (a counting sort of (hash, index) by the key: 12 bytes a
-//! hash), so memory stays at one table whatever `n`. A pair that agrees on several keys is
-//! met in several tables; it is reported only from the first of them (the lowest chunk
-//! positions it agrees on), so every pair is reported exactly once.
+//! hash, and 256 KiB of bucket starts), so memory stays at one table whatever `n`. A pair
+//! met in several tables is reported only from the first of them (the lowest byte
+//! positions it agrees on; the lowest chunk within `r`), so every pair is reported exactly
+//! once.
 
 /// Calls `found(i, j)` (indices into `hashes`, `i < j`) exactly once for every pair whose
 /// hashes differ in at most `n` bits.
@@ -24,34 +30,48 @@ pub fn pairs_within(hashes: &[u64], n: u32, mut found: impl FnMut(usize, usize))
     if hashes.len() < 2 {
         return;
     }
-    if n == 0 {
-        return equal_runs(hashes, &mut found);
-    }
-    if n >= 64 {
-        for j in 1..hashes.len() {
-            for i in 0..j {
-                found(i, j);
+    match n {
+        0 => equal_runs(hashes, &mut found),
+        1..=6 => {
+            let mut table = Table::new(hashes.len());
+            let byte = |h: u64, i: u32| ((h >> (56 - 8 * i)) & 0xff) as u32;
+            for a in 0..8 {
+                for b in a + 1..8 {
+                    table.fill(hashes, |h| (byte(h, a) << 8) | byte(h, b));
+                    let first = |x: u64| first_equal_bytes(x) == (a, b);
+                    table.pairs(n, first, &mut found);
+                }
             }
         }
-        return;
-    }
-    let chunks = Chunks::for_distance(n);
-    let m = chunks.widths.len();
-    let mut table = Table::new(hashes.len());
-    if chunks.need == 2 {
-        for a in 0..m {
-            for b in a + 1..m {
-                let key = |h: u64| (chunks.get(h, a) << chunks.widths[b]) | chunks.get(h, b);
-                table.fill(hashes, key, chunks.widths[a] + chunks.widths[b]);
-                table.pairs(n, |x| chunks.first_equal(x, 2) == [a, b], &mut found);
+        7..=19 => {
+            let mut table = Table::new(hashes.len());
+            let r = n / 4;
+            let masks: Vec<u32> = (0..1u32 << 16).filter(|m| m.count_ones() <= r).collect();
+            let chunk = |h: u64, i: u32| ((h >> (48 - 16 * i)) & 0xffff) as u32;
+            for k in 0..4 {
+                table.fill(hashes, |h| chunk(h, k));
+                let first = |x: u64| (0..4).find(|&i| chunk(x, i).count_ones() <= r) == Some(k);
+                table.probe(n, &masks, first, &mut found);
             }
         }
-    } else {
-        for a in 0..m {
-            table.fill(hashes, |h| chunks.get(h, a), chunks.widths[a]);
-            table.pairs(n, |x| chunks.first_equal(x, 1)[0] == a, &mut found);
+        _ => {
+            for j in 1..hashes.len() {
+                for i in 0..j {
+                    if (hashes[i] ^ hashes[j]).count_ones() <= n {
+                        found(i, j);
+                    }
+                }
+            }
         }
     }
+}
+
+/// The first two byte positions (0: the most significant) at which `x` (the XOR of two
+/// hashes) is zero, `(8, 8)` where there are fewer.
+fn first_equal_bytes(x: u64) -> (u32, u32) {
+    let mut zero = (0..8).filter(|&i| (x >> (56 - 8 * i)) & 0xff == 0);
+    let a = zero.next().unwrap_or(8);
+    (a, zero.next().unwrap_or(8))
 }
 
 /// Pairs of equal hashes: sorted, each run of equal ones paired.
@@ -71,60 +91,6 @@ fn equal_runs(hashes: &[u64], found: &mut impl FnMut(usize, usize)) {
     }
 }
 
-/// How the 64 bits are cut, and how many chunks a key is made of.
-struct Chunks {
-    /// Widths in bits, from the most significant end.
-    widths: Vec<u32>,
-    /// Shift of each chunk's least significant bit.
-    shifts: Vec<u32>,
-    /// Chunks per key: 2 where the pigeonhole promises two equal chunks, else 1.
-    need: usize,
-}
-
-impl Chunks {
-    fn for_distance(n: u32) -> Chunks {
-        let (m, need) = if n < 8 {
-            (8u32, if n <= 6 { 2 } else { 1 })
-        } else {
-            (n + 1, 1)
-        };
-        // Widths as even as they go: the first 64 % m chunks one bit wider.
-        let widths: Vec<u32> = (0..m).map(|i| 64 / m + u32::from(i < 64 % m)).collect();
-        let mut shifts = Vec::with_capacity(widths.len());
-        let mut top = 64;
-        for &w in &widths {
-            top -= w;
-            shifts.push(top);
-        }
-        Chunks {
-            widths,
-            shifts,
-            need,
-        }
-    }
-
-    fn get(&self, h: u64, i: usize) -> u32 {
-        ((h >> self.shifts[i]) & ((1u64 << self.widths[i]) - 1)) as u32
-    }
-
-    /// The first `k` chunk positions at which `x` (the XOR of two hashes) is zero; positions
-    /// past the last chunk where fewer are.
-    fn first_equal(&self, x: u64, k: usize) -> [usize; 2] {
-        let mut out = [usize::MAX; 2];
-        let mut got = 0;
-        for i in 0..self.widths.len() {
-            if self.get(x, i) == 0 {
-                out[got] = i;
-                got += 1;
-                if got == k {
-                    break;
-                }
-            }
-        }
-        out
-    }
-}
-
 /// One bucketed table: hashes and their indices, sorted by key (a counting sort).
 struct Table {
     starts: Vec<u32>,
@@ -141,8 +107,9 @@ impl Table {
         }
     }
 
-    fn fill(&mut self, hashes: &[u64], key: impl Fn(u64) -> u32, bits: u32) {
-        let buckets = 1usize << bits;
+    /// Sorts `hashes` into the table by their 16-bit `key`.
+    fn fill(&mut self, hashes: &[u64], key: impl Fn(u64) -> u32) {
+        let buckets = 1usize << 16;
         self.starts.clear();
         self.starts.resize(buckets + 1, 0);
         for &h in hashes {
@@ -173,6 +140,39 @@ impl Table {
                     if x.count_ones() <= n && first(x) {
                         let (i, j) = (self.index[p], self.index[q]);
                         found(i.min(j) as usize, i.max(j) as usize);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Table {
+    /// Every pair within `n` whose keys are within one of `masks` of each other (each hash
+    /// looks in the buckets of its key XOR every mask) and that `first` says is met first
+    /// in this table.
+    fn probe(
+        &self,
+        n: u32,
+        masks: &[u32],
+        first: impl Fn(u64) -> bool,
+        found: &mut impl FnMut(usize, usize),
+    ) {
+        for w in 0..self.starts.len() - 1 {
+            for p in self.starts[w] as usize..self.starts[w + 1] as usize {
+                let (hp, ip) = (self.hashes[p], self.index[p]);
+                for &m in masks {
+                    let key = w ^ m as usize;
+                    for q in self.starts[key] as usize..self.starts[key + 1] as usize {
+                        // Each pair is met from both ends: kept from the lower index.
+                        let iq = self.index[q];
+                        if iq <= ip {
+                            continue;
+                        }
+                        let x = hp ^ self.hashes[q];
+                        if x.count_ones() <= n && first(x) {
+                            found(ip as usize, iq as usize);
+                        }
                     }
                 }
             }
@@ -252,24 +252,19 @@ mod tests {
     }
 
     #[test]
-    fn distances_of_eight_and_more_cut_into_more_chunks_and_stay_exact() {
+    fn distances_of_seven_and_more_probe_near_chunks_and_stay_exact() {
         let mut rng = Rng(42);
         let h = hashes(&mut rng, 1500);
-        for n in [8, 9, 12, 20, 63, 64] {
+        for n in [7, 8, 11, 12, 19, 20, 63, 64] {
             assert_eq!(mih(&h, n), brute(&h, n), "n = {n}");
         }
     }
 
     #[test]
-    fn chunks_cover_all_64_bits() {
-        for n in 1..40 {
-            let c = Chunks::for_distance(n);
-            assert_eq!(c.widths.iter().sum::<u32>(), 64, "n = {n}");
-            assert_eq!(*c.shifts.last().unwrap(), 0);
-            assert!(
-                c.widths.iter().all(|&w| w <= 16),
-                "keys index a table of 2^16"
-            );
-        }
+    fn first_equal_bytes_counts_from_the_most_significant() {
+        assert_eq!(first_equal_bytes(0), (0, 1));
+        assert_eq!(first_equal_bytes(0xff00_0000_0000_0000), (1, 2));
+        assert_eq!(first_equal_bytes(0xffff_ffff_ffff_ff00), (7, 8));
+        assert_eq!(first_equal_bytes(u64::MAX), (8, 8));
     }
 }
