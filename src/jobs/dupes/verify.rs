@@ -20,7 +20,7 @@
 //!   that records no sub-seconds gives a burst's frames of one second the same timestamp,
 //!   and they are then told as duplicates (said in the README).
 
-/// Aspect ratios (long / short side, orientation applied) within 2 % of each other.
+/// Aspect ratios (width / height, EXIF orientation applied) within 2 % of each other.
 pub const ASPECT_TOLERANCE: f64 = 0.02;
 
 /// Largest mean absolute difference (per channel value, of 255) between two thumbnail
