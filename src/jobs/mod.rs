@@ -5,6 +5,7 @@ pub mod bench;
 pub mod check;
 pub mod copy;
 pub mod digest;
+pub mod dupes;
 pub mod hash;
 pub mod index;
 pub mod manifest;

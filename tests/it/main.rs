@@ -24,6 +24,8 @@ mod copy; // cp -a, rsync, diff -r, getfattr, b3sum; loop-device images filled a
 #[cfg(target_os = "linux")]
 mod copy_safety; // what copy deletes, replaces or trusts: nobody via setpriv, SIGSTOP, strace
 #[cfg(target_os = "linux")]
+mod dupes; // Pillow draws the copies, exiftool the bursts; headless Chromium loads the contact sheet
+#[cfg(target_os = "linux")]
 mod examples; // the library's example programs, against b3sum
 #[cfg(target_os = "linux")]
 mod hash; // loop devices, coreutils, /proc and sysfs files, tmpfs

@@ -2,6 +2,7 @@
 
 mod bench;
 mod copy;
+mod dupes;
 mod exit;
 mod hash;
 mod index;
@@ -35,6 +36,9 @@ enum Command {
     Hash(hash::Args),
     /// Catalog images into an SQLite database (dimensions, EXIF, BLAKE3), incrementally.
     Index(index::Args),
+    /// Find duplicate photos in an index catalog: identical files and near-duplicates
+    /// (perceptual hashes), a keeper suggested for each group. Never deletes anything.
+    Dupes(dupes::Args),
     /// Write a tar archive (POSIX pax, as GNU tar reads) of files read in physical order.
     Tar(tar::Args),
     /// Copy a tree (cp -a semantics) read in physical order, atomically per file,
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Command::Hash(args) => hash::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Index(args) => index::run(args),
+        Command::Dupes(args) => dupes::run(args),
         Command::Tar(args) => tar::run(args),
         Command::Copy(args) => copy::run(args),
         Command::Completions(args) => shell::completions(args),

@@ -403,6 +403,38 @@ fn inspect(path: &Path) -> Result<Found, CatalogError> {
     Ok(Found::Catalog)
 }
 
+/// Opens the catalog at `path` for reading only, for jobs that read it and never write it
+/// (`seekless dupes`): looked at as [`WriterLock::take`] looks at it (a file that is not a
+/// seekless catalog is refused, [`CatalogError::NotCatalog`], and left exactly as it was),
+/// then opened read-only, creating nothing beside it (see `open_to_inspect`), and judged
+/// again on that connection (the file could have changed in between). A missing file is
+/// an [`CatalogError::Io`] error, an empty one is refused (neither holds a catalog to
+/// read); a version-1 or -2 catalog is opened as it is, not upgraded. Returns the
+/// connection and the catalog's schema version.
+pub(crate) fn open_read_only(path: &Path) -> Result<(Connection, i64), CatalogError> {
+    let io = |e: rusqlite::Error| CatalogError::io(path, e);
+    if inspect(path)? == Found::New {
+        return Err(match std::fs::metadata(path) {
+            Ok(_) => CatalogError::NotCatalog {
+                path: path.to_path_buf(),
+                why: "an empty file".into(),
+            },
+            Err(e) => CatalogError::io(path, e),
+        });
+    }
+    let conn = open_to_inspect(path).map_err(io)?;
+    conn.busy_timeout(Duration::from_secs(10)).map_err(io)?;
+    let contents = contents(&conn).map_err(io)?;
+    judge(path, &contents, false)?;
+    if contents.user_version > SCHEMA_VERSION {
+        return Err(CatalogError::NewerSchema {
+            path: path.to_path_buf(),
+            version: contents.user_version,
+        });
+    }
+    Ok((conn, contents.user_version))
+}
+
 /// Opens the database at `path` read-only, creating nothing beside it and changing nothing
 /// in it. A read-only connection to a database in WAL mode still creates its `-wal` and
 /// `-shm` files when they are missing, and leaves them: where there is neither a

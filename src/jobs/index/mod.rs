@@ -24,7 +24,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod catalog;
+pub(crate) mod catalog;
 pub mod inspect;
 pub mod phash;
 pub mod thumb;

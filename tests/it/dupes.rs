@@ -1,0 +1,542 @@
+//! `seekless dupes` (README, "dupes") on a set of photos drawn by Python's Pillow with known
+//! copies: byte-identical, re-encoded at JPEG quality 60, halved, the next frame of a burst
+//! (camera and time written by exiftool), stretched to another aspect ratio, and unrelated
+//! pictures. The catalog is made by `seekless index --thumbs`; the contact sheet is loaded
+//! by headless Chromium.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// Draws the set into `dir` (Pillow), `KIND` as in the file names:
+/// - `a.jpg`, `a-copy.jpg`, `old/a.jpg`: byte-identical;
+/// - `b.png` and `b-q60.jpg`: the PNG saved again as JPEG quality 60;
+/// - `c.jpg`, `c-copy.jpg` (identical) and `c-half.jpg` (halved);
+/// - `d1.jpg` and `d2.jpg`: a burst (d2 shifted by 6 pixels, a small subject moved in;
+///   camera and times 1 s apart written by exiftool afterwards);
+/// - `h.jpg` and `h-wide.jpg`: the same picture stretched to 16:9 (the same pHash, another
+///   aspect ratio: not a copy);
+/// - `i.jpg` and `i-recoloured.jpg`: the same luminance, other colours (Cb and Cr swapped:
+///   pHashes 2 bits apart, thumbnails far apart: not a copy);
+/// - `e.jpg`, `f.png`, `g.jpg`: unrelated.
+const DRAW: &str = r#"
+import random, shutil, sys
+from PIL import Image, ImageChops, ImageDraw
+def scene(seed, w, h):
+    rng = random.Random(seed)
+    a = [rng.randrange(256) for _ in range(3)]
+    b = [rng.randrange(256) for _ in range(3)]
+    im = Image.new('RGB', (w, h))
+    d = ImageDraw.Draw(im)
+    vertical = rng.random() < 0.5
+    n = h if vertical else w
+    for i in range(n):
+        t = i / (n - 1)
+        c = tuple(int(a[k] + (b[k] - a[k]) * t) for k in range(3))
+        d.line((0, i, w, i) if vertical else (i, 0, i, h), fill=c)
+    for _ in range(rng.randrange(4, 14)):
+        x, y = rng.randrange(w), rng.randrange(h)
+        s = rng.randrange(w // 10, w // 2)
+        fill = tuple(rng.randrange(256) for _ in range(3))
+        shape = rng.randrange(3)
+        if shape == 0:
+            d.ellipse((x - s // 2, y - s // 3, x + s // 2, y + s // 3), fill=fill)
+        elif shape == 1:
+            d.rectangle((x - s // 2, y - s // 4, x + s // 2, y + s // 4), fill=fill)
+        else:
+            d.polygon([(x, y - s // 2), (x + s // 2, y + s // 2), (x - s // 2, y + s // 3)], fill=fill)
+    return im
+out = sys.argv[1]
+def jpeg(im, name, q=92):
+    im.save(f'{out}/{name}', 'JPEG', quality=q)
+jpeg(scene(1, 640, 480), 'a.jpg')
+shutil.copy(f'{out}/a.jpg', f'{out}/a-copy.jpg')
+shutil.copy(f'{out}/a.jpg', f'{out}/old/a.jpg')
+scene(2, 640, 480).save(f'{out}/b.png')
+jpeg(Image.open(f'{out}/b.png').convert('RGB'), 'b-q60.jpg', 60)
+jpeg(scene(3, 800, 600), 'c.jpg')
+shutil.copy(f'{out}/c.jpg', f'{out}/c-copy.jpg')
+jpeg(Image.open(f'{out}/c.jpg').resize((400, 300), Image.LANCZOS), 'c-half.jpg')
+first = scene(4, 640, 480)
+jpeg(first, 'd1.jpg')
+following = ImageChops.offset(first, 6, 0)
+ImageDraw.Draw(following).ellipse((400, 300, 420, 320), fill=(250, 250, 240))
+jpeg(following, 'd2.jpg')
+jpeg(scene(5, 640, 480), 'e.jpg')
+scene(6, 640, 480).save(f'{out}/f.png')
+jpeg(scene(7, 480, 640), 'g.jpg')
+jpeg(scene(8, 640, 480), 'h.jpg')
+jpeg(Image.open(f'{out}/h.jpg').resize((640, 360), Image.LANCZOS), 'h-wide.jpg')
+recoloured = scene(9, 640, 480)
+jpeg(recoloured, 'i.jpg')
+y, cb, cr = recoloured.convert('YCbCr').split()
+jpeg(Image.merge('YCbCr', (y, cr, cb)).convert('RGB'), 'i-recoloured.jpg')
+"#;
+
+/// A Python 3 with Pillow, or `None` after a SKIP line (a failure in CI).
+fn python(test: &str) -> Option<&'static str> {
+    for tool in ["exiftool", "sqlite3"] {
+        if !require_tool(test, tool) {
+            return None;
+        }
+    }
+    // A pyenv or virtualenv `python3` first on PATH may not see Debian's python3-pil.
+    for python in ["python3", "/usr/bin/python3"] {
+        let ok = Command::new(python)
+            .args(["-c", "import PIL"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Some(python);
+        }
+    }
+    if std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1") {
+        panic!("{test}: needs Python's Pillow, and SEEKLESS_REQUIRE_ROOT_TESTS=1 forbids skipping");
+    }
+    eprintln!("SKIP {test}: needs Python's Pillow (python3-pil)");
+    None
+}
+
+/// The photo set in `dir/photos`, and a catalog of it in `dir/photos.db` (with thumbnails
+/// and perceptual hashes when `thumbs`).
+fn catalog(python: &str, dir: &Path, thumbs: bool) -> (PathBuf, PathBuf) {
+    let photos = dir.join("photos");
+    std::fs::create_dir_all(photos.join("old")).unwrap();
+    run(Command::new(python).args(["-c", DRAW]).arg(&photos));
+    for (name, time) in [("d1.jpg", "10:00:00"), ("d2.jpg", "10:00:01")] {
+        run(Command::new("exiftool")
+            .args([
+                "-q",
+                "-overwrite_original",
+                "-Make=Canon",
+                "-Model=Canon EOS 5D",
+            ])
+            .arg(format!("-DateTimeOriginal=2026:05:01 {time}"))
+            .arg(photos.join(name)));
+    }
+    let db = dir.join("photos.db");
+    let mut cmd = seekless();
+    cmd.args(["index", "--db"]).arg(&db);
+    if thumbs {
+        cmd.arg("--thumbs");
+    }
+    let o = output_within(cmd.arg(&photos), RUN_LIMIT);
+    assert_exit(&o, 0);
+    (photos, db)
+}
+
+fn dupes(db: &Path, args: &[&str]) -> Output {
+    output_within(
+        seekless().args(["dupes", "--db"]).arg(db).args(args),
+        RUN_LIMIT,
+    )
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn assert_exit(o: &Output, code: i32) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(code), "stderr:\n{err}");
+    assert!(!err.contains("panicked"), "stderr:\n{err}");
+}
+
+/// A group as the tests compare it: its kind, and its files relative to the photos, the
+/// keeper first (marked `*`), the rest sorted.
+type Shape = (String, Vec<String>);
+
+fn shape(kind: &str, photos: &Path, mut files: Vec<(String, bool)>) -> Shape {
+    let rel = |p: &str| {
+        Path::new(p)
+            .strip_prefix(photos)
+            .unwrap_or_else(|_| panic!("{p} is not under {}", photos.display()))
+            .to_string_lossy()
+            .into_owned()
+    };
+    files.sort_by_key(|(p, keeper)| (!keeper, rel(p)));
+    let names = files
+        .into_iter()
+        .map(|(p, keeper)| format!("{}{}", if keeper { "*" } else { "" }, rel(&p)))
+        .collect();
+    (kind.to_string(), names)
+}
+
+fn expect(groups: &[(&str, &[&str])]) -> BTreeSet<Shape> {
+    groups
+        .iter()
+        .map(|(k, files)| (k.to_string(), files.iter().map(|f| f.to_string()).collect()))
+        .collect()
+}
+
+/// The groups of the text output: a heading `KIND: …`, one line per file (the keeper
+/// marked `*` in the first column, the path last, after the columns), a blank line between.
+fn text_groups(out: &[u8], photos: &Path) -> Vec<Shape> {
+    let text = String::from_utf8(out.to_vec()).unwrap();
+    let prefix = format!("{}/", photos.display());
+    text.split("\n\n")
+        .filter(|g| !g.trim().is_empty())
+        .map(|g| {
+            let mut lines = g.lines();
+            let kind = lines.next().unwrap().split(':').next().unwrap().to_string();
+            let files = lines
+                .map(|l| {
+                    let at = l
+                        .find(&prefix)
+                        .unwrap_or_else(|| panic!("no path in {l:?}"));
+                    (l[at..].to_string(), l.starts_with('*'))
+                })
+                .collect();
+            shape(&kind, photos, files)
+        })
+        .collect()
+}
+
+fn json_groups(out: &[u8], photos: &Path) -> (Value, Vec<Shape>) {
+    let doc: Value = serde_json::from_slice(out).unwrap();
+    let groups = doc["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let files = g["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    (
+                        m["path"].as_str().unwrap().to_string(),
+                        m["keeper"].as_bool().unwrap(),
+                    )
+                })
+                .collect();
+            shape(g["kind"].as_str().unwrap(), photos, files)
+        })
+        .collect();
+    (doc, groups)
+}
+
+/// Every file in `dir` (recursively) with its bytes.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(snapshot(&p));
+        } else {
+            out.push((p.clone(), std::fs::read(&p).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn dupes_finds_exactly_the_expected_groups_in_text_json_and_nul_lists() {
+    let test = "dupes_finds_exactly_the_expected_groups_in_text_json_and_nul_lists";
+    let Some(python) = python(test) else { return };
+    let dir = scratch_dir(test);
+    let (photos, db) = catalog(python, dir.path(), true);
+    let before = snapshot(dir.path());
+
+    let o = dupes(&db, &["--summary"]);
+    assert_exit(&o, 0);
+    let want = expect(&[
+        ("exact", &["*a.jpg", "a-copy.jpg", "old/a.jpg"]),
+        ("similar", &["*b.png", "b-q60.jpg"]),
+        ("similar", &["*c.jpg", "c-copy.jpg", "c-half.jpg"]),
+        ("burst", &["d1.jpg", "d2.jpg"]),
+    ]);
+    let text = text_groups(&o.stdout, &photos);
+    assert_eq!(
+        text.iter().cloned().collect::<BTreeSet<_>>(),
+        want,
+        "stdout:\n{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert_eq!(text.len(), want.len(), "each group once");
+    // The stretched copy was a pHash match refused by its aspect ratio, the recoloured one
+    // by its thumbnail.
+    let err = stderr(&o);
+    assert!(
+        err.contains(", 1 refused by aspect ratio, 1 by thumbnail\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("17 images (17 with a perceptual hash, 0 without a content hash ignored)"),
+        "{err}"
+    );
+
+    // JSON: the same groups, largest saving first, bursts last, savings that add up.
+    let o = dupes(&db, &["--json"]);
+    assert_exit(&o, 0);
+    let (doc, groups) = json_groups(&o.stdout, &photos);
+    assert_eq!(
+        groups, text,
+        "JSON and text list the same groups in the same order"
+    );
+    let arr = doc["groups"].as_array().unwrap();
+    let savings: Vec<u64> = arr.iter().map(|g| g["saving"].as_u64().unwrap()).collect();
+    assert!(savings.windows(2).all(|w| w[0] >= w[1]), "{savings:?}");
+    assert_eq!(arr.last().unwrap()["kind"], "burst");
+    for g in arr {
+        let members = g["members"].as_array().unwrap();
+        let rest: u64 = members
+            .iter()
+            .filter(|m| m["keeper"] == false)
+            .map(|m| m["size"].as_u64().unwrap())
+            .sum();
+        let expected = if g["kind"] == "burst" { 0 } else { rest };
+        assert_eq!(g["saving"].as_u64().unwrap(), expected);
+        let on_disk = std::fs::metadata(members[0]["path"].as_str().unwrap())
+            .unwrap()
+            .len();
+        assert_eq!(members[0]["size"].as_u64().unwrap(), on_disk);
+    }
+    let burst = arr.last().unwrap()["members"].as_array().unwrap();
+    assert_eq!(burst[0]["model"], "Canon EOS 5D");
+    assert_eq!(doc["saving"].as_u64().unwrap(), savings.iter().sum::<u64>());
+
+    // -0: the files one could delete, each ended by a NUL, bursts not among them.
+    let o = dupes(&db, &["-0"]);
+    assert_exit(&o, 0);
+    let listed: BTreeSet<String> = o
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            Path::new(std::str::from_utf8(p).unwrap())
+                .strip_prefix(&photos)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let deletable: BTreeSet<String> = [
+        "a-copy.jpg",
+        "old/a.jpg",
+        "b-q60.jpg",
+        "c-copy.jpg",
+        "c-half.jpg",
+    ]
+    .map(String::from)
+    .into();
+    assert_eq!(listed, deletable);
+    assert_eq!(o.stdout.last(), Some(&0));
+
+    // Bursts counted as duplicates: the older frame is kept.
+    let o = dupes(&db, &["--json", "--bursts-are-dupes"]);
+    assert_exit(&o, 0);
+    let (_, groups) = json_groups(&o.stdout, &photos);
+    let mut want_all = want.clone();
+    want_all.remove(&("burst".into(), vec!["d1.jpg".into(), "d2.jpg".into()]));
+    want_all.insert(("similar".into(), vec!["*d1.jpg".into(), "d2.jpg".into()]));
+    assert_eq!(groups.into_iter().collect::<BTreeSet<_>>(), want_all);
+
+    // --similar 0: byte-identical files only.
+    let o = dupes(&db, &["--json", "--similar", "0"]);
+    assert_exit(&o, 0);
+    let (_, groups) = json_groups(&o.stdout, &photos);
+    assert_eq!(
+        groups.into_iter().collect::<BTreeSet<_>>(),
+        expect(&[
+            ("exact", &["*a.jpg", "a-copy.jpg", "old/a.jpg"]),
+            ("exact", &["*c.jpg", "c-copy.jpg"])
+        ])
+    );
+
+    // The catalog was only read: every file as it was, nothing made beside it.
+    assert_eq!(snapshot(dir.path()), before, "dupes wrote something");
+
+    // A file that could not be read (no content hash) is left out.
+    let broken = dir.path().join("broken.db");
+    std::fs::copy(&db, &broken).unwrap();
+    run(Command::new("sqlite3").arg(&broken).arg(
+        "UPDATE images SET blake3 = NULL, error = 'unreadable' WHERE path LIKE '%/a-copy.jpg'",
+    ));
+    let o = dupes(&broken, &["--json", "--similar", "0", "--summary"]);
+    assert_exit(&o, 0);
+    let (doc, groups) = json_groups(&o.stdout, &photos);
+    assert!(
+        groups.contains(&("exact".into(), vec!["*a.jpg".into(), "old/a.jpg".into()])),
+        "{groups:?}"
+    );
+    assert_eq!(doc["ignored"], 1);
+}
+
+#[test]
+fn dupes_without_perceptual_hashes_finds_exact_groups_and_says_so() {
+    let test = "dupes_without_perceptual_hashes_finds_exact_groups_and_says_so";
+    let Some(python) = python(test) else { return };
+    let dir = scratch_dir(test);
+    let (photos, db) = catalog(python, dir.path(), false);
+    let o = dupes(&db, &[]);
+    assert_exit(&o, 0);
+    assert!(
+        stderr(&o).contains(
+            "has a perceptual hash (seekless index --thumbs makes them): exact duplicates only"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    let groups: BTreeSet<_> = text_groups(&o.stdout, &photos).into_iter().collect();
+    assert_eq!(
+        groups,
+        expect(&[
+            ("exact", &["*a.jpg", "a-copy.jpg", "old/a.jpg"]),
+            ("exact", &["*c.jpg", "c-copy.jpg"])
+        ])
+    );
+    // With --similar 0 there is nothing to say.
+    let o = dupes(&db, &["--similar", "0"]);
+    assert_exit(&o, 0);
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn dupes_refuses_what_is_not_a_catalog_and_leaves_it_untouched() {
+    let test = "dupes_refuses_what_is_not_a_catalog_and_leaves_it_untouched";
+    if !require_tool(test, "sqlite3") {
+        return;
+    }
+    let dir = scratch_dir(test);
+    let other = dir.path().join("other.db");
+    run(Command::new("sqlite3")
+        .arg(&other)
+        .arg("PRAGMA application_id = 1234; CREATE TABLE images (id INTEGER PRIMARY KEY, blake3 TEXT); INSERT INTO images VALUES (1, 'x')"));
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "not a database\n".repeat(20)).unwrap();
+    let empty = dir.path().join("empty.db");
+    std::fs::write(&empty, "").unwrap();
+    let before = snapshot(dir.path());
+    for (file, why) in [
+        (
+            &other,
+            "an SQLite database of another application (application_id 0x000004d2)",
+        ),
+        (&text, "not an SQLite database"),
+        (&empty, "an empty file"),
+    ] {
+        let o = dupes(file, &[]);
+        assert_exit(&o, 2);
+        assert_eq!(
+            stderr(&o),
+            format!(
+                "seekless: {}: {why}: not a seekless catalog, left untouched\n",
+                file.display()
+            )
+        );
+        assert!(o.stdout.is_empty());
+    }
+    assert_eq!(
+        snapshot(dir.path()),
+        before,
+        "a refused file was changed, or something made beside it"
+    );
+    // A missing catalog is an error (exit 1), and is not created.
+    let missing = dir.path().join("missing.db");
+    let o = dupes(&missing, &[]);
+    assert_exit(&o, 1);
+    assert!(stderr(&o).contains("missing.db"), "{}", stderr(&o));
+    assert!(!missing.exists());
+    // Usage: --json and -0 do not go together; --similar has a ceiling.
+    assert_exit(&dupes(&missing, &["--json", "-0"]), 2);
+    assert_exit(&dupes(&missing, &["--similar", "33"]), 2);
+}
+
+#[test]
+fn contact_sheet_shows_every_thumbnail_in_chromium() {
+    let test = "contact_sheet_shows_every_thumbnail_in_chromium";
+    let Some(python) = python(test) else { return };
+    if !require_tool(test, "chromium") {
+        return;
+    }
+    let dir = scratch_dir(test);
+    let (photos, db) = catalog(python, dir.path(), true);
+    let sheet = dir.path().join("sheet.html");
+    let o = dupes(&db, &["--html", sheet.to_str().unwrap(), "--json"]);
+    assert_exit(&o, 0);
+    let (_, groups) = json_groups(&o.stdout, &photos);
+    let files: usize = groups.iter().map(|(_, f)| f.len()).sum();
+    let html = std::fs::read_to_string(&sheet).unwrap();
+    // Self-contained: every image inline, nothing fetched.
+    assert_eq!(
+        html.matches("<img ").count(),
+        files,
+        "one thumbnail per file"
+    );
+    assert_eq!(html.matches("src=\"data:image/jpeg;base64,").count(), files);
+    for remote in ["http:", "https:", "src=\"//", "<link", "@import", "url("] {
+        assert!(
+            !html.contains(remote),
+            "the page refers to something outside it: {remote}"
+        );
+    }
+    assert_eq!(
+        html.matches("class=\"keeper\"").count(),
+        groups.iter().filter(|(k, _)| k != "burst").count()
+    );
+    // No temporary left beside it.
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains("seekless-tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+
+    // Chromium loads it (offline, its own profile) and counts the decoded thumbnails.
+    let profile = dir.path().join("chromium-profile");
+    let url = format!("file://{}", sheet.display());
+    let chromium = |extra: &[&str]| {
+        let mut cmd = Command::new("chromium");
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--virtual-time-budget=10000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(&url)
+        .current_dir(dir.path());
+        output_within(&mut cmd, RUN_LIMIT)
+    };
+    let o = chromium(&["--dump-dom"]);
+    assert!(o.status.success(), "chromium: {}", stderr(&o));
+    let dom = String::from_utf8_lossy(&o.stdout);
+    let loaded = dom
+        .split("data-thumbs-loaded=\"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .unwrap_or_else(|| {
+            panic!(
+                "the page's script did not run:\n{}",
+                &dom[..dom.len().min(2000)]
+            )
+        });
+    assert_eq!(
+        loaded,
+        files.to_string(),
+        "thumbnails decoded by the browser"
+    );
+    let png = dir.path().join("sheet.png");
+    let o = chromium(&[
+        "--screenshot=sheet.png",
+        "--window-size=1200,900",
+        "--hide-scrollbars",
+    ]);
+    assert!(o.status.success(), "chromium: {}", stderr(&o));
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(
+        bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 10_000,
+        "a rendered page: {} bytes",
+        bytes.len()
+    );
+}
