@@ -9,6 +9,11 @@
 //! are dropped from the cache unless asked to keep them (drop-behind), so a scan of many
 //! terabytes does not evict everything else. Disks are swept in parallel.
 //!
+//! Jobs consume a read through [`run`] (workers and one sink) or [`run_in_order`] (one
+//! ordered sink), after [`decide`]: the layer owns the workers' buffers, the change
+//! check, events, stopping and panics (see the `consume` section of the crate's README).
+//! [`Reader`] below is the engine they drive, usable on its own.
+//!
 //! ```
 //! use std::io::Read;
 //! use std::sync::Arc;
