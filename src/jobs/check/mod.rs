@@ -22,6 +22,8 @@
 //! std::fs::write(&manifest, format!("{abc}  {}\nnot a line\n", a.display()))?;
 //!
 //! struct Collect(Vec<(std::path::PathBuf, Verdict)>);
+//! // The read's progress events are optional: none here.
+//! impl seekless::read::Events for Collect {}
 //! impl CheckEvents for Collect {
 //!     fn verdict(&mut self, path: &Path, verdict: Verdict) -> std::io::Result<()> {
 //!         self.0.push((path.to_path_buf(), verdict));
