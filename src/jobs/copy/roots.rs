@@ -209,7 +209,7 @@ mod tests {
             format!(
                 "cannot copy a directory, '{}', into itself, '{}'",
                 src.display(),
-                src.join("sub/src").display()
+                src.join("sub").join("src").display()
             )
         );
     }
