@@ -1,23 +1,39 @@
 #!/usr/bin/env bash
-# Planning cost: `seekless order` (walk + FIEMAP + sort) against `find -type f`, warm
-# cache, side by side in one run, on two shapes:
+# Planning cost: `seekless order` (walk + FIEMAP + sort) against `find -type f` and against
+# the floor (bench/floor.c: open + statx + FIEMAP + close per file and nothing else, on as
+# many threads as seekless's walk), warm cache, side by side in one run, on two shapes:
 #
 # - tree: 100,000 files in 100 directories of 10 subdirectories (a photo library);
 # - flat: one directory of 200,000 entries (half empty, half 1 byte), and one of half as
 #   many, to show that the walk's time and memory grow linearly with a directory's size.
 #
+# Two floors: `floor list` opens each path of the list `find -print0` made (whole paths
+# resolved from the root, as for any list of files); `floor walk` reads the directories
+# itself and opens each name relative to its directory, as `seekless order DIR` may. The
+# contenders are interleaved (one run of each per round) and each row is the median of
+# REPS rounds; the load average is printed with the results, since only ratios measured
+# side by side mean anything on a shared machine.
+#
 # Prints time ratios and the peak memory per file against the budget (64 MiB + 300 bytes
 # per file).
 #
 #   bench/order.sh [DIR] [FILES] [FLAT]   (default /var/tmp/seekless-bench-order, 100000, 200000)
+#   FLAT=0 skips the flat shapes; THREADS (default 64) sets both tools' thread count;
+#   SEEKLESS_BASE=path/to/another/seekless adds that build as a contender.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-/var/tmp/seekless-bench-order}
 files=${2:-100000}
-flat=${3:-200000}
+flat=${3:-${FLAT:-200000}}
 reps=${REPS:-5}
+threads=${THREADS:-64}
+base=${SEEKLESS_BASE:-}
 . bench/lib.sh
 bin=$(seekless_bin)
+floor=$PWD/target/floor
+cc -O2 -pthread -o "$floor" bench/floor.c
+list=$(mktemp)
+trap 'rm -f "$list"' EXIT
 
 tree="$dir/tree"
 if [ ! -f "$tree/.complete-$files" ]; then
@@ -55,28 +71,55 @@ PY
     touch "$d.complete"
 }
 half=$((flat / 2))
-make_flat "$dir/flat-$flat" "$flat"
-make_flat "$dir/flat-$half" "$half"
+if [ "$flat" -gt 0 ]; then
+    make_flat "$dir/flat-$flat" "$flat"
+    make_flat "$dir/flat-$half" "$half"
+fi
 
 # Prints one shape's rows; sets $seek_t.
 measure() {
-    local name=$1 d=$2 n find_t rss_kb budget_kb
-    find "$d" -type f > /dev/null; "$bin" order "$d" > /dev/null  # warm the cache
-    n=$(find "$d" -type f | wc -l)
-    find_t=$(for _ in $(seq "$reps"); do elapsed "find '$d' -type f"; done | median)
-    seek_t=$(for _ in $(seq "$reps"); do elapsed "'$bin' order '$d'"; done | median)
+    local name=$1 d=$2 n find_t floor_t walk_t base_t rss_kb budget_kb
+    local -a t_find t_floor t_walk t_seek t_base
+    find "$d" -type f -print0 > "$list"  # the floor's list; warms the cache
+    "$bin" order "$d" > /dev/null
+    n=$(tr -cd '\0' < "$list" | wc -c)
+    for _ in $(seq "$reps"); do
+        t_find+=("$(elapsed "find '$d' -type f")")
+        t_floor+=("$(elapsed "'$floor' -j $threads list '$list' 2>/dev/null")")
+        t_walk+=("$(elapsed "'$floor' -j $threads walk '$d' 2>/dev/null")")
+        t_seek+=("$(elapsed "'$bin' order --walk-threads $threads '$d'")")
+        [ -n "$base" ] && t_base+=("$(elapsed "'$base' order --walk-threads $threads '$d'")")
+    done
+    find_t=$(printf '%s\n' "${t_find[@]}" | median)
+    floor_t=$(printf '%s\n' "${t_floor[@]}" | median)
+    walk_t=$(printf '%s\n' "${t_walk[@]}" | median)
+    seek_t=$(printf '%s\n' "${t_seek[@]}" | median)
     rss_kb=$(/usr/bin/time -f %M "$bin" order "$d" 2>&1 >/dev/null | tail -1)
     budget_kb=$(( (64 * 1024 * 1024 + 300 * n) / 1024 ))
-    printf '%s: %d files\n' "$name" "$n"
-    printf '  find -type f          %.3f s (median of %d)\n' "$find_t" "$reps"
-    printf '  seekless order        %.3f s (median of %d)\n' "$seek_t" "$reps"
-    printf '  ratio seekless/find   %.2f\n' "$(echo "$seek_t / $find_t" | bc -l)"
-    printf '  peak RSS              %d KiB = %.0f bytes/file over the 64 MiB base (budget %d KiB)\n' \
+    ratio() { echo "$1 / $2" | bc -l; }
+    printf '%s: %d files, %d threads, median of %d interleaved rounds; load %s\n' \
+        "$name" "$n" "$threads" "$reps" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '  %-38s %7.3f s   %5.2f x find\n' "find -type f" "$find_t" 1
+    printf '  %-38s %7.3f s   %5.2f x find\n' "floor list (open+statx+fiemap+close)" \
+        "$floor_t" "$(ratio "$floor_t" "$find_t")"
+    printf '  %-38s %7.3f s   %5.2f x find\n' "floor walk (+ readdir, openat)" \
+        "$walk_t" "$(ratio "$walk_t" "$find_t")"
+    printf '  %-38s %7.3f s   %5.2f x find   %5.2f x floor list   %5.2f x floor walk\n' \
+        "seekless order" "$seek_t" "$(ratio "$seek_t" "$find_t")" \
+        "$(ratio "$seek_t" "$floor_t")" "$(ratio "$seek_t" "$walk_t")"
+    if [ -n "$base" ]; then
+        base_t=$(printf '%s\n' "${t_base[@]}" | median)
+        printf '  %-38s %7.3f s   %5.2f x find   %5.2f x floor list   %5.2f x floor walk\n' \
+            "base order" "$base_t" "$(ratio "$base_t" "$find_t")" \
+            "$(ratio "$base_t" "$floor_t")" "$(ratio "$base_t" "$walk_t")"
+    fi
+    printf '  peak RSS                               %d KiB = %.0f bytes/file over the 64 MiB base (budget %d KiB)\n' \
         "$rss_kb" "$(echo "($rss_kb * 1024 - 64 * 1024 * 1024) / $n" | bc -l)" "$budget_kb"
 }
 
 measure tree "$tree"
 "$bin" order --summary "$tree" > /dev/null
+[ "$flat" -gt 0 ] || exit 0
 measure "flat, half size" "$dir/flat-$half"
 half_t=$seek_t
 measure flat "$dir/flat-$flat"
