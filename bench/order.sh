@@ -33,7 +33,7 @@ bin=$(seekless_bin)
 floor=$PWD/target/floor
 cc -O2 -pthread -o "$floor" bench/floor.c
 list=$(mktemp)
-trap 'rm -f "$list"' EXIT
+trap 'rm -f "$list" "$list.time"' EXIT
 
 tree="$dir/tree"
 if [ ! -f "$tree/.complete-$files" ]; then
@@ -76,44 +76,55 @@ if [ "$flat" -gt 0 ]; then
     make_flat "$dir/flat-$half" "$half"
 fi
 
+# "WALL CPU" seconds a command line takes (CPU: user + system over all its threads; on a
+# machine shared with others, a steadier measure of the work done than the wall time).
+timed() {
+    /usr/bin/time -f '%e %U %S' -o "$list.time" bash -c "$1" > /dev/null 2>&1
+    tail -1 "$list.time" | awk '{printf "%s %.3f\n", $1, $2 + $3}'
+}
+
 # Prints one shape's rows; sets $seek_t.
 measure() {
-    local name=$1 d=$2 n find_t floor_t walk_t base_t rss_kb budget_kb
-    local -a t_find t_floor t_walk t_seek t_base
+    local name=$1 d=$2 n rss_kb budget_kb k
+    local -a names cmds
     find "$d" -type f -print0 > "$list"  # the floor's list; warms the cache
     "$bin" order "$d" > /dev/null
     n=$(tr -cd '\0' < "$list" | wc -c)
+    names=("find -type f" "floor list (open+statx+fiemap+close)" "floor walk (+ readdir, openat)"
+        "seekless order")
+    cmds=("find '$d' -type f" "'$floor' -j $threads list '$list'" "'$floor' -j $threads walk '$d'"
+        "'$bin' order --walk-threads $threads '$d'")
+    if [ -n "$base" ]; then
+        names+=("base order ($base)")
+        cmds+=("'$base' order --walk-threads $threads '$d'")
+    fi
+    local -a wall cpu
     for _ in $(seq "$reps"); do
-        t_find+=("$(elapsed "find '$d' -type f")")
-        t_floor+=("$(elapsed "'$floor' -j $threads list '$list' 2>/dev/null")")
-        t_walk+=("$(elapsed "'$floor' -j $threads walk '$d' 2>/dev/null")")
-        t_seek+=("$(elapsed "'$bin' order --walk-threads $threads '$d'")")
-        [ -n "$base" ] && t_base+=("$(elapsed "'$base' order --walk-threads $threads '$d'")")
+        for k in "${!cmds[@]}"; do
+            read -r w c < <(timed "${cmds[$k]}")
+            wall[k]+="$w "; cpu[k]+="$c "
+        done
     done
-    find_t=$(printf '%s\n' "${t_find[@]}" | median)
-    floor_t=$(printf '%s\n' "${t_floor[@]}" | median)
-    walk_t=$(printf '%s\n' "${t_walk[@]}" | median)
-    seek_t=$(printf '%s\n' "${t_seek[@]}" | median)
-    rss_kb=$(/usr/bin/time -f %M "$bin" order "$d" 2>&1 >/dev/null | tail -1)
-    budget_kb=$(( (64 * 1024 * 1024 + 300 * n) / 1024 ))
+    med() { tr ' ' '\n' | grep . | median; }
+    local -a W C
+    for k in "${!cmds[@]}"; do
+        W[k]=$(echo "${wall[k]}" | med); C[k]=$(echo "${cpu[k]}" | med)
+    done
     ratio() { echo "$1 / $2" | bc -l; }
     printf '%s: %d files, %d threads, median of %d interleaved rounds; load %s\n' \
         "$name" "$n" "$threads" "$reps" "$(cut -d' ' -f1-3 /proc/loadavg)"
-    printf '  %-38s %7.3f s   %5.2f x find\n' "find -type f" "$find_t" 1
-    printf '  %-38s %7.3f s   %5.2f x find\n' "floor list (open+statx+fiemap+close)" \
-        "$floor_t" "$(ratio "$floor_t" "$find_t")"
-    printf '  %-38s %7.3f s   %5.2f x find\n' "floor walk (+ readdir, openat)" \
-        "$walk_t" "$(ratio "$walk_t" "$find_t")"
-    printf '  %-38s %7.3f s   %5.2f x find   %5.2f x floor list   %5.2f x floor walk\n' \
-        "seekless order" "$seek_t" "$(ratio "$seek_t" "$find_t")" \
-        "$(ratio "$seek_t" "$floor_t")" "$(ratio "$seek_t" "$walk_t")"
-    if [ -n "$base" ]; then
-        base_t=$(printf '%s\n' "${t_base[@]}" | median)
-        printf '  %-38s %7.3f s   %5.2f x find   %5.2f x floor list   %5.2f x floor walk\n' \
-            "base order" "$base_t" "$(ratio "$base_t" "$find_t")" \
-            "$(ratio "$base_t" "$floor_t")" "$(ratio "$base_t" "$walk_t")"
-    fi
-    printf '  peak RSS                               %d KiB = %.0f bytes/file over the 64 MiB base (budget %d KiB)\n' \
+    printf '  %-38s %8s %8s %8s %12s %12s\n' "" "wall s" "cpu s" "wall/find" "wall/floor" "cpu/floor"
+    for k in "${!cmds[@]}"; do
+        printf '  %-38s %8.3f %8.3f %8.2f %12s %12s\n' "${names[k]}" "${W[k]}" "${C[k]}" \
+            "$(ratio "${W[k]}" "${W[0]}")" \
+            "$(printf '%.2f' "$(ratio "${W[k]}" "${W[1]}")")" \
+            "$(printf '%.2f' "$(ratio "${C[k]}" "${C[1]}")")"
+    done
+    echo "  (floor: floor list; floor walk / floor list: wall $(printf '%.2f' "$(ratio "${W[2]}" "${W[1]}")"))"
+    seek_t=${W[3]}
+    rss_kb=$(/usr/bin/time -f %M "$bin" order "$d" 2>&1 >/dev/null | tail -1)
+    budget_kb=$(( (64 * 1024 * 1024 + 300 * n) / 1024 ))
+    printf '  peak RSS %d KiB = %.0f bytes/file over the 64 MiB base (budget %d KiB)\n' \
         "$rss_kb" "$(echo "($rss_kb * 1024 - 64 * 1024 * 1024) / $n" | bc -l)" "$budget_kb"
 }
 
