@@ -168,3 +168,35 @@ pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() == 0 }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn a_file_opened_by_name_in_its_directory_is_that_file_and_links_are_not_followed() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("f"), b"data").unwrap();
+        std::os::unix::fs::symlink("f", t.path().join("link")).unwrap();
+        let dir = open_dir_for_names(t.path()).expect("a directory opens");
+        let open = |name: &str, follow| {
+            open_to_locate_in(Some(&dir), OsStr::new(name), &t.path().join(name), follow)
+        };
+        let mut got = String::new();
+        open("f", false).unwrap().read_to_string(&mut got).unwrap();
+        assert_eq!(got, "data");
+        // As by path: a final symlink is refused unless followed.
+        assert_eq!(
+            open("link", false).unwrap_err().raw_os_error(),
+            Some(libc::ELOOP)
+        );
+        assert!(open("link", true).is_ok());
+        assert_eq!(
+            open("missing", false).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        // Without a directory, the whole path is used.
+        assert!(open_to_locate_in(None, OsStr::new("f"), &t.path().join("f"), false).is_ok());
+    }
+}
