@@ -1,23 +1,39 @@
 #!/usr/bin/env bash
-# Planning cost: `seekless order` (walk + FIEMAP + sort) against `find -type f`, warm
-# cache, side by side in one run, on two shapes:
+# Planning cost: `seekless order` (walk + FIEMAP + sort) against `find -type f` and against
+# the floor (bench/floor.c: open + statx + FIEMAP + close per file and nothing else, on as
+# many threads as seekless's walk), warm cache, side by side in one run, on two shapes:
 #
 # - tree: 100,000 files in 100 directories of 10 subdirectories (a photo library);
 # - flat: one directory of 200,000 entries (half empty, half 1 byte), and one of half as
 #   many, to show that the walk's time and memory grow linearly with a directory's size.
 #
+# Two floors: `floor list` opens each path of the list `find -print0` made (whole paths
+# resolved from the root, as for any list of files); `floor walk` reads the directories
+# itself and opens each name relative to its directory, as `seekless order DIR` may. The
+# contenders are interleaved (one run of each per round) and each row is the median of
+# REPS rounds; the load average is printed with the results, since only ratios measured
+# side by side mean anything on a shared machine.
+#
 # Prints time ratios and the peak memory per file against the budget (64 MiB + 300 bytes
 # per file).
 #
 #   bench/order.sh [DIR] [FILES] [FLAT]   (default /var/tmp/seekless-bench-order, 100000, 200000)
+#   FLAT=0 skips the flat shapes; THREADS (default 64) sets both tools' thread count;
+#   SEEKLESS_BASE=path/to/another/seekless adds that build as a contender.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-/var/tmp/seekless-bench-order}
 files=${2:-100000}
-flat=${3:-200000}
+flat=${3:-${FLAT:-200000}}
 reps=${REPS:-5}
+threads=${THREADS:-64}
+base=${SEEKLESS_BASE:-}
 . bench/lib.sh
 bin=$(seekless_bin)
+floor=$PWD/target/floor
+cc -O2 -pthread -o "$floor" bench/floor.c
+list=$(mktemp)
+trap 'rm -f "$list" "$list.time"' EXIT
 
 tree="$dir/tree"
 if [ ! -f "$tree/.complete-$files" ]; then
@@ -55,28 +71,66 @@ PY
     touch "$d.complete"
 }
 half=$((flat / 2))
-make_flat "$dir/flat-$flat" "$flat"
-make_flat "$dir/flat-$half" "$half"
+if [ "$flat" -gt 0 ]; then
+    make_flat "$dir/flat-$flat" "$flat"
+    make_flat "$dir/flat-$half" "$half"
+fi
+
+# "WALL CPU" seconds a command line takes (CPU: user + system over all its threads; on a
+# machine shared with others, a steadier measure of the work done than the wall time).
+timed() {
+    /usr/bin/time -f '%e %U %S' -o "$list.time" bash -c "$1" > /dev/null 2>&1
+    tail -1 "$list.time" | awk '{printf "%s %.3f\n", $1, $2 + $3}'
+}
 
 # Prints one shape's rows; sets $seek_t.
 measure() {
-    local name=$1 d=$2 n find_t rss_kb budget_kb
-    find "$d" -type f > /dev/null; "$bin" order "$d" > /dev/null  # warm the cache
-    n=$(find "$d" -type f | wc -l)
-    find_t=$(for _ in $(seq "$reps"); do elapsed "find '$d' -type f"; done | median)
-    seek_t=$(for _ in $(seq "$reps"); do elapsed "'$bin' order '$d'"; done | median)
+    local name=$1 d=$2 n rss_kb budget_kb k
+    local -a names cmds
+    find "$d" -type f -print0 > "$list"  # the floor's list; warms the cache
+    "$bin" order "$d" > /dev/null
+    n=$(tr -cd '\0' < "$list" | wc -c)
+    names=("find -type f" "floor list (open+statx+fiemap+close)" "floor walk (+ readdir, openat)"
+        "seekless order")
+    cmds=("find '$d' -type f" "'$floor' -j $threads list '$list'" "'$floor' -j $threads walk '$d'"
+        "'$bin' order --walk-threads $threads '$d'")
+    if [ -n "$base" ]; then
+        names+=("base order ($base)")
+        cmds+=("'$base' order --walk-threads $threads '$d'")
+    fi
+    local -a wall cpu
+    for _ in $(seq "$reps"); do
+        for k in "${!cmds[@]}"; do
+            read -r w c < <(timed "${cmds[$k]}")
+            wall[k]+="$w "; cpu[k]+="$c "
+        done
+    done
+    med() { tr ' ' '\n' | grep . | median; }
+    local -a W C
+    for k in "${!cmds[@]}"; do
+        W[k]=$(echo "${wall[k]}" | med); C[k]=$(echo "${cpu[k]}" | med)
+    done
+    ratio() { echo "$1 / $2" | bc -l; }
+    printf '%s: %d files, %d threads, median of %d interleaved rounds; load %s\n' \
+        "$name" "$n" "$threads" "$reps" "$(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '  %-38s %8s %8s %8s %12s %12s\n' "" "wall s" "cpu s" "wall/find" "wall/floor" "cpu/floor"
+    for k in "${!cmds[@]}"; do
+        printf '  %-38s %8.3f %8.3f %8.2f %12s %12s\n' "${names[k]}" "${W[k]}" "${C[k]}" \
+            "$(ratio "${W[k]}" "${W[0]}")" \
+            "$(printf '%.2f' "$(ratio "${W[k]}" "${W[1]}")")" \
+            "$(printf '%.2f' "$(ratio "${C[k]}" "${C[1]}")")"
+    done
+    echo "  (floor: floor list; floor walk / floor list: wall $(printf '%.2f' "$(ratio "${W[2]}" "${W[1]}")"))"
+    seek_t=${W[3]}
     rss_kb=$(/usr/bin/time -f %M "$bin" order "$d" 2>&1 >/dev/null | tail -1)
     budget_kb=$(( (64 * 1024 * 1024 + 300 * n) / 1024 ))
-    printf '%s: %d files\n' "$name" "$n"
-    printf '  find -type f          %.3f s (median of %d)\n' "$find_t" "$reps"
-    printf '  seekless order        %.3f s (median of %d)\n' "$seek_t" "$reps"
-    printf '  ratio seekless/find   %.2f\n' "$(echo "$seek_t / $find_t" | bc -l)"
-    printf '  peak RSS              %d KiB = %.0f bytes/file over the 64 MiB base (budget %d KiB)\n' \
+    printf '  peak RSS %d KiB = %.0f bytes/file over the 64 MiB base (budget %d KiB)\n' \
         "$rss_kb" "$(echo "($rss_kb * 1024 - 64 * 1024 * 1024) / $n" | bc -l)" "$budget_kb"
 }
 
 measure tree "$tree"
 "$bin" order --summary "$tree" > /dev/null
+[ "$flat" -gt 0 ] || exit 0
 measure "flat, half size" "$dir/flat-$half"
 half_t=$seek_t
 measure flat "$dir/flat-$flat"

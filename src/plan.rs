@@ -718,25 +718,31 @@ fn dedup(
     runs: Option<Runs>,
     reporter: &dyn Reporter,
 ) -> (Vec<Entry>, Option<Tags>) {
-    let mut by_id: Vec<u32> = (0..files.len() as u32).collect();
-    by_id.sort_unstable_by_key(|&i| (files[i as usize].entry.id, i));
+    // Keys copied out once (24 bytes a file, for the sort only): comparing through the
+    // index reached into a 136-byte file twice per comparison, a cache miss each.
+    let mut keyed: Vec<(crate::FileId, u32)> = (files.iter().enumerate())
+        .map(|(i, f)| (f.entry.id, i as u32))
+        .collect();
+    keyed.sort_unstable();
     let mut drop = vec![false; files.len()];
     let mut removed = 0usize;
     // The earliest sighting of the file at hand.
-    let mut first = by_id.first().copied().unwrap_or(0);
-    for pair in by_id.windows(2) {
-        let (kept, again) = (&files[first as usize], &files[pair[1] as usize]);
-        if kept.entry.id != again.entry.id {
-            first = pair[1];
+    let mut first = keyed.first().map_or(0, |k| k.1);
+    for pair in keyed.windows(2) {
+        let ((id, _), (again_id, again)) = (pair[0], pair[1]);
+        if id != again_id {
+            first = again;
         } else {
-            drop[pair[1] as usize] = true;
+            drop[again as usize] = true;
             removed += 1;
+            let (kept, again) = (&files[first as usize], &files[again as usize]);
             reporter.skipped(
                 &again.entry.path,
                 &format!("same file as {}", kept.entry.path.display()),
             );
         }
     }
+    std::mem::drop(keyed);
     let tags = runs.map(|runs| Tags {
         files: runs.keep(drop.iter().map(|d| !d)),
         aliases: runs.keep(drop.iter().copied()),
@@ -768,7 +774,10 @@ fn sweeps(files: &[PlannedFile], disks: usize) -> Vec<Sweep> {
         .enumerate()
         .filter(|(_, v)| !v.is_empty())
         .map(|(disk, mut v)| {
-            v.sort_by_key(|&i| {
+            // Each key computed once (`i` in it makes every key distinct, so the order is
+            // the one a stable sort gives): comparing through the index reached into two
+            // 136-byte files per comparison, a cache miss each.
+            v.sort_by_cached_key(|&i| {
                 let f = &files[i as usize];
                 match (f.disk_offset(), f.placement.strategy) {
                     (Some(off), _) => (0u8, off, 0u64, i),

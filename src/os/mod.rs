@@ -7,7 +7,8 @@
 //! calls; every policy (which strategy to try, what to cache) lives in the portable stages.
 //!
 //! - identity: [`file_id`], [`dir_entry_ino`];
-//! - opening: [`open_to_locate`], [`open_to_read`];
+//! - opening: [`open_to_locate`] (by name in an open directory: [`open_to_locate_in`],
+//!   [`open_dir_for_names`]), [`open_to_read`];
 //! - locating: [`probe`] (a [`Volume`]: what the backend knows of one filesystem),
 //!   [`map_extents`], [`EXTENT_STRATEGIES`];
 //! - devices: [`disk_of`];
@@ -92,6 +93,25 @@ pub(crate) fn with_paths<T>(
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn open_directory(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(path)
+}
+
+/// Opening files by name relative to their directory is Linux's (see
+/// `linux::open_to_locate_in`); elsewhere files are opened by their whole path.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn open_dir_for_names(_path: &std::path::Path) -> Option<std::fs::File> {
+    None
+}
+
+/// [`open_to_locate`] by the whole path (elsewhere than Linux, where there is no
+/// directory to open relative to).
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn open_to_locate_in(
+    _dir: Option<&std::fs::File>,
+    _name: &std::ffi::OsStr,
+    path: &std::path::Path,
+    follow: bool,
+) -> std::io::Result<std::fs::File> {
+    open_to_locate(path, follow)
 }
 
 /// Dropping the whole page cache is Linux's (see `linux/hints.rs`); elsewhere it is

@@ -42,6 +42,9 @@ pub(super) enum Work {
 /// batch allocated per file left their freed batches scattered between the kept paths).
 pub(super) struct Listing {
     dir: PathBuf,
+    /// The directory, open, so its files are opened by name (see
+    /// [`os::open_to_locate_in`]); `None` where that cannot be done.
+    handle: Option<File>,
     names: Vec<u8>,
     files: Vec<ListedFile>,
 }
@@ -56,9 +59,8 @@ struct ListedFile {
 }
 
 impl Listing {
-    fn path(&self, file: &ListedFile) -> PathBuf {
-        let bytes = &self.names[file.start..file.start + file.len as usize];
-        join_exact(&self.dir, encoded_name(bytes))
+    fn name(&self, file: &ListedFile) -> &OsStr {
+        encoded_name(&self.names[file.start..file.start + file.len as usize])
     }
 }
 
@@ -75,7 +77,9 @@ where
     /// files in batches, the first here and the rest on any thread.
     pub(super) fn dir(&self, job: PendingDir, out: &mut Collector<'_, (Position, T)>) {
         self.dirs.fetch_add(1, Ordering::Relaxed);
-        if self.read_ahead(&job) {
+        // Opened once for its files to be opened by name in it, and for its read-ahead.
+        let handle = os::open_dir_for_names(&job.path);
+        if self.read_ahead(&job, handle.as_ref()) {
             self.dirs_read_ahead.fetch_add(1, Ordering::Relaxed);
         }
         let reader = match os::read_dir(&job.path) {
@@ -107,10 +111,10 @@ where
             }
         }
         entries.sort_unstable_by_key(|e| e.ino);
-        let mut files: Vec<ListedFile> = Vec::new();
+        let mut files: Vec<ListedFile> = Vec::with_capacity(entries.len());
+        let filtering = !self.opts.filter.is_empty();
         for listed in entries {
             let name = encoded_name(&names[listed.start..listed.start + listed.len as usize]);
-            let path = join_exact(&job.path, name);
             let file = |follow| ListedFile {
                 start: listed.start,
                 len: listed.len,
@@ -120,6 +124,13 @@ where
                 },
                 follow,
             };
+            // Nearly every entry: a regular file, kept without a path made for it (its
+            // path is made once, when it is opened).
+            if !filtering && listed.ft.is_some_and(|ft| ft.is_file()) {
+                files.push(file(false));
+                continue;
+            }
+            let path = join_exact(&job.path, name);
             let pos = listed.pos;
             let ft = listed.ft;
             let at = Position { dir: job.node, pos };
@@ -134,7 +145,7 @@ where
                 },
             };
             if ft.is_file() {
-                if !self.opts.filter.is_empty() && !self.opts.filter.keeps(&path, name) {
+                if filtering && !self.opts.filter.keeps(&path, name) {
                     self.filtered.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
@@ -157,7 +168,7 @@ where
                 match os::metadata(&path) {
                     Ok(m) if m.is_dir() => self.subdir(&job, path, at, true),
                     Ok(m) if m.is_file() => {
-                        if !self.opts.filter.is_empty() && !self.opts.filter.keeps(&path, name) {
+                        if filtering && !self.opts.filter.keeps(&path, name) {
                             self.filtered.fetch_add(1, Ordering::Relaxed);
                             continue;
                         }
@@ -180,6 +191,7 @@ where
         // pushed last first, so they are taken in inode order.
         let listing = Arc::new(Listing {
             dir: job.path,
+            handle,
             names,
             files,
         });
@@ -196,7 +208,7 @@ where
     /// through the block device in one request, where that applies (see
     /// [`WalkOptions::dir_readahead`]). Costs no system call for a directory of one block
     /// or less, nor on a device already ruled out. Returns whether it started a read.
-    fn read_ahead(&self, job: &PendingDir) -> bool {
+    fn read_ahead(&self, job: &PendingDir, handle: Option<&File>) -> bool {
         if !self.opts.dir_readahead || job.size <= 4096 {
             return false;
         }
@@ -207,13 +219,21 @@ where
         {
             return false;
         }
-        let Ok(dir) = os::open_directory(&job.path) else {
-            return false;
+        let opened;
+        let dir = match handle {
+            Some(dir) => dir,
+            None => match os::open_directory(&job.path) {
+                Ok(dir) => {
+                    opened = dir;
+                    &opened
+                }
+                Err(_) => return false,
+            },
         };
-        let device = self.devices.device(job.dev, &dir);
+        let device = self.devices.device(job.dev, dir);
         device
             .block_device()
-            .is_some_and(|block| os::read_dir_ahead(&dir, job.size, block))
+            .is_some_and(|block| os::read_dir_ahead(dir, job.size, block))
     }
 
     pub(super) fn files(
@@ -223,7 +243,10 @@ where
         out: &mut Collector<'_, (Position, T)>,
     ) {
         for f in &listing.files[batch] {
-            if let Some(item) = self.file(listing.path(f), f.follow) {
+            let name = listing.name(f);
+            let path = join_exact(&listing.dir, name);
+            let at = listing.handle.as_ref().map(|dir| (dir, name));
+            if let Some(item) = self.file(path, at, f.follow) {
                 out.push((f.at, item));
             }
         }

@@ -9,6 +9,8 @@ use crate::sync::{join_all, lock, wait};
 struct Queue<W> {
     work: Vec<W>,
     busy: usize,
+    /// Workers waiting for work: a wake-up is a system call, made only when one waits.
+    waiting: usize,
     /// A worker panicked: the others stop taking work, and the walk re-raises the panic.
     aborted: bool,
 }
@@ -25,6 +27,7 @@ impl<W> Pool<W> {
             queue: Mutex::new(Queue {
                 work: Vec::new(),
                 busy: 0,
+                waiting: 0,
                 aborted: false,
             }),
             wake: Condvar::new(),
@@ -35,8 +38,11 @@ impl<W> Pool<W> {
     pub(super) fn push(&self, work: W) {
         let mut q = lock(&self.queue);
         q.work.push(work);
+        let waiting = q.waiting > 0;
         drop(q);
-        self.wake.notify_one();
+        if waiting {
+            self.wake.notify_one();
+        }
     }
 
     /// A worker: does work (with `job`) until none is left and nobody busy can add more,
@@ -56,7 +62,9 @@ impl<W> Pool<W> {
                     if q.busy == 0 {
                         break None;
                     }
+                    q.waiting += 1;
                     q = wait(&self.wake, q);
+                    q.waiting -= 1;
                 }
             };
             let Some(work) = next else {
@@ -104,7 +112,7 @@ impl<W> Drop for Busy<'_, W> {
         if std::thread::panicking() {
             q.aborted = true;
         }
-        let idle = q.aborted || (q.busy == 0 && q.work.is_empty());
+        let idle = (q.aborted || (q.busy == 0 && q.work.is_empty())) && q.waiting > 0;
         drop(q);
         if idle {
             self.pool.wake.notify_all();

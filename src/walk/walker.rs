@@ -3,6 +3,7 @@
 //! and visit — beside reading directories (`dir.rs`).
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::fs::{File, FileType, Metadata};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -213,7 +214,7 @@ where
                 ancestors,
             });
         } else if ft.is_file() {
-            if let Some(item) = self.file(path.to_path_buf(), true) {
+            if let Some(item) = self.file(path.to_path_buf(), None, true) {
                 out.push((at, item));
             }
         } else if self.opts.others {
@@ -307,9 +308,19 @@ where
         });
     }
 
-    /// Opens a regular file once, checks it is still one, and visits it.
-    pub(super) fn file(&self, path: PathBuf, follow: bool) -> Option<T> {
-        let file = match os::open_to_locate(&path, follow) {
+    /// Opens a regular file once (by its name in directory `at.0` when given, `at.1`),
+    /// checks it is still one, and visits it.
+    pub(super) fn file(
+        &self,
+        path: PathBuf,
+        at: Option<(&File, &OsStr)>,
+        follow: bool,
+    ) -> Option<T> {
+        let opened = match at {
+            Some((dir, name)) => os::open_to_locate_in(Some(dir), name, &path, follow),
+            None => os::open_to_locate(&path, follow),
+        };
+        let file = match opened {
             Ok(f) => f,
             Err(e) => {
                 self.fail(Error::io(&path, e));
