@@ -622,3 +622,100 @@ fn pillows_test_images_each_get_a_thumbnail_or_a_recorded_error_and_no_panic_is_
     // CMYK TIFF, fax-compressed TIFF, …) and files broken on purpose.
     assert!(n("jpegs") >= 600, "{rows:?}");
 }
+
+/// `--summary`'s phase lines (`seekless:   NAME   S s  what`), by name.
+fn phase_times(o: &Output) -> BTreeMap<String, f64> {
+    stderr(o)
+        .lines()
+        .filter_map(|l| l.strip_prefix("seekless:   "))
+        .map(|l| {
+            let (name, rest) = l.split_once("  ").unwrap();
+            let secs = rest.split_whitespace().next().unwrap();
+            (name.trim().to_string(), secs.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn summary_says_where_the_time_went_by_phase_and_what_bound_the_run() {
+    let test = test_name!();
+    let Some(python) = python(test, false) else {
+        return;
+    };
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    let specs: Vec<String> = (0..6)
+        .map(|i| format!("scene:{i}:1280:960:{}/{i}.jpg", photos.display()))
+        .collect();
+    draw(python, &specs);
+    let phases = [
+        "read wait",
+        "read",
+        "hash",
+        "inspect",
+        "decode",
+        "resize",
+        "encode",
+        "phash",
+        "insert",
+    ];
+    let verdict = |o: &Output| {
+        let err = stderr(o);
+        let bound = err.lines().any(|l| {
+            l.starts_with("seekless: CPU-bound: ") || l.starts_with("seekless: disk-bound: ")
+        });
+        let writer = err.lines().any(|l| {
+            l == "seekless: the writer never blocked a worker (0 of 6 rows waited for room in its queue)"
+        });
+        assert!(
+            bound && writer,
+            "a verdict and the writer's line in:\n{err}"
+        );
+    };
+
+    // Without thumbnails: every phase has its line; those of thumbnails are zero.
+    let db = t.path().join("c.db");
+    let o = index(&db, &[], &photos);
+    assert_exit(&o, 0);
+    let times = phase_times(&o);
+    assert_eq!(
+        times.keys().collect::<std::collections::BTreeSet<_>>(),
+        phases
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .iter()
+            .collect(),
+        "{}",
+        stderr(&o)
+    );
+    for p in ["decode", "resize", "encode", "phash"] {
+        assert_eq!(times[p], 0.0, "{p} without --thumbs");
+    }
+    verdict(&o);
+
+    // With them: decoding, resizing, encoding and hashing took time.
+    let o = index(&db, &["--thumbs"], &photos);
+    assert_exit(&o, 0);
+    let times = phase_times(&o);
+    assert_eq!(times.len(), phases.len(), "{}", stderr(&o));
+    for p in ["decode", "resize", "phash"] {
+        assert!(times[p] > 0.0, "{p} with --thumbs: {}", stderr(&o));
+    }
+    verdict(&o);
+    assert_eq!(counts(&o)["thumbnails made"], 6);
+
+    // Nothing to read: the lines are there, at zero, and say so.
+    let o = index(&db, &["--thumbs"], &photos);
+    assert_exit(&o, 0);
+    assert!(
+        phase_times(&o).values().all(|&s| s == 0.0),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("seekless: nothing was read\n"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -14,6 +14,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 
+use super::phases::{Phases, Stopwatch};
 use super::phash;
 
 /// The longest side of a thumbnail by default, in pixels.
@@ -106,6 +107,18 @@ pub fn visual(
     orientation: Option<u32>,
     opts: &ThumbOptions,
 ) -> Visual {
+    visual_timed(data, format, ext, orientation, opts, &mut Phases::default())
+}
+
+/// [`visual`], adding the time of each phase (decode, resize, encode, pHash) to `phases`.
+pub(crate) fn visual_timed(
+    data: &[u8],
+    format: Option<&str>,
+    ext: Option<&str>,
+    orientation: Option<u32>,
+    opts: &ThumbOptions,
+    phases: &mut Phases,
+) -> Visual {
     // TIFF-based camera raw files would decode as their first IFD (a small preview, or
     // nothing the `image` crate reads): not a thumbnail to trust.
     let raw = ext
@@ -120,7 +133,7 @@ pub fn visual(
     quiet_panics_while_decoding();
     DECODING.with(|d| d.set(true));
     let result = catch_unwind(AssertUnwindSafe(|| {
-        visual_inner(data, format, orientation, opts)
+        visual_inner(data, format, orientation, opts, phases)
     }));
     DECODING.with(|d| d.set(false));
     match result {
@@ -158,16 +171,21 @@ fn visual_inner(
     format: Option<&str>,
     orientation: Option<u32>,
     opts: &ThumbOptions,
+    phases: &mut Phases,
 ) -> Result<Visual, String> {
     let size = opts.size.max(1);
-    let pixels = match format {
-        Some("jpeg") => decode_jpeg(data, size, opts.max_megapixels)?,
+    let mut clock = Stopwatch::start();
+    let decoded = match format {
+        Some("jpeg") => decode_jpeg(data, size, opts.max_megapixels),
         Some(f @ ("png" | "gif" | "webp" | "tiff" | "bmp")) => {
-            decode_other(data, f, opts.max_megapixels)?
+            decode_other(data, f, opts.max_megapixels)
         }
         Some(f) => return Err(format!("no decoder for {f}")),
         None => return Err("no decoder: not an image this catalog knows".into()),
     };
+    // A failed decode took its time too.
+    phases.decode += clock.lap();
+    let pixels = decoded?;
     let orientation = orientation.filter(|o| (1..=8).contains(o)).unwrap_or(1);
     // The pHash from the same decode, as displayed.
     let grey: Vec<u8> = pixels
@@ -178,10 +196,14 @@ fn visual_inner(
     let square = phash::square(&grey, pixels.width, pixels.height)?;
     let square = orient(&square, 32, 32, 1, orientation).0;
     let hash = phash::hash(&square);
+    phases.phash += clock.lap();
     // The thumbnail: resized in the stored orientation, then turned (cheaper small).
     let (w, h) = fit(pixels.width, pixels.height, size);
     let small = resize(&pixels, w, h)?;
+    let source = pixels.source;
+    drop(pixels);
     let (rgb, tw, th) = orient(&small, w, h, 3, orientation);
+    phases.resize += clock.lap();
     let mut jpeg = Vec::with_capacity(16 << 10);
     let (ew, eh) = (
         u16::try_from(tw).map_err(|_| "thumbnail too wide")?,
@@ -190,11 +212,12 @@ fn visual_inner(
     jpeg_encoder::Encoder::new(&mut jpeg, QUALITY)
         .encode(&rgb, ew, eh, jpeg_encoder::ColorType::Rgb)
         .map_err(|e| format!("cannot encode the thumbnail: {e}"))?;
+    phases.encode += clock.lap();
     Ok(Visual {
         thumb: Ok(Thumbnail {
             width: tw,
             height: th,
-            source: pixels.source,
+            source,
             jpeg,
         }),
         phash: Some(hash),
