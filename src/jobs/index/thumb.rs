@@ -194,6 +194,7 @@ fn visual_inner(
         .map(|p| phash::luma(p[0], p[1], p[2]))
         .collect();
     let square = phash::square(&grey, pixels.width, pixels.height)?;
+    drop(grey);
     let square = orient(&square, 32, 32, 1, orientation).0;
     let hash = phash::hash(&square);
     phases.phash += clock.lap();
@@ -392,16 +393,23 @@ fn decode_other(data: &[u8], format: &str, max_megapixels: u32) -> Result<Pixels
     let mut reader = image::ImageReader::with_format(std::io::Cursor::new(data), fmt);
     reader.limits(limits_for(max_megapixels));
     let img = reader.decode().map_err(err)?;
-    let rgba = img.to_rgba8();
-    let (width, height) = rgba.dimensions();
-    let rgb = rgba
-        .pixels()
-        .flat_map(|p| {
+    let (width, height) = (img.width(), img.height());
+    // One 8-bit copy at most beside the decoded image (which goes as soon as it is made):
+    // memory is the decoded image plus 4 bytes a pixel, never more.
+    let rgb = if img.color().has_alpha() {
+        let mut px = img.into_rgba8().into_raw();
+        // In place, front to back: pixel i's 3 bytes land at or before its 4 bytes.
+        for i in 0..px.len() / 4 {
+            let p = [px[4 * i], px[4 * i + 1], px[4 * i + 2], px[4 * i + 3]];
             let a = u16::from(p[3]);
             let over = |c: u8| ((u16::from(c) * a + 255 * (255 - a) + 127) / 255) as u8;
-            [over(p[0]), over(p[1]), over(p[2])]
-        })
-        .collect();
+            px[3 * i..3 * i + 3].copy_from_slice(&[over(p[0]), over(p[1]), over(p[2])]);
+        }
+        px.truncate(px.len() / 4 * 3);
+        px
+    } else {
+        img.into_rgb8().into_raw()
+    };
     Ok(Pixels {
         width,
         height,
