@@ -263,6 +263,14 @@ fn decode_jpeg(data: &[u8], size: u32, max_megapixels: u32) -> Result<Pixels, St
     {
         return Ok(pixels);
     }
+    #[cfg(feature = "turbojpeg")]
+    if matches!(
+        info.pixel_format,
+        jpeg_decoder::PixelFormat::RGB24 | jpeg_decoder::PixelFormat::L8
+    ) && let Some(pixels) = turbo::decode(data, size)
+    {
+        return Ok(pixels);
+    }
     let want = u16::try_from(size).unwrap_or(u16::MAX);
     let (w, h) = decoder.scale(want, want).map_err(err)?;
     let source = if (w, h) == (info.width, info.height) {
@@ -297,6 +305,65 @@ fn decode_jpeg(data: &[u8], size: u32, max_megapixels: u32) -> Result<Pixels, St
         rgb,
         source,
     })
+}
+
+/// libjpeg-turbo (TurboJPEG 3 API) at reduced scale: its SIMD Huffman decoding and
+/// scaled IDCTs make it 1.6–2× `jpeg-decoder` on large JPEGs (README, "Measured").
+#[cfg(feature = "turbojpeg")]
+mod turbo {
+    use turbojpeg::{Decompressor, Image, PixelFormat, ScalingFactor};
+
+    use super::Pixels;
+
+    thread_local! {
+        /// One decompressor per worker thread, reused from file to file.
+        static DECOMPRESSOR: std::cell::RefCell<Option<Decompressor>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    /// `data` decoded to RGB at the smallest of 1/8, 1/4, 1/2 whose longest side is still at
+    /// least `size`, or `None` when libjpeg-turbo cannot (an error or a warning: a JPEG cut
+    /// short, bad data): then `jpeg-decoder` has its try, and its error is the one recorded.
+    pub(super) fn decode(data: &[u8], size: u32) -> Option<Pixels> {
+        DECOMPRESSOR.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            if cell.is_none() {
+                *cell = Some(Decompressor::new().ok()?);
+            }
+            let d = cell.as_mut()?;
+            let header = d.read_header(data).ok()?;
+            let size = size as usize;
+            let factor = [
+                ScalingFactor::ONE_EIGHTH,
+                ScalingFactor::ONE_QUARTER,
+                ScalingFactor::ONE_HALF,
+            ]
+            .into_iter()
+            .find(|f| f.scale(header.width).max(f.scale(header.height)) >= size)
+            .unwrap_or(ScalingFactor::ONE);
+            d.set_scaling_factor(factor).ok()?;
+            let (w, h) = (factor.scale(header.width), factor.scale(header.height));
+            let mut rgb = vec![0u8; w.checked_mul(h)?.checked_mul(3)?];
+            let image = Image {
+                pixels: rgb.as_mut_slice(),
+                width: w,
+                pitch: w * 3,
+                height: h,
+                format: PixelFormat::RGB,
+            };
+            d.decompress(data, image).ok()?;
+            Some(Pixels {
+                width: u32::try_from(w).ok()?,
+                height: u32::try_from(h).ok()?,
+                rgb,
+                source: if factor == ScalingFactor::ONE {
+                    "full"
+                } else {
+                    "dct-scaled"
+                },
+            })
+        })
+    }
 }
 
 /// The EXIF thumbnail (IFD1's JPEG) of the EXIF block `tiff`, decoded, when its longest
