@@ -13,7 +13,11 @@
 #
 # The contenders are interleaved (one run of each in turn, REPS rounds) and the median of
 # each is reported, with the load average before and after: on a shared machine only the
-# ratios of one run mean anything. Then seekless's own `--summary` of one more run (where
+# ratios of one run mean anything. Each run's wall time and its CPU time (user + system of
+# the whole process tree, GNU time) are taken: wall time on a machine others load (or
+# whose page cache they drop) swings by 2×, CPU time far less, so the ratios are given for
+# both, and `CPU-bound rate` = 2 CPUs / CPU seconds per image is what each reaches with
+# both CPUs to itself. Then seekless's own `--summary` of one more run (where
 # its time went), and the JPEG decoders considered, one thread each
 # (examples/thumb_decoders.rs).
 #
@@ -75,6 +79,12 @@ for p in sys.argv[2:]:
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
+# "WALL CPU" seconds of a shell command line, its output discarded.
+timed() {
+    /usr/bin/time -f '%e %U %S' -o "$base-time" bash -c "$1" > /dev/null
+    awk '{printf "%s %.3f\n", $1, $2 + $3}' "$base-time"
+}
+
 for set in "${sets[@]}"; do
     case $set in
         origin) files=3000 size=1280x960 blend=0.12 quality=85 ;;
@@ -104,31 +114,42 @@ for set in "${sets[@]}"; do
         cmd[seekless-alt]="rm -f $out/c.db*; $ALT index --thumbs --db $out/c.db $src"
         order+=(seekless-alt)
     fi
-    declare -A times=()
+    declare -A walls=() cpus=()
     echo "load average before: $(load)"
     for _ in $(seq "$reps"); do
         for name in "${order[@]}"; do
             rm -rf "$out"; mkdir -p "$out"
-            times[$name]+="$(elapsed "${cmd[$name]}") "
+            read -r wall cpu < <(timed "${cmd[$name]}")
+            walls[$name]+="$wall "
+            cpus[$name]+="$cpu "
         done
     done
     echo "load average after:  $(load)"
-    declare -A rate=()
+    declare -A rate=() cpurate=()
+    printf '%-14s %9s %12s %12s %16s\n' contender 'wall (s)' 'images/s' 'CPU ms/img' 'CPU-bound rate'
     for name in "${order[@]}"; do
-        t=$(printf '%s\n' ${times[$name]} | median)
+        t=$(printf '%s\n' ${walls[$name]} | median)
+        c=$(printf '%s\n' ${cpus[$name]} | median)
         rate[$name]=$(echo "$n / $t" | bc -l)
-        printf '%-14s %8.3f s  %7.1f images/s   (runs: %s)\n' "$name" "$t" "${rate[$name]}" "${times[$name]}"
+        cpurate[$name]=$(echo "2 * $n / $c" | bc -l)
+        printf '%-14s %9.3f %12.1f %12.1f %16.1f   (wall: %s; CPU: %s)\n' "$name" "$t" "${rate[$name]}" \
+            "$(echo "1000 * $c / $n" | bc -l)" "${cpurate[$name]}" "${walls[$name]}" "${cpus[$name]}"
     done
-    printf 'seekless / vipsthumbnail %.2f×   / pillow %.2f×   / imagemagick %.2f×\n' \
-        "$(echo "${rate[seekless]} / ${rate[vipsthumbnail]}" | bc -l)" \
-        "$(echo "${rate[seekless]} / ${rate[pillow]}" | bc -l)" \
-        "$(echo "${rate[seekless]} / ${rate[imagemagick]}" | bc -l)"
-    [ -z "${ALT:-}" ] || printf 'seekless / seekless-alt %.2f×\n' "$(echo "${rate[seekless]} / ${rate[seekless-alt]}" | bc -l)"
+    for what in rate cpurate; do
+        declare -n r=$what
+        printf '%-8s seekless / vipsthumbnail %.2f×   / pillow %.2f×   / imagemagick %.2f×' "$what" \
+            "$(echo "${r[seekless]} / ${r[vipsthumbnail]}" | bc -l)" \
+            "$(echo "${r[seekless]} / ${r[pillow]}" | bc -l)" \
+            "$(echo "${r[seekless]} / ${r[imagemagick]}" | bc -l)"
+        [ -z "${ALT:-}" ] || printf '   / seekless-alt %.2f×' "$(echo "${r[seekless]} / ${r[seekless-alt]}" | bc -l)"
+        echo
+        unset -n r
+    done
     echo "-- seekless index --thumbs --summary, one more run:"
     rm -rf "$out"; mkdir -p "$out"
     "$bin" index --thumbs --summary --db "$out/c.db" "$src" 2>&1 | grep -v '^seekless: [0-9]* files\|ext4\|walk+locate'
     rm -rf "$out"
-    unset cmd times rate
+    unset cmd walls cpus rate cpurate
     if [ "${DECODERS:-1}" = 1 ]; then
         echo "-- the decoders considered, one thread ($set)"
         features=()
