@@ -729,6 +729,7 @@ fn summary_says_where_the_time_went_by_phase_and_what_bound_the_run() {
 /// - `animated.gif`: three frames, the first the scene;
 /// - `bomb.png`: 30,000 × 30,000 1-bit grey, all zero: 110 KB that decode to 900 MP;
 /// - `bomb-36mp.png`: the same at 6,000 × 6,000 (36 MP, under the default limit).
+///
 /// ImageMagick adds `ycck.jpg` (its CMYK JPEGs are YCCK) and `deep16.png` (16 bits a
 /// channel).
 const HOSTILE: &str = r#"
