@@ -622,3 +622,288 @@ fn pillows_test_images_each_get_a_thumbnail_or_a_recorded_error_and_no_panic_is_
     // CMYK TIFF, fax-compressed TIFF, …) and files broken on purpose.
     assert!(n("jpegs") >= 600, "{rows:?}");
 }
+
+/// `--summary`'s phase lines (`seekless:   NAME   S s  what`), by name.
+fn phase_times(o: &Output) -> BTreeMap<String, f64> {
+    stderr(o)
+        .lines()
+        .filter_map(|l| l.strip_prefix("seekless:   "))
+        .map(|l| {
+            let (name, rest) = l.split_once("  ").unwrap();
+            let secs = rest.split_whitespace().next().unwrap();
+            (name.trim().to_string(), secs.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn summary_says_where_the_time_went_by_phase_and_what_bound_the_run() {
+    let test = test_name!();
+    let Some(python) = python(test, false) else {
+        return;
+    };
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    let specs: Vec<String> = (0..6)
+        .map(|i| format!("scene:{i}:1280:960:{}/{i}.jpg", photos.display()))
+        .collect();
+    draw(python, &specs);
+    let phases = [
+        "read wait",
+        "read",
+        "hash",
+        "inspect",
+        "decode",
+        "resize",
+        "encode",
+        "phash",
+        "insert",
+    ];
+    let verdict = |o: &Output| {
+        let err = stderr(o);
+        let bound = err.lines().any(|l| {
+            l.starts_with("seekless: CPU-bound: ") || l.starts_with("seekless: disk-bound: ")
+        });
+        let writer = err.lines().any(|l| {
+            l == "seekless: the writer never blocked a worker (0 of 6 rows waited for room in its queue)"
+        });
+        assert!(
+            bound && writer,
+            "a verdict and the writer's line in:\n{err}"
+        );
+    };
+
+    // Without thumbnails: every phase has its line; those of thumbnails are zero.
+    let db = t.path().join("c.db");
+    let o = index(&db, &[], &photos);
+    assert_exit(&o, 0);
+    let times = phase_times(&o);
+    assert_eq!(
+        times.keys().collect::<std::collections::BTreeSet<_>>(),
+        phases
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .iter()
+            .collect(),
+        "{}",
+        stderr(&o)
+    );
+    for p in ["decode", "resize", "encode", "phash"] {
+        assert_eq!(times[p], 0.0, "{p} without --thumbs");
+    }
+    verdict(&o);
+
+    // With them: decoding, resizing, encoding and hashing took time.
+    let o = index(&db, &["--thumbs"], &photos);
+    assert_exit(&o, 0);
+    let times = phase_times(&o);
+    assert_eq!(times.len(), phases.len(), "{}", stderr(&o));
+    for p in ["decode", "resize", "phash"] {
+        assert!(times[p] > 0.0, "{p} with --thumbs: {}", stderr(&o));
+    }
+    verdict(&o);
+    assert_eq!(counts(&o)["thumbnails made"], 6);
+
+    // Nothing to read: the lines are there, at zero, and say so.
+    let o = index(&db, &["--thumbs"], &photos);
+    assert_exit(&o, 0);
+    assert!(
+        phase_times(&o).values().all(|&s| s == 0.0),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("seekless: nothing was read\n"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Writes the awkward and hostile images of issue 23.6 into the directory given, each
+/// named for what it is, beside `scene.png` (the picture most are made from):
+/// - `huge.jpg`: a baseline JPEG whose frame header claims 65,535 × 65,535;
+/// - `cut-progressive.jpg`: a progressive JPEG cut at 40 % of its length;
+/// - `cmyk.jpg`: CMYK (Adobe transform 0, as Pillow writes it);
+/// - `palette-alpha.png`: 16 colours with transparent entries (a tRNS chunk);
+/// - `animated.gif`: three frames, the first the scene;
+/// - `bomb.png`: 30,000 × 30,000 1-bit grey, all zero: 110 KB that decode to 900 MP;
+/// - `bomb-36mp.png`: the same at 6,000 × 6,000 (36 MP, under the default limit).
+///
+/// ImageMagick adds `ycck.jpg` (its CMYK JPEGs are YCCK) and `deep16.png` (16 bits a
+/// channel).
+const HOSTILE: &str = r#"
+import random, struct, sys, zlib
+from PIL import Image, ImageDraw
+root = sys.argv[1]
+rng = random.Random(7)
+im = Image.new('RGB', (1024, 768), (200, 30, 30))
+d = ImageDraw.Draw(im)
+d.rectangle((0, 0, 512, 384), fill=(30, 200, 60))
+d.ellipse((480, 300, 1000, 740), fill=(20, 40, 220))
+im.save(root + '/scene.png')
+noisy = Image.blend(im, Image.effect_noise(im.size, 60).convert('RGB'), 0.3)
+im.save(root + '/base.jpg', quality=90)
+b = bytearray(open(root + '/base.jpg', 'rb').read())
+sof = b.index(b'\xff\xc0')
+b[sof + 5:sof + 9] = b'\xff\xff\xff\xff'
+open(root + '/huge.jpg', 'wb').write(b)
+noisy.save(root + '/progressive.jpg', progressive=True, quality=90)
+p = open(root + '/progressive.jpg', 'rb').read()
+open(root + '/cut-progressive.jpg', 'wb').write(p[:len(p) * 2 // 5])
+im.convert('CMYK').save(root + '/cmyk.jpg', quality=90)
+rgba = im.convert('RGBA')
+rgba.paste((0, 0, 0, 0), (0, 0, 512, 384))
+rgba.quantize(16).save(root + '/palette-alpha.png')
+frames = [im.convert('P')] + [Image.new('RGB', im.size, c).convert('P') for c in ((255, 255, 0), (0, 0, 0))]
+frames[0].save(root + '/animated.gif', save_all=True, append_images=frames[1:], duration=100, loop=0)
+def chunk(t, d):
+    return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+for name, side in (('bomb.png', 30000), ('bomb-36mp.png', 6000)):
+    c = zlib.compressobj(9)
+    row = b'\0' * (1 + (side + 7) // 8)
+    idat = b''.join(c.compress(row) for _ in range(side)) + c.flush()
+    ihdr = struct.pack('>IIBBBBB', side, side, 1, 0, 0, 0, 0)
+    open(root + '/' + name, 'wb').write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', ihdr) + chunk(b'IDAT', idat) + chunk(b'IEND', b''))
+"#;
+
+/// Runs `index` under GNU time: its output, and its peak resident memory in bytes.
+fn index_measured(db: &Path, args: &[&str], dir: &Path) -> (Output, u64) {
+    let o = output_within(
+        Command::new("/usr/bin/time")
+            .args(["-f", "peak-rss-kib %M"])
+            .arg(env!("CARGO_BIN_EXE_seekless"))
+            .args(["index", "--summary", "--db"])
+            .arg(db)
+            .args(args)
+            .arg(dir),
+        RUN_LIMIT,
+    );
+    let err = stderr(&o);
+    let kib: u64 = err
+        .lines()
+        .find_map(|l| l.strip_prefix("peak-rss-kib "))
+        .unwrap_or_else(|| panic!("no peak in:\n{err}"))
+        .trim()
+        .parse()
+        .unwrap();
+    (o, kib * 1024)
+}
+
+#[test]
+fn hostile_and_unusual_images_each_get_a_thumbnail_or_a_recorded_error_in_bounded_memory() {
+    let test = test_name!();
+    let Some(python) = python(test, false) else {
+        return;
+    };
+    if !require_tool(test, "/usr/bin/time") {
+        return;
+    }
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    std::fs::create_dir(&photos).unwrap();
+    run(Command::new(python).args(["-c", HOSTILE]).arg(&photos));
+    let scene = photos.join("scene.png");
+    run(Command::new(CONVERT)
+        .arg(&scene)
+        .args(["-colorspace", "CMYK", "-quality", "90"])
+        .arg(photos.join("ycck.jpg")));
+    run(Command::new(CONVERT)
+        .arg(&scene)
+        .args(["-depth", "16"])
+        .arg(format!("png48:{}", photos.join("deep16.png").display())));
+    // What each really is (a generator that silently wrote something else proves nothing).
+    let jpeg = |name: &str| std::fs::read(photos.join(name)).unwrap();
+    let adobe_transform = |bytes: &[u8]| {
+        // APP14: "Adobe", version (2 bytes), two flag words, the transform.
+        let at = bytes.windows(5).position(|w| w == b"Adobe").unwrap();
+        bytes[at + 11]
+    };
+    assert_eq!(adobe_transform(&jpeg("cmyk.jpg")), 0, "CMYK");
+    assert_eq!(adobe_transform(&jpeg("ycck.jpg")), 2, "YCCK");
+    let progressive = jpeg("cut-progressive.jpg");
+    assert!(
+        progressive.windows(2).any(|w| w == b"\xff\xc2"),
+        "progressive"
+    );
+    assert_eq!(
+        identify(&photos.join("deep16.png")),
+        ("PNG".into(), 1024, 768)
+    );
+
+    let db = t.path().join("c.db");
+    // Exit 1: the cut JPEG is an error of its row.
+    let (o, peak) = index_measured(&db, &["--thumbs"], &photos);
+    assert_exit(&o, 1);
+    let rows = thumbs(&db);
+    assert_eq!(rows.len(), 12, "{rows:?}");
+    for (name, row) in &rows {
+        assert!(
+            row.jpeg_hex.is_some() != row.error.is_some(),
+            "{name}: a thumbnail or an error, not both, not neither: {row:?}"
+        );
+    }
+    // Refused before decoding, by what their headers claim.
+    for (name, claim) in [("huge.jpg", "65535×65535"), ("bomb.png", "30000×30000")] {
+        let why = rows[name].error.as_deref().unwrap_or_default();
+        assert_eq!(
+            why,
+            format!("{claim} is over --max-megapixels 200: not decoded"),
+            "{name}"
+        );
+    }
+    let dims = query(
+        &db,
+        "SELECT path, width, height FROM images WHERE path LIKE '%huge.jpg'",
+    );
+    assert_eq!(
+        (dims[0]["width"].as_u64(), dims[0]["height"].as_u64()),
+        (Some(65535), Some(65535))
+    );
+    // The cut progressive JPEG: its row says it is cut; whatever the decoder made of it
+    // (here an error) is recorded.
+    let cut = query(
+        &db,
+        "SELECT error FROM images WHERE path LIKE '%cut-progressive.jpg'",
+    );
+    assert_eq!(cut[0]["error"], "truncated JPEG (no end-of-image marker)");
+    // The rest get thumbnails that look as ImageMagick shows them (transparency over
+    // white; the GIF's first frame).
+    let out = t.path().join("thumbs");
+    export_thumbs(&db, &out);
+    for name in [
+        "cmyk.jpg",
+        "ycck.jpg",
+        "deep16.png",
+        "palette-alpha.png",
+        "animated.gif",
+        "progressive.jpg",
+        "bomb-36mp.png",
+    ] {
+        let row = &rows[name];
+        let want = if name.starts_with("bomb") {
+            (256, 256)
+        } else {
+            (256, 192)
+        };
+        assert_eq!(
+            (row.width, row.height),
+            (Some(want.0), Some(want.1)),
+            "{name}"
+        );
+        assert!(row.phash.is_some(), "{name}");
+        let reference = t.path().join(format!("{name}.reference.png"));
+        run(Command::new(CONVERT)
+            .arg(format!("{}[0]", photos.join(name).display()))
+            .args(["-colorspace", "sRGB", "-background", "white", "-flatten"])
+            .args(["-thumbnail", "256x256"])
+            .arg(&reference));
+        let d = mean_difference(python, &out.join(format!("{name}.jpg")), &reference);
+        assert!(d < 8.0, "{name}: mean difference {d} from ImageMagick's");
+    }
+    // Memory: nothing was decoded at the sizes claimed. The 36 MP bomb, decoded, costs its
+    // 1 byte a pixel as decoded plus 4 (RGB, then its grey for the pHash): docs/index.md.
+    let budget = (64 << 20) + 36_000_000 * 5;
+    eprintln!("peak RSS {} MiB", peak >> 20);
+    assert!(peak < budget, "peak RSS {peak} over {budget}");
+}

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use seekless::Filter;
-use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexOptions, index_with, thumb};
+use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexOptions, Phases, index_with, thumb};
 
 use crate::exit::Code;
 use crate::inputs::{InputArgs, Refused};
@@ -84,6 +84,7 @@ pub fn run(args: Args) -> Result<Code> {
     };
     console.finish();
     if args.report.summary {
+        print_phases(&summary.phases);
         let thumbs = if args.thumbs {
             format!(", {} thumbnails made", summary.thumbs)
         } else {
@@ -101,4 +102,69 @@ pub fn run(args: Args) -> Result<Code> {
         );
     }
     Ok(Code::from_errors(console.errors()))
+}
+
+/// `--summary`'s account of where the read's time went, phase by phase, what bound the
+/// run, and whether the writer ever held up a worker (docs/index.md, "What it prints").
+fn print_phases(p: &Phases) {
+    let secs = |d: std::time::Duration| d.as_secs_f64();
+    let workers = if p.workers == 1 { "worker" } else { "workers" };
+    eprintln!(
+        "seekless: time by phase, summed over {} {workers} (the read took {:.3} s):",
+        p.workers,
+        secs(p.took)
+    );
+    let lines = [
+        (
+            "read wait",
+            p.read_wait,
+            "waiting for the sweep to hand over the next file",
+        ),
+        (
+            "read",
+            p.read,
+            "read calls: copies from the page cache, or the disk",
+        ),
+        ("hash", p.hash, "BLAKE3"),
+        ("inspect", p.inspect, "format, header, EXIF"),
+        ("decode", p.decode, "the image, at reduced scale for JPEG"),
+        (
+            "resize",
+            p.resize,
+            "to the thumbnail's size, EXIF orientation applied",
+        ),
+        ("encode", p.encode, "the thumbnail as JPEG"),
+        ("phash", p.phash, "the perceptual hash"),
+        ("insert", p.insert, "the writer thread, in SQLite"),
+    ];
+    for (name, took, what) in lines {
+        eprintln!("seekless:   {name:<9} {:>9.3} s  {what}", secs(took));
+    }
+    if p.rows == 0 {
+        eprintln!("seekless: nothing was read");
+        return;
+    }
+    let (bound, computing) = if p.disk_bound() {
+        ("disk-bound", "only computed")
+    } else {
+        ("CPU-bound", "computed")
+    };
+    eprintln!(
+        "seekless: {bound}: the workers {computing} {:.3} s and waited {:.3} s for the disk",
+        secs(p.computing()),
+        secs(p.disk_wait())
+    );
+    if p.blocked_rows == 0 {
+        eprintln!(
+            "seekless: the writer never blocked a worker (0 of {} rows waited for room in its queue)",
+            p.rows
+        );
+    } else {
+        eprintln!(
+            "seekless: the writer blocked the workers: {} of {} rows waited for room in its queue, {:.3} s in all",
+            p.blocked_rows,
+            p.rows,
+            secs(p.blocked)
+        );
+    }
 }

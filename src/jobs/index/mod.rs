@@ -26,19 +26,21 @@
 
 pub(crate) mod catalog;
 pub mod inspect;
+mod phases;
 pub mod phash;
 pub mod thumb;
 
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
 pub use catalog::{APPLICATION_ID, CatalogError, SCHEMA_VERSION};
 use catalog::{Row, WriterLock};
 use crossbeam_channel::RecvTimeoutError;
+pub use phases::Phases;
 
 use crate::error::Error;
 use crate::path_bytes::path_to_bytes;
@@ -118,6 +120,8 @@ pub struct IndexSummary {
     pub read_bytes: u64,
     /// Thumbnails made (with [`IndexOptions::thumbs`]).
     pub thumbs: u64,
+    /// Where the read's time went, phase by phase.
+    pub phases: Phases,
 }
 
 /// Why a run could not happen at all (per-file problems are rows with an error instead).
@@ -451,16 +455,23 @@ pub fn index_with(
     // Read what must be read, in physical order; one writer thread writes the rows.
     let mut read = read.into_iter();
     let plan = read::decide(plan, |_| read.next().filter(|&r| r)).plan;
-    let (tx, rx) = crossbeam_channel::bounded::<Row>(1024);
+    let (tx, rx) = crossbeam_channel::bounded::<Row>(WRITER_QUEUE);
     let written = std::thread::scope(|s| {
+        // The writer's time in SQLite: its whole time but its waits for rows.
         let writer = std::thread::Builder::new().spawn_scoped(s, || {
-            catalog.write_all(|timeout| {
-                if timeout == Duration::MAX {
+            let started = Instant::now();
+            let mut waiting = Duration::ZERO;
+            let result = catalog.write_all(|timeout| {
+                let asked = Instant::now();
+                let row = if timeout == Duration::MAX {
                     rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
                 } else {
                     rx.recv_timeout(timeout)
-                }
-            })
+                };
+                waiting += asked.elapsed();
+                row
+            });
+            (result, started.elapsed().saturating_sub(waiting))
         });
         // Threads can be scarce (a pids or address-space limit): then nothing is read.
         let writer = match writer {
@@ -479,23 +490,46 @@ pub fn index_with(
         };
         let consume = ConsumeOptions::new(opts.read.clone(), opts.workers);
         let tally = &mut summary;
-        read::run(&plan, &consume, &job, events, |_, planned, (row, read)| {
+        let consumed = read::run(&plan, &consume, &job, events, |_, planned, done| {
+            let (row, read, phases) = done;
             if read {
                 tally.read_files += 1;
                 tally.read_bytes += planned.entry.size;
             }
             tally.failed += u64::from(row.info.error.is_some());
             tally.thumbs += u64::from(row.visual.as_ref().is_some_and(|v| v.1.thumb.is_ok()));
-            // Fails only when the writer stopped on a database error (returned below):
-            // then nothing more can be stored, so nothing more is read.
-            match tx.send(row) {
-                Ok(()) => ControlFlow::Continue(()),
-                Err(_) => ControlFlow::Break(()),
+            tally.phases.add_file(&phases);
+            tally.phases.rows += 1;
+            // The queue is bounded (rows hold thumbnails): a full one blocks this worker,
+            // which the summary reports. Fails only when the writer stopped on a database
+            // error (returned below): then nothing more can be stored, nothing more read.
+            let sent = match tx.try_send(row) {
+                Err(crossbeam_channel::TrySendError::Full(row)) => {
+                    let blocked = Instant::now();
+                    let sent = tx.send(row).is_ok();
+                    tally.phases.blocked += blocked.elapsed();
+                    tally.phases.blocked_rows += 1;
+                    sent
+                }
+                sent => sent.is_ok(),
+            };
+            if sent {
+                ControlFlow::Continue(())
+            } else {
+                ControlFlow::Break(())
             }
         });
         drop(tx);
+        let p = &mut summary.phases;
+        p.read_wait = consumed.waiting;
+        p.working = consumed.working;
+        p.took = consumed.took;
+        p.workers = consumed.workers;
         match writer.join() {
-            Ok(result) => result,
+            Ok((result, insert)) => {
+                summary.phases.insert = insert;
+                result
+            }
             Err(panic) => std::panic::resume_unwind(panic),
         }
     });
@@ -511,26 +545,31 @@ struct Reading<'a> {
 }
 
 impl Job for Reading<'_> {
-    /// The file's row, and whether it could be read.
-    type Output = (Row, bool);
+    /// The file's row, whether it could be read, and the time its phases took.
+    type Output = (Row, bool, Phases);
 
-    fn work(&self, work: Work<'_>) -> (Row, bool) {
+    fn work(&self, work: Work<'_>) -> Self::Output {
         read_one(work, self.thumbs, self.reporter)
     }
 
-    fn succeeded(output: &(Row, bool)) -> bool {
+    fn succeeded(output: &Self::Output) -> bool {
         output.1
     }
 }
 
+/// Rows the workers may hand the writer ahead of it: a worker blocks only when the writer
+/// is this far behind (at 256 px, ~10 MiB of thumbnails).
+const WRITER_QUEUE: usize = 1024;
+
 /// Reads one file whole: its BLAKE3 hash, and what its bytes say (with `thumbs`, its
-/// thumbnail and perceptual hash, from the same bytes). Returns its row and whether it
-/// could be read.
+/// thumbnail and perceptual hash, from the same bytes). Returns its row, whether it
+/// could be read, and the time each phase took.
 fn read_one(
     work: Work<'_>,
     thumbs: Option<&thumb::ThumbOptions>,
     reporter: &dyn Reporter,
-) -> (Row, bool) {
+) -> (Row, bool, Phases) {
+    let mut phases = Phases::default();
     let planned = work.planned();
     thread_local! {
         static HEAD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -559,16 +598,26 @@ fn read_one(
         let mut head = head.borrow_mut();
         head.clear();
         let mut hasher = blake3::Hasher::new();
+        // Read calls are the whole time in `read_all` but the chunks' handling (hashing).
+        let reading = Instant::now();
+        let mut hashing = Duration::ZERO;
         let result = work.read_all(|chunk| {
+            let t = Instant::now();
             hasher.update(chunk);
             let room = keep.saturating_sub(head.len());
             head.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            hashing += t.elapsed();
         });
+        phases.read = reading.elapsed().saturating_sub(hashing);
         match result {
             Ok(_) => {
-                let complete = head.len() as u64 == entry.size;
-                row.info = inspect::inspect(&head, ext, complete);
+                let t = Instant::now();
                 row.blake3 = Some(hasher.finalize().to_hex().to_string());
+                phases.hash = hashing + t.elapsed();
+                let complete = head.len() as u64 == entry.size;
+                let t = Instant::now();
+                row.info = inspect::inspect(&head, ext, complete);
+                phases.inspect = t.elapsed();
                 if let Some(why) = &row.info.error {
                     let why = std::io::Error::other(why.clone());
                     reporter.error(&Error::io(&*entry.path, why));
@@ -583,7 +632,8 @@ fn read_one(
                             MAX_THUMB_FILE >> 20
                         ))
                     } else {
-                        thumb::visual(&head, row.info.format, ext, row.info.orientation, t)
+                        let (format, orientation) = (row.info.format, row.info.orientation);
+                        thumb::visual_timed(&head, format, ext, orientation, t, &mut phases)
                     };
                     if let Err(why) = &visual.thumb
                         && row.info.error.is_none()
@@ -611,7 +661,7 @@ fn read_one(
             *head = Vec::new();
         }
     });
-    (row, read)
+    (row, read, phases)
 }
 
 /// The catalog's own files (the database and SQLite's companions), never catalogued.
@@ -695,6 +745,72 @@ mod tests {
             let _ = index(&[photos], &PlanOptions::default(), &opts, &crate::Quiet);
         });
         assert!(message.contains("injected sweep fault"), "{message}");
+    }
+
+    #[test]
+    fn phase_clocks_run_where_work_was_done_and_thumbnail_phases_only_with_thumbs() {
+        let t = tempfile::tempdir().unwrap();
+        let photos = t.path().join("photos");
+        std::fs::create_dir(&photos).unwrap();
+        let (w, h) = (640u16, 480u16);
+        let rgb: Vec<u8> = (0..usize::from(w) * usize::from(h) * 3)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        for name in ["a.jpg", "b.jpg", "c.jpg"] {
+            jpeg_encoder::Encoder::new_file(photos.join(name), 90)
+                .unwrap()
+                .encode(&rgb, w, h, jpeg_encoder::ColorType::Rgb)
+                .unwrap();
+        }
+        let mut opts = IndexOptions::new(t.path().join("c.db"));
+        let roots = [photos];
+        let plain = index(&roots, &PlanOptions::default(), &opts, &crate::Quiet).unwrap();
+        let p = plain.phases;
+        assert_eq!((p.rows, p.blocked_rows, p.blocked), (3, 0, Duration::ZERO));
+        assert!(
+            p.workers >= 1 && !p.took.is_zero() && !p.working.is_zero(),
+            "{p:?}"
+        );
+        for (name, d) in [
+            ("hash", p.hash),
+            ("inspect", p.inspect),
+            ("insert", p.insert),
+        ] {
+            assert!(!d.is_zero(), "{name} ran: {p:?}");
+        }
+        for (name, d) in [
+            ("decode", p.decode),
+            ("resize", p.resize),
+            ("encode", p.encode),
+            ("phash", p.phash),
+        ] {
+            assert!(d.is_zero(), "{name} did not run without thumbs: {p:?}");
+        }
+
+        // The same images for thumbnails (read again: none has one yet).
+        opts.thumbs = Some(thumb::ThumbOptions::default());
+        let thumbs = index(&roots, &PlanOptions::default(), &opts, &crate::Quiet).unwrap();
+        let p = thumbs.phases;
+        assert_eq!((thumbs.thumbs, p.rows), (3, 3));
+        for (name, d) in [
+            ("hash", p.hash),
+            ("decode", p.decode),
+            ("resize", p.resize),
+            ("encode", p.encode),
+            ("phash", p.phash),
+            ("insert", p.insert),
+        ] {
+            assert!(!d.is_zero(), "{name} ran: {p:?}");
+        }
+
+        // Nothing to read: every clock of the read stays at zero.
+        let again = index(&roots, &PlanOptions::default(), &opts, &crate::Quiet).unwrap();
+        let p = again.phases;
+        assert_eq!(again.unchanged, 3);
+        assert_eq!(
+            (p.rows, p.decode, p.hash),
+            (0, Duration::ZERO, Duration::ZERO)
+        );
     }
 
     #[test]
