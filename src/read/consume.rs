@@ -176,6 +176,8 @@ pub struct Consumed {
     pub sinking: Duration,
     /// Worker threads that ran.
     pub workers: usize,
+    /// What kind of disk each disk was taken for, and why ([`Reader::disks`]).
+    pub disks: Vec<crate::disk::DiskVerdict>,
 }
 
 impl Consumed {
@@ -291,7 +293,9 @@ where
     let clocks = Clocks::default();
     let counts = (AtomicU64::new(0), AtomicU64::new(0));
     let shared = Mutex::new((sink, &mut *events));
-    let stats = Reader::new(plan.clone(), opts.read.clone()).par_for_each_with(
+    let reader = Reader::new(plan.clone(), opts.read.clone());
+    let disks = reader.disks().to_vec();
+    let stats = reader.par_for_each_with(
         opts.workers,
         || Worker {
             buf: vec![0u8; BUFFER],
@@ -336,6 +340,7 @@ where
         working: Clocks::get(&clocks.working),
         sinking: Clocks::get(&clocks.sinking),
         workers: clocks.workers.load(Ordering::Relaxed) as usize,
+        disks,
     };
     events.read_done(&consumed);
     consumed
@@ -362,6 +367,7 @@ where
         ..Consumed::default()
     };
     let reader = Reader::new(plan.clone(), read.clone());
+    consumed.disks = reader.disks().to_vec();
     let mut last = Instant::now();
     while let Some((index, item)) = reader.next_file() {
         let handed = Instant::now();

@@ -31,6 +31,7 @@
 //! ```
 
 mod consume;
+mod measure;
 mod schedule;
 mod sweep;
 mod window;
@@ -48,6 +49,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::Receiver;
 
+use crate::disk::{DiskKind, DiskVerdict};
 use crate::error::{Change, Error, ErrorKind};
 use crate::os;
 use crate::plan::{Plan, PlannedFile};
@@ -78,7 +80,7 @@ pub struct ReadOptions {
     pub drop_behind: bool,
     /// Prefetch at all (off = read one file at a time in plan order, for comparison).
     pub prefetch: bool,
-    /// On disks swept in order (rotational or unknown): before prefetching past a gap of
+    /// On seeking disks (see [`disk`](Self::disk)): before prefetching past a gap of
     /// at least this many bytes between one step's end and the next's start on the disk,
     /// and before the first step, wait until that step's first page has been read. After
     /// a seek, a drive that reorders its queue (NCQ) serves whichever queued request it
@@ -86,6 +88,13 @@ pub struct ReadOptions {
     /// then read when the queue drains or the request ages, with a seek back each time.
     /// The wait costs one round trip per gap. 0 turns it off.
     pub gap_barrier: u64,
+    /// What kind of disk to take every disk for; `None` (the default): measure each
+    /// (a few small direct reads at scattered places, once per disk and process; see
+    /// [`DiskKind::from_latencies`]), and where that cannot be done, take it for what it
+    /// reports (rotational or unknown: seeking). Seeking disks are swept in order with
+    /// waits at gaps; solid-state disks get no waits. The verdicts are in
+    /// [`Reader::disks`] and [`Consumed::disks`].
+    pub disk: Option<DiskKind>,
 }
 
 impl Default for ReadOptions {
@@ -99,6 +108,7 @@ impl Default for ReadOptions {
             drop_behind: true,
             prefetch: true,
             gap_barrier: 128 << 10,
+            disk: None,
         }
     }
 }
@@ -126,6 +136,7 @@ pub struct Reader {
     windows: Vec<Arc<Window>>,
     threads: Vec<JoinHandle<()>>,
     opts: ReadOptions,
+    disks: Vec<DiskVerdict>,
 }
 
 /// Raises the process's soft open-file limit (`RLIMIT_NOFILE`) to its hard limit (at most
@@ -143,7 +154,8 @@ pub fn raise_open_file_limit() -> usize {
 }
 
 impl Reader {
-    /// Starts one sweep thread per disk of `plan`.
+    /// Starts one sweep thread per disk of `plan`, once it knows what kind of disk each is
+    /// ([`ReadOptions::disk`]; measured for all disks at once).
     ///
     /// With prefetching on, every file in the window, and every fragmented file waiting
     /// for its later extents, holds a descriptor, so the window is sized to stay well
@@ -167,6 +179,28 @@ impl Reader {
         } else {
             (1, 1, 0, 0)
         };
+        // Without prefetching there is nothing the kind of disk would change.
+        let disks: Vec<DiskVerdict> = if opts.prefetch {
+            let verdict = |sweep| measure::verdict(&plan, sweep, opts.disk);
+            std::thread::scope(|scope| {
+                // Disks in parallel; where threads are scarce, one after the other.
+                let measuring: Vec<_> = plan
+                    .sweeps()
+                    .iter()
+                    .map(|sweep| {
+                        std::thread::Builder::new()
+                            .spawn_scoped(scope, move || verdict(sweep))
+                            .map_err(|_| sweep)
+                    })
+                    .collect();
+                measuring
+                    .into_iter()
+                    .map(|m| m.map_or_else(verdict, crate::sync::join))
+                    .collect()
+            })
+        } else {
+            Vec::new()
+        };
         for s in 0..plan.sweeps().len() {
             let window = Arc::new(Window::new(bytes, files, held_bytes, held_files));
             windows.push(window.clone());
@@ -174,9 +208,8 @@ impl Reader {
             let waits = gap_waits.clone();
             let piece = opts.piece_bytes;
             let prefetch = opts.prefetch;
-            let sweep_disk = plan.sweeps()[s].disk;
-            let gap_barrier = match plan.disks().get(sweep_disk as usize) {
-                Some(d) if prefetch && d.wants_sweep() => opts.gap_barrier,
+            let gap_barrier = match disks.get(s) {
+                Some(d) if d.kind == DiskKind::Seeking => opts.gap_barrier,
                 _ => 0,
             };
             threads.push(std::thread::spawn(move || {
@@ -207,7 +240,14 @@ impl Reader {
             windows,
             threads,
             opts,
+            disks,
         }
+    }
+
+    /// What kind of disk each sweep's disk was taken for, and why, in the order of the
+    /// plan's [`sweeps`](Plan::sweeps) (none when not prefetching).
+    pub fn disks(&self) -> &[DiskVerdict] {
+        &self.disks
     }
 
     /// The plan being read.
