@@ -14,6 +14,7 @@
 //! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`], [`drop_all_caches`];
 //! - timing the disk: [`DirectReader`] (reads past the page cache), [`disk_node`]
 //!   (Linux; elsewhere unsupported, and the disk is taken for what it reports);
+//!   [`free_memory`] (whether reading evicts anything; Linux);
 //! - attributes: [`attrs()`] (an entry's kind, mode, owner, times, device numbers), given
 //!   to another file with [`set_owner`], [`set_mode`], [`set_times`],
 //!   [`keep_owner_and_mode`];
@@ -125,6 +126,12 @@ impl DirectReader {
     pub(crate) fn read_block(&mut self, _offset: u64) -> std::io::Result<()> {
         match *self {}
     }
+}
+
+/// Free memory: Linux's (see `linux/memory.rs`); elsewhere unknown.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn free_memory() -> Option<u64> {
+    None
 }
 
 /// A whole disk's device node: Linux's (see `linux/direct.rs`); elsewhere none.

@@ -7,8 +7,8 @@
 //! the disk (random places within even strata, the strata shuffled, new places each run
 //! so a drive's own cache cannot answer). On a seeking disk each such read costs a seek
 //! and part of a revolution, milliseconds; on flash or a fast virtual disk tens of
-//! microseconds. Reading stops as soon as the median is settled (4 of 7 on one side), so
-//! a hard disk pays about four seeks, once per disk and process.
+//! microseconds. Reading stops as soon as the median is settled (3 of 5 on one side), so
+//! a hard disk pays three seeks, once per disk and process.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -19,17 +19,19 @@ use crate::os::{self, DIRECT_BLOCK, DirectReader};
 use crate::plan::{Plan, Sweep};
 use crate::sync::lock;
 
-/// Reads planned per measurement (the median of these, settled early).
-const READS: usize = 7;
+/// Reads planned per measurement (the median of these, settled early: 3 on one side).
+const READS: usize = 5;
 
 /// Fewest reads a measurement is taken on.
 const MIN_READS: usize = 3;
 
+/// What a measurement found: the kind, the median latency, the reads taken.
+type Found = (DiskKind, Duration, usize);
+
 /// Disks measured in this process, by name: measured once per run, whatever number of
 /// reads (rounds of `hash --check`, `copy --verify`) follow.
-fn measured() -> &'static Mutex<HashMap<String, (DiskKind, Duration, usize)>> {
-    static MEASURED: OnceLock<Mutex<HashMap<String, (DiskKind, Duration, usize)>>> =
-        OnceLock::new();
+fn measured() -> &'static Mutex<HashMap<String, Found>> {
+    static MEASURED: OnceLock<Mutex<HashMap<String, Found>>> = OnceLock::new();
     MEASURED.get_or_init(Default::default)
 }
 
@@ -69,7 +71,7 @@ pub(crate) fn verdict(plan: &Plan, sweep: &Sweep, chosen: Option<DiskKind>) -> D
 
 /// Times direct reads of `disk`: its device node's, else its files'. The kind, the median
 /// latency and the reads taken; or why it could not be measured.
-fn measure(plan: &Plan, sweep: &Sweep, disk: &Disk) -> Result<(DiskKind, Duration, usize), String> {
+fn measure(plan: &Plan, sweep: &Sweep, disk: &Disk) -> Result<Found, String> {
     let mut rng = Rng::seeded();
     let mut why = Vec::new();
     match os::disk_node(disk) {
@@ -124,7 +126,7 @@ fn measure(plan: &Plan, sweep: &Sweep, disk: &Disk) -> Result<(DiskKind, Duratio
 }
 
 /// The kind, median and count of `latencies`, if there are enough.
-fn settle(latencies: &[Duration]) -> Option<(DiskKind, Duration, usize)> {
+fn settle(latencies: &[Duration]) -> Option<Found> {
     if latencies.len() < MIN_READS {
         return None;
     }
@@ -207,10 +209,10 @@ mod tests {
     #[test]
     fn places_fall_one_in_each_stratum_in_jumping_order() {
         let mut rng = Rng(1);
-        let places = spread(7000, 7, &mut rng);
+        let places = spread(5000, 5, &mut rng);
         let mut strata: Vec<u64> = places.iter().map(|p| p / 1000).collect();
         strata.sort_unstable();
-        assert_eq!(strata, (0..7).collect::<Vec<_>>());
+        assert_eq!(strata, (0..5).collect::<Vec<_>>());
         assert_eq!(spread(3, 7, &mut rng).len(), 3);
         assert!(spread(0, 7, &mut rng).is_empty());
     }
@@ -226,11 +228,11 @@ mod tests {
                 _ => None,
             }
         });
-        // Four slow reads settle the median of seven; the failed one did not count.
-        assert_eq!((latencies.len(), n), (4, 5));
+        // Three slow reads settle the median of five; the failed one did not count.
+        assert_eq!((latencies.len(), n), (3, 4));
         assert_eq!(
             settle(&latencies).map(|s| (s.0, s.2)),
-            Some((DiskKind::Seeking, 4))
+            Some((DiskKind::Seeking, 3))
         );
         assert_eq!(settle(&latencies[..2]), None, "too few to judge");
     }

@@ -80,7 +80,7 @@ pub(crate) type Message = Result<Handover, Panic>;
 pub(crate) struct Handover {
     pub index: u32,
     pub seq: u64,
-    /// Which sweep (and so which window) the file came from.
+    /// Which lane (and so which window) the file came from.
     pub sweep: usize,
     pub result: Result<Opened, Error>,
 }
@@ -111,7 +111,8 @@ enum State {
 pub(crate) struct SweepRun<'a> {
     pub plan: &'a Plan,
     pub sweep: &'a Sweep,
-    /// The sweep's index in the plan.
+    /// Its lane's index among the reader's (a sweep of the plan, or on a solid-state disk
+    /// a share of one), which is its window's.
     pub sweep_index: usize,
     pub window: &'a Window,
     pub tx: Sender<Message>,

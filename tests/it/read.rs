@@ -205,7 +205,7 @@ fn a_disk_reporting_rotational_that_answers_in_microseconds_is_read_as_solid_sta
 
     // The library says the same, and measures each disk once per process.
     let plan = Arc::new(Plan::build(
-        &[fs.mnt.clone()],
+        std::slice::from_ref(&fs.mnt),
         &PlanOptions::default(),
         &Quiet,
     ));

@@ -96,6 +96,13 @@ pub fn print_read_summary(files: u64, bytes: u64, took: Duration, consumed: &Con
     for disk in &consumed.disks {
         eprintln!("seekless: {disk}");
     }
+    if consumed.stats.kept_in_cache > 0 {
+        eprintln!(
+            "seekless: read data left in the page cache on {} solid-state disk(s): it fits \
+             in free memory",
+            consumed.stats.kept_in_cache
+        );
+    }
     eprintln!(
         "seekless: {} worker{}: {:.3} s waiting for the disks, {:.3} s working, {:.3} s \
          handing results on (summed over workers): {}",

@@ -7,6 +7,7 @@ mod fibmap;
 mod fiemap;
 mod hints;
 mod longpath;
+mod memory;
 mod statfs;
 mod sysfs;
 
@@ -29,6 +30,7 @@ pub(crate) use hints::{drop_all_caches, drop_cache, prefetch};
 pub(crate) use longpath::{
     metadata, open_directory, read_dir, symlink_metadata, sys_path, with_path, with_paths,
 };
+pub(crate) use memory::free_memory;
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory
 /// was read cannot hang us), never updates atime, and does not follow a final symlink
