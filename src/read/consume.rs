@@ -293,7 +293,12 @@ where
     let clocks = Clocks::default();
     let counts = (AtomicU64::new(0), AtomicU64::new(0));
     let shared = Mutex::new((sink, &mut *events));
-    let reader = Reader::new(plan.clone(), opts.read.clone());
+    let mut read = opts.read.clone();
+    if opts.workers <= 1 {
+        // One worker hands results on in sweep order: one lane per disk.
+        read.lanes = 1;
+    }
+    let reader = Reader::new(plan.clone(), read);
     let disks = reader.disks().to_vec();
     let stats = reader.par_for_each_with(
         opts.workers,
@@ -366,7 +371,10 @@ where
         workers: 1,
         ..Consumed::default()
     };
-    let reader = Reader::new(plan.clone(), read.clone());
+    // In sweep order: one lane per disk.
+    let mut read = read.clone();
+    read.lanes = 1;
+    let reader = Reader::new(plan.clone(), read);
     consumed.disks = reader.disks().to_vec();
     let mut last = Instant::now();
     while let Some((index, item)) = reader.next_file() {

@@ -96,6 +96,8 @@ pub struct ReadOptions {
     /// time (allocating and charging pages, queueing requests), which one thread cannot
     /// spend fast enough for a fast disk (16: as many readers as `xargs -P16`, and a
     /// virtio disk here read fastest with 16 of 4–16). Seeking disks always get one.
+    /// With several lanes files come in no strict sweep order: consumers that keep it
+    /// ([`run_in_order`], [`run`] with one worker) read with one.
     pub lanes: usize,
     /// What kind of disk to take every disk for; `None` (the default): measure each
     /// (a few small direct reads at scattered places, once per disk and process; see
