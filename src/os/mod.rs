@@ -134,6 +134,12 @@ pub(crate) fn free_memory() -> Option<u64> {
     None
 }
 
+/// What tells a disk from an earlier one of the same name: Linux's; elsewhere its name.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn disk_identity(disk: &crate::disk::Disk) -> String {
+    disk.name.clone()
+}
+
 /// A whole disk's device node: Linux's (see `linux/direct.rs`); elsewhere none.
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn disk_node(_disk: &crate::disk::Disk) -> Option<std::path::PathBuf> {

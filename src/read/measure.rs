@@ -28,8 +28,9 @@ const MIN_READS: usize = 3;
 /// What a measurement found: the kind, the median latency, the reads taken.
 type Found = (DiskKind, Duration, usize);
 
-/// Disks measured in this process, by name: measured once per run, whatever number of
-/// reads (rounds of `hash --check`, `copy --verify`) follow.
+/// Disks measured in this process, by name and `diskseq` (a loop device attached again
+/// under the same name is another disk): measured once per run, whatever number of reads
+/// (rounds of `hash --check`, `copy --verify`) follow.
 fn measured() -> &'static Mutex<HashMap<String, Found>> {
     static MEASURED: OnceLock<Mutex<HashMap<String, Found>>> = OnceLock::new();
     MEASURED.get_or_init(Default::default)
@@ -42,11 +43,12 @@ pub(crate) fn verdict(plan: &Plan, sweep: &Sweep, chosen: Option<DiskKind>) -> D
     let (kind, basis) = match chosen {
         Some(kind) => (kind, DiskBasis::Chosen),
         None => {
-            let known = lock(measured()).get(&disk.name).copied();
+            let key = os::disk_identity(disk);
+            let known = lock(measured()).get(&key).copied();
             let found = match known {
                 Some(found) => Ok(found),
                 None => measure(plan, sweep, disk).inspect(|&found| {
-                    lock(measured()).insert(disk.name.clone(), found);
+                    lock(measured()).insert(key, found);
                 }),
             };
             match found {

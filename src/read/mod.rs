@@ -251,13 +251,16 @@ impl Reader {
             }
             drop_behind.resize(lanes.len(), opts.drop_behind && !keep);
         }
-        let lanes_of = |s: usize| lanes.iter().filter(|(l, _)| *l == s).count();
-        for (index, (s, lane)) in lanes.iter().cloned().enumerate() {
-            let n = lanes_of(s) as u64;
+        let mut lanes_of = vec![0u64; plan.sweeps().len()];
+        for (s, _) in &lanes {
+            lanes_of[*s] += 1;
+        }
+        for (index, (s, lane)) in lanes.into_iter().enumerate() {
+            let n = lanes_of[s];
             let window = Arc::new(Window::new(
                 bytes.div_ceil(n),
                 files.div_ceil(n as usize),
-                held_bytes,
+                held_bytes.div_ceil(n),
                 held_files.div_ceil(n as usize),
             ));
             windows.push(window.clone());

@@ -39,7 +39,7 @@ pub struct ReadArgs {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 20))]
     pub window_files: usize,
 
-    /// On rotational disks, let the first request past a gap of at least KIB KiB on the
+    /// On seeking disks, let the first request past a gap of at least KIB KiB on the
     /// disk be served before prefetching further (0: never).
     #[arg(long, value_name = "KIB", default_value_t = 128)]
     pub gap_barrier_kb: u64,

@@ -69,3 +69,12 @@ impl DirectReader {
 pub(crate) fn disk_node(disk: &Disk) -> Option<PathBuf> {
     sysfs::disk_node(&disk.name)
 }
+
+/// What tells this disk from an earlier one of the same name (a loop device detached and
+/// attached again): its name and `diskseq`.
+pub(crate) fn disk_identity(disk: &Disk) -> String {
+    match sysfs::disk_seq(&disk.name) {
+        Some(seq) => format!("{}#{seq}", disk.name),
+        None => disk.name.clone(),
+    }
+}

@@ -25,7 +25,7 @@ pub(crate) use super::unix::{
     raise_open_file_limit, sync_filesystems,
 };
 pub(crate) use dirahead::{BlockDevice, open_block_device, read_dir_ahead};
-pub(crate) use direct::{DIRECT_BLOCK, DirectReader, disk_node};
+pub(crate) use direct::{DIRECT_BLOCK, DirectReader, disk_identity, disk_node};
 pub(crate) use hints::{drop_all_caches, drop_cache, prefetch};
 pub(crate) use longpath::{
     metadata, open_directory, read_dir, symlink_metadata, sys_path, with_path, with_paths,
