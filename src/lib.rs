@@ -103,7 +103,7 @@ mod atomic;
 mod os;
 
 pub use atomic::AtomicFile;
-pub use disk::{Disk, DiskIndex, device_name};
+pub use disk::{Disk, DiskBasis, DiskIndex, DiskKind, DiskVerdict, device_name};
 pub use error::{Change, Error, ErrorKind};
 pub use file_id::FileId;
 pub use filter::Filter;

@@ -13,6 +13,9 @@
 //!   [`map_extents`], [`EXTENT_STRATEGIES`];
 //! - devices: [`disk_of`];
 //! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`], [`drop_all_caches`];
+//! - timing the disk: [`DirectReader`] (reads past the page cache), [`disk_node`]
+//!   (Linux; elsewhere unsupported, and the disk is taken for what it reports);
+//!   [`free_memory`] (whether reading evicts anything; Linux);
 //! - attributes: [`attrs()`] (an entry's kind, mode, owner, times, device numbers), given
 //!   to another file with [`set_owner`], [`set_mode`], [`set_times`],
 //!   [`keep_owner_and_mode`];
@@ -119,6 +122,48 @@ pub(crate) fn open_to_locate_in(
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn drop_all_caches() -> std::io::Result<()> {
     Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+}
+
+/// Bytes of one direct read.
+#[cfg(not(target_os = "linux"))]
+pub(crate) const DIRECT_BLOCK: u64 = 4096;
+
+/// Direct reads (past the page cache) are Linux's (see `linux/direct.rs`); elsewhere
+/// opening fails as unsupported, and the reader takes a disk for what it reports.
+#[cfg(not(target_os = "linux"))]
+pub(crate) enum DirectReader {}
+
+#[cfg(not(target_os = "linux"))]
+impl DirectReader {
+    pub(crate) fn open(_path: &std::path::Path) -> std::io::Result<DirectReader> {
+        Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+    }
+
+    pub(crate) fn len(&mut self) -> std::io::Result<u64> {
+        match *self {}
+    }
+
+    pub(crate) fn read_block(&mut self, _offset: u64) -> std::io::Result<()> {
+        match *self {}
+    }
+}
+
+/// Free memory: Linux's (see `linux/memory.rs`); elsewhere unknown.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn free_memory() -> Option<u64> {
+    None
+}
+
+/// What tells a disk from an earlier one of the same name: Linux's; elsewhere its name.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn disk_identity(disk: &crate::disk::Disk) -> String {
+    disk.name.clone()
+}
+
+/// A whole disk's device node: Linux's (see `linux/direct.rs`); elsewhere none.
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn disk_node(_disk: &crate::disk::Disk) -> Option<std::path::PathBuf> {
+    None
 }
 
 /// Directory read-ahead applies to Linux only (see `linux/dirahead.rs`); elsewhere there

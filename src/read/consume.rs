@@ -176,6 +176,8 @@ pub struct Consumed {
     pub sinking: Duration,
     /// Worker threads that ran.
     pub workers: usize,
+    /// What kind of disk each disk was taken for, and why ([`Reader::disks`]).
+    pub disks: Vec<crate::disk::DiskVerdict>,
 }
 
 impl Consumed {
@@ -291,7 +293,14 @@ where
     let clocks = Clocks::default();
     let counts = (AtomicU64::new(0), AtomicU64::new(0));
     let shared = Mutex::new((sink, &mut *events));
-    let stats = Reader::new(plan.clone(), opts.read.clone()).par_for_each_with(
+    let mut read = opts.read.clone();
+    if opts.workers <= 1 {
+        // One worker hands results on in sweep order: one lane per disk.
+        read.lanes = 1;
+    }
+    let reader = Reader::new(plan.clone(), read);
+    let disks = reader.disks().to_vec();
+    let stats = reader.par_for_each_with(
         opts.workers,
         || Worker {
             buf: vec![0u8; BUFFER],
@@ -336,6 +345,7 @@ where
         working: Clocks::get(&clocks.working),
         sinking: Clocks::get(&clocks.sinking),
         workers: clocks.workers.load(Ordering::Relaxed) as usize,
+        disks,
     };
     events.read_done(&consumed);
     consumed
@@ -361,7 +371,11 @@ where
         workers: 1,
         ..Consumed::default()
     };
-    let reader = Reader::new(plan.clone(), read.clone());
+    // In sweep order: one lane per disk.
+    let mut read = read.clone();
+    read.lanes = 1;
+    let reader = Reader::new(plan.clone(), read);
+    consumed.disks = reader.disks().to_vec();
     let mut last = Instant::now();
     while let Some((index, item)) = reader.next_file() {
         let handed = Instant::now();

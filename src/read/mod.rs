@@ -36,6 +36,7 @@
 //! ```
 
 mod consume;
+mod measure;
 mod schedule;
 mod sweep;
 mod window;
@@ -53,9 +54,10 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::Receiver;
 
+use crate::disk::{DiskKind, DiskVerdict};
 use crate::error::{Change, Error, ErrorKind};
 use crate::os;
-use crate::plan::{Plan, PlannedFile};
+use crate::plan::{Plan, PlannedFile, Sweep};
 #[cfg(test)]
 pub(crate) use sweep::PANIC_ON_OPEN;
 use sweep::{Message, Slot, SweepRun};
@@ -79,11 +81,14 @@ pub struct ReadOptions {
     /// Fragmented files that may wait for their later extents at once, per disk (each
     /// holds a descriptor; capped by the process's open-file limit).
     pub held_files: usize,
-    /// Drop consumed pages from the page cache (`POSIX_FADV_DONTNEED`).
+    /// Drop consumed pages from the page cache (`POSIX_FADV_DONTNEED`), so that a long
+    /// scan does not evict everything else. Not on a solid-state disk whose planned bytes
+    /// fit twice in free memory: there reading evicts nothing, and the calls cost CPU
+    /// time that a fast disk does not hide ([`ReadStats::kept_in_cache`]).
     pub drop_behind: bool,
     /// Prefetch at all (off = read one file at a time in plan order, for comparison).
     pub prefetch: bool,
-    /// On disks swept in order (rotational or unknown): before prefetching past a gap of
+    /// On seeking disks (see [`disk`](Self::disk)): before prefetching past a gap of
     /// at least this many bytes between one step's end and the next's start on the disk,
     /// and before the first step, wait until that step's first page has been read. After
     /// a seek, a drive that reorders its queue (NCQ) serves whichever queued request it
@@ -91,6 +96,21 @@ pub struct ReadOptions {
     /// then read when the queue drains or the request ages, with a seek back each time.
     /// The wait costs one round trip per gap. 0 turns it off.
     pub gap_barrier: u64,
+    /// Threads prefetching at once on a solid-state disk, each with its share of the
+    /// files (in turn, in plan order) and of the window: filling the page cache costs CPU
+    /// time (allocating and charging pages, queueing requests), which one thread cannot
+    /// spend fast enough for a fast disk (16: as many readers as `xargs -P16`, and a
+    /// virtio disk here read fastest with 16 of 4–16). Seeking disks always get one.
+    /// With several lanes files come in no strict sweep order: consumers that keep it
+    /// ([`run_in_order`], [`run`] with one worker) read with one.
+    pub lanes: usize,
+    /// What kind of disk to take every disk for; `None` (the default): measure each
+    /// (a few small direct reads at scattered places, once per disk and process; see
+    /// [`DiskKind::from_latencies`]), and where that cannot be done, take it for what it
+    /// reports (rotational or unknown: seeking). Seeking disks are swept in order with
+    /// waits at gaps; solid-state disks get no waits. The verdicts are in
+    /// [`Reader::disks`] and [`Consumed::disks`].
+    pub disk: Option<DiskKind>,
 }
 
 impl Default for ReadOptions {
@@ -104,6 +124,8 @@ impl Default for ReadOptions {
             drop_behind: true,
             prefetch: true,
             gap_barrier: 128 << 10,
+            disk: None,
+            lanes: 16,
         }
     }
 }
@@ -115,6 +137,9 @@ pub struct ReadStats {
     /// Times a sweep waited for the first request past a gap to be served before going on
     /// (see [`ReadOptions::gap_barrier`]), the first request of each sweep included.
     pub gap_waits: u64,
+    /// Disks whose read data was left in the page cache although
+    /// [`ReadOptions::drop_behind`] was on (see there).
+    pub kept_in_cache: u32,
     /// The work asked to stop ([`Reader::par_for_each_until`]) before every file was
     /// handed out; the sweeps stopped reading ahead at once.
     pub stopped: bool,
@@ -130,7 +155,11 @@ pub struct Reader {
     rx: Receiver<Message>,
     windows: Vec<Arc<Window>>,
     threads: Vec<JoinHandle<()>>,
-    opts: ReadOptions,
+    disks: Vec<DiskVerdict>,
+    /// Whether to drop read pages behind, per lane (window).
+    drop_behind: Vec<bool>,
+    /// Disks whose read pages stay cached although drop-behind is on.
+    kept_in_cache: u32,
 }
 
 /// Raises the process's soft open-file limit (`RLIMIT_NOFILE`) to its hard limit (at most
@@ -148,7 +177,8 @@ pub fn raise_open_file_limit() -> usize {
 }
 
 impl Reader {
-    /// Starts one sweep thread per disk of `plan`.
+    /// Starts one sweep thread per disk of `plan`, once it knows what kind of disk each is
+    /// ([`ReadOptions::disk`]; measured for all disks at once).
     ///
     /// With prefetching on, every file in the window, and every fragmented file waiting
     /// for its later extents, holds a descriptor, so the window is sized to stay well
@@ -172,23 +202,86 @@ impl Reader {
         } else {
             (1, 1, 0, 0)
         };
-        for s in 0..plan.sweeps().len() {
-            let window = Arc::new(Window::new(bytes, files, held_bytes, held_files));
+        // Without prefetching there is nothing the kind of disk would change.
+        let disks: Vec<DiskVerdict> = if opts.prefetch {
+            let verdict = |sweep| measure::verdict(&plan, sweep, opts.disk);
+            std::thread::scope(|scope| {
+                // Disks in parallel; where threads are scarce, one after the other.
+                let measuring: Vec<_> = plan
+                    .sweeps()
+                    .iter()
+                    .map(|sweep| {
+                        std::thread::Builder::new()
+                            .spawn_scoped(scope, move || verdict(sweep))
+                            .map_err(|_| sweep)
+                    })
+                    .collect();
+                measuring
+                    .into_iter()
+                    .map(|m| m.map_or_else(verdict, crate::sync::join))
+                    .collect()
+            })
+        } else {
+            Vec::new()
+        };
+        let free = os::free_memory().unwrap_or(0);
+        let mut kept_in_cache = 0;
+        // Per sweep: several lanes on a solid-state disk (each file to one, in turn, so
+        // the lanes move through the plan together), one on a seeking disk.
+        let mut lanes: Vec<(usize, Option<Sweep>)> = Vec::new();
+        let mut drop_behind = Vec::new();
+        for (s, sweep) in plan.sweeps().iter().enumerate() {
+            let solid = disks.get(s).is_some_and(|d| d.kind == DiskKind::SolidState);
+            let bytes: u64 = sweep
+                .files
+                .iter()
+                .map(|&i| plan.files()[i as usize].entry.size)
+                .sum();
+            let keep = opts.drop_behind && solid && bytes.saturating_mul(2) <= free;
+            kept_in_cache += u32::from(keep);
+            let n = if solid { opts.lanes.max(1) } else { 1 };
+            if n == 1 {
+                lanes.push((s, None));
+            } else {
+                for lane in 0..n {
+                    let files = sweep.files.iter().skip(lane).step_by(n).copied().collect();
+                    lanes.push((
+                        s,
+                        Some(Sweep {
+                            disk: sweep.disk,
+                            files,
+                        }),
+                    ));
+                }
+            }
+            drop_behind.resize(lanes.len(), opts.drop_behind && !keep);
+        }
+        let mut lanes_of = vec![0u64; plan.sweeps().len()];
+        for (s, _) in &lanes {
+            lanes_of[*s] += 1;
+        }
+        for (index, (s, lane)) in lanes.into_iter().enumerate() {
+            let n = lanes_of[s];
+            let window = Arc::new(Window::new(
+                bytes.div_ceil(n),
+                files.div_ceil(n as usize),
+                held_bytes.div_ceil(n),
+                held_files.div_ceil(n as usize),
+            ));
             windows.push(window.clone());
             let (plan, tx, seq) = (plan.clone(), tx.clone(), seq.clone());
             let waits = gap_waits.clone();
             let piece = opts.piece_bytes;
             let prefetch = opts.prefetch;
-            let sweep_disk = plan.sweeps()[s].disk;
-            let gap_barrier = match plan.disks().get(sweep_disk as usize) {
-                Some(d) if prefetch && d.wants_sweep() => opts.gap_barrier,
+            let gap_barrier = match disks.get(s) {
+                Some(d) if d.kind == DiskKind::Seeking => opts.gap_barrier,
                 _ => 0,
             };
             threads.push(std::thread::spawn(move || {
                 let run = SweepRun {
                     plan: &plan,
-                    sweep: &plan.sweeps()[s],
-                    sweep_index: s,
+                    sweep: lane.as_ref().unwrap_or(&plan.sweeps()[s]),
+                    sweep_index: index,
                     window: &window,
                     tx: tx.clone(),
                     seq: &seq,
@@ -211,8 +304,16 @@ impl Reader {
             rx,
             windows,
             threads,
-            opts,
+            disks,
+            drop_behind,
+            kept_in_cache,
         }
+    }
+
+    /// What kind of disk each sweep's disk was taken for, and why, in the order of the
+    /// plan's [`sweeps`](Plan::sweeps) (none when not prefetching).
+    pub fn disks(&self) -> &[DiskVerdict] {
+        &self.disks
     }
 
     /// The plan being read.
@@ -224,6 +325,7 @@ impl Reader {
     pub fn stats(&self) -> ReadStats {
         ReadStats {
             gap_waits: self.gap_waits.load(Ordering::Relaxed),
+            kept_in_cache: self.kept_in_cache,
             stopped: false,
         }
     }
@@ -374,7 +476,7 @@ impl Reader {
                     window: self.windows[h.sweep].clone(),
                     pos: 0,
                     dropped: 0,
-                    drop_behind: self.opts.drop_behind,
+                    drop_behind: self.drop_behind[h.sweep],
                 }),
                 Err(e) => Err(e),
             },

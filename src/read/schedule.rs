@@ -18,7 +18,8 @@ pub(crate) struct Step {
     pub offset: u64,
     /// Where the bytes lie on the disk; [`UNKNOWN`] if not known.
     at: u64,
-    /// Index into the plan's files.
+    /// Index into the sweep's files (not the plan's: a sweep's arrays are as long as
+    /// its own files, however many lanes share a plan).
     pub file: u32,
     /// Bytes to prefetch (0 for empty, inline or all-hole files); at most [`MAX_PIECE`].
     len: u32,
@@ -56,7 +57,7 @@ impl Step {
 /// The steps of a sweep in disk order, and how many steps each file has.
 pub(crate) struct Schedule {
     pub steps: Vec<Step>,
-    /// Steps per file, indexed like the plan's files (0 for files not in this sweep).
+    /// Steps per file, indexed like the sweep's files.
     pub steps_per_file: Vec<u32>,
 }
 
@@ -75,8 +76,9 @@ pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
     // Every step of the sweep, each file's in offset order: located steps (by device
     // offset) to `emit`'s first list, the rest to its second, in sweep order.
     let each_step = |emit: &mut dyn FnMut(bool, Step)| {
-        for &i in &sweep.files {
+        for (local, &i) in sweep.files.iter().enumerate() {
             let f = &files[i as usize];
+            let i = local as u32;
             let piece = pieces[f.filesystem as usize];
             let extents = f.placement.extents();
             if extents.is_empty() {
@@ -110,7 +112,7 @@ pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
     // Located steps by disk position (then file, offset); the rest keep the sweep's order.
     steps.sort_unstable_by_key(|s| (s.at, s.file, s.offset));
     steps.append(&mut rest);
-    let mut steps_per_file = vec![0u32; files.len()];
+    let mut steps_per_file = vec![0u32; sweep.files.len()];
     for s in &steps {
         steps_per_file[s.file as usize] += 1;
     }

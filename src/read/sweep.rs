@@ -80,7 +80,7 @@ pub(crate) type Message = Result<Handover, Panic>;
 pub(crate) struct Handover {
     pub index: u32,
     pub seq: u64,
-    /// Which sweep (and so which window) the file came from.
+    /// Which lane (and so which window) the file came from.
     pub sweep: usize,
     pub result: Result<Opened, Error>,
 }
@@ -111,7 +111,8 @@ enum State {
 pub(crate) struct SweepRun<'a> {
     pub plan: &'a Plan,
     pub sweep: &'a Sweep,
-    /// The sweep's index in the plan.
+    /// Its lane's index among the reader's (a sweep of the plan, or on a solid-state disk
+    /// a share of one), which is its window's.
     pub sweep_index: usize,
     pub window: &'a Window,
     pub tx: Sender<Message>,
@@ -133,7 +134,8 @@ impl SweepRun<'_> {
             steps_per_file,
         } = schedule(self.plan, self.sweep, self.piece);
         let large = self.window.max_bytes / 2;
-        let mut state = vec![State::New; self.plan.files().len()];
+        // Files by their index in the sweep (`Step::file`).
+        let mut state = vec![State::New; self.sweep.files.len()];
         let mut open: HashMap<u32, Partial> = HashMap::new();
         // End on the disk of the last located step the sweep reached (None before the first).
         let mut disk_end: Option<u64> = None;
@@ -209,7 +211,7 @@ impl SweepRun<'_> {
                 disk_end = Some(pos.saturating_add(step.length()));
             }
             p.remaining = p.remaining.saturating_sub(1);
-            let size = self.plan.files()[i as usize].entry.size;
+            let size = self.plan.files()[self.planned(i) as usize].entry.size;
             if p.remaining > 0 && !p.handed && size <= large {
                 // A fragmented file's earlier piece: held until the sweep reaches the rest.
                 self.window.hold(step.length(), !p.holding);
@@ -267,7 +269,7 @@ impl SweepRun<'_> {
         let file = match p.file.try_clone() {
             Ok(f) => f,
             Err(e) => {
-                let path = &self.plan.files()[i as usize].entry.path;
+                let path = &self.plan.files()[self.planned(i) as usize].entry.path;
                 self.window.abandoned(p.slot.close());
                 p.handed = true;
                 self.send(i, Err(Error::io(&**path, e)));
@@ -280,12 +282,18 @@ impl SweepRun<'_> {
         self.send(i, Ok((file, meta, p.slot.clone())));
     }
 
-    fn send(&self, index: u32, result: Result<Opened, Error>) {
+    /// The plan's index of the sweep's file `local`.
+    fn planned(&self, local: u32) -> u32 {
+        self.sweep.files[local as usize]
+    }
+
+    /// Hands the sweep's file `local` (opened, or why not) to the consumer.
+    fn send(&self, local: u32, result: Result<Opened, Error>) {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         if self
             .tx
             .send(Ok(Handover {
-                index,
+                index: self.planned(local),
                 seq,
                 sweep: self.sweep_index,
                 result,
@@ -299,7 +307,7 @@ impl SweepRun<'_> {
     /// Opens the file for reading and checks it is still the file that was planned.
     /// Returns it with its metadata as opened (what the read is checked against).
     fn open(&self, i: u32) -> Result<(File, Metadata), Error> {
-        let entry = &self.plan.files()[i as usize].entry;
+        let entry = &self.plan.files()[self.planned(i) as usize].entry;
         #[cfg(any(test, debug_assertions))]
         fault_point(&entry.path);
         let file = os::open_to_read(&entry.path).map_err(|e| Error::io(&*entry.path, e))?;

@@ -138,11 +138,15 @@ fn the_sweep_waits_at_the_first_file_and_at_each_wide_gap_on_rotational_disks() 
 
     fs.remount();
     fs.set_queue("rotational", "1");
-    let stats = read_all(&paths, &want, ReadOptions::default());
+    // A loop device in memory answers in microseconds: measured, it is no seeking disk
+    // whatever it reports (see the next test). Taken for one here.
+    let mut seeking = ReadOptions::default();
+    seeking.disk = Some(seekless::DiskKind::Seeking);
+    let stats = read_all(&paths, &want, seeking.clone());
     assert_eq!(stats.gap_waits, 1 + wide_gaps, "{placed:?}");
 
     fs.remount();
-    let mut off = ReadOptions::default();
+    let mut off = seeking;
     off.gap_barrier = 0;
     assert_eq!(read_all(&paths, &want, off).gap_waits, 0, "barrier off");
 
@@ -150,4 +154,80 @@ fn the_sweep_waits_at_the_first_file_and_at_each_wide_gap_on_rotational_disks() 
     fs.set_queue("rotational", "0");
     let stats = read_all(&paths, &want, ReadOptions::default());
     assert_eq!(stats.gap_waits, 0, "no waits on a non-rotational disk");
+}
+
+/// A disk is known by measuring it, not by its `rotational` flag: a loop device in memory
+/// that reports rotational answers direct reads in microseconds, so it is read as a
+/// solid-state disk (no waits at gaps), and `--summary` says so; `--disk hdd` overrides
+/// the measurement, and `--disk ssd` the flag.
+#[test]
+fn a_disk_reporting_rotational_that_answers_in_microseconds_is_read_as_solid_state() {
+    let test = "a_disk_reporting_rotational_that_answers_in_microseconds_is_read_as_solid_state";
+    if !require_root(test) || !require_tool(test, "mkfs.ext4") {
+        return;
+    }
+    let fs = LoopFs::new(test, "ext4", 64);
+    let mut rng = Rng::new(9);
+    for i in 0..30 {
+        std::fs::write(fs.path(format!("f{i:02}")), rng.bytes(16 << 10)).unwrap();
+    }
+    fs.remount();
+    fs.set_queue("rotational", "1");
+    let name = Path::new(&fs.device)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let summary = |disk: &str| {
+        let out = run(seekless()
+            .args(["hash", "--summary", "--disk", disk])
+            .arg(&fs.mnt));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 30);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let auto = summary("auto");
+    assert!(
+        auto.contains(&format!("seekless: {name}: reports rotational, measured "))
+            && auto.contains("random reads (median of ")
+            && auto.contains(": treated as solid-state\n"),
+        "{auto}"
+    );
+    assert!(auto.contains("waited at 0 gaps"), "{auto}");
+    let hdd = summary("hdd");
+    assert!(
+        hdd.contains(&format!(
+            "seekless: {name}: reports rotational, kind chosen by the caller: treated as seeking\n"
+        )),
+        "{hdd}"
+    );
+    // The first request of a sweep follows a seek: a seeking disk always waits there.
+    assert!(!hdd.contains("waited at 0 gaps"), "{hdd}");
+
+    // The library says the same, and measures each disk once per process.
+    let plan = Arc::new(Plan::build(
+        std::slice::from_ref(&fs.mnt),
+        &PlanOptions::default(),
+        &Quiet,
+    ));
+    let mut verdicts = Vec::new();
+    for _ in 0..2 {
+        let reader = Reader::new(plan.clone(), ReadOptions::default());
+        let [verdict] = reader.disks() else {
+            panic!("one disk: {:?}", reader.disks())
+        };
+        verdicts.push(verdict.clone());
+        assert_eq!(verdict.disk, name);
+        assert_eq!(verdict.reported, Some(true));
+        assert_eq!(verdict.kind, seekless::DiskKind::SolidState);
+        assert!(
+            matches!(verdict.basis, seekless::DiskBasis::Measured { reads, .. } if reads >= 3),
+            "{verdict}"
+        );
+    }
+    assert_eq!(verdicts[0], verdicts[1], "measured once: the same figures");
+    fs.set_queue("rotational", "0");
+    let mut ssd = ReadOptions::default();
+    ssd.disk = Some(seekless::DiskKind::SolidState);
+    let reader = Reader::new(plan, ssd);
+    assert_eq!(reader.disks()[0].basis, seekless::DiskBasis::Chosen);
 }

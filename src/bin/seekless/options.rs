@@ -39,7 +39,7 @@ pub struct ReadArgs {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1 << 20))]
     pub window_files: usize,
 
-    /// On rotational disks, let the first request past a gap of at least KIB KiB on the
+    /// On seeking disks, let the first request past a gap of at least KIB KiB on the
     /// disk be served before prefetching further (0: never).
     #[arg(long, value_name = "KIB", default_value_t = 128)]
     pub gap_barrier_kb: u64,
@@ -51,6 +51,19 @@ pub struct ReadArgs {
     /// Read one file at a time in plan order, without prefetching (for comparison).
     #[arg(long)]
     pub no_prefetch: bool,
+
+    /// Take every disk for a seeking disk (hdd: read in disk order, waiting at gaps) or a
+    /// solid-state one (ssd: no waits); auto measures each with a few small direct reads
+    /// (its rotational flag is often wrong on virtual disks).
+    #[arg(long, value_enum, default_value_t = DiskArg::Auto)]
+    pub disk: DiskArg,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiskArg {
+    Auto,
+    Hdd,
+    Ssd,
 }
 
 impl ReadArgs {
@@ -61,6 +74,11 @@ impl ReadArgs {
         opts.drop_behind = !self.keep_cache;
         opts.prefetch = !self.no_prefetch;
         opts.gap_barrier = self.gap_barrier_kb << 10;
+        opts.disk = match self.disk {
+            DiskArg::Auto => None,
+            DiskArg::Hdd => Some(seekless::DiskKind::Seeking),
+            DiskArg::Ssd => Some(seekless::DiskKind::SolidState),
+        };
         opts
     }
 

@@ -81,7 +81,7 @@ pub fn print_summary(plan: &Plan) {
 }
 
 /// The read phase's lines of the summary: how much was read, how long it took, how fast,
-/// how often the sweep waited at a gap; then where the workers' time went, and whether
+/// how often the sweep waited at a gap, what each disk was taken for; then where the workers' time went, and whether
 /// the disks or the workers set the pace.
 pub fn print_read_summary(files: u64, bytes: u64, took: Duration, consumed: &Consumed) {
     let secs = took.as_secs_f64();
@@ -93,6 +93,16 @@ pub fn print_read_summary(files: u64, bytes: u64, took: Duration, consumed: &Con
         indicatif::HumanBytes((bytes as f64 / secs.max(1e-9)) as u64),
         consumed.stats.gap_waits
     );
+    for disk in &consumed.disks {
+        eprintln!("seekless: {disk}");
+    }
+    if consumed.stats.kept_in_cache > 0 {
+        eprintln!(
+            "seekless: read data left in the page cache on {} solid-state disk(s): it fits \
+             in free memory",
+            consumed.stats.kept_in_cache
+        );
+    }
     eprintln!(
         "seekless: {} worker{}: {:.3} s waiting for the disks, {:.3} s working, {:.3} s \
          handing results on (summed over workers): {}",

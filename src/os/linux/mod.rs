@@ -2,10 +2,12 @@
 //! `readahead(2)`/`posix_fadvise` for reading.
 
 mod dirahead;
+mod direct;
 mod fibmap;
 mod fiemap;
 mod hints;
 mod longpath;
+mod memory;
 mod statfs;
 mod sysfs;
 
@@ -26,10 +28,12 @@ pub(crate) use super::unix::{
     raise_open_file_limit, sync_filesystems,
 };
 pub(crate) use dirahead::{BlockDevice, open_block_device, read_dir_ahead};
+pub(crate) use direct::{DIRECT_BLOCK, DirectReader, disk_identity, disk_node};
 pub(crate) use hints::{drop_all_caches, drop_cache, prefetch};
 pub(crate) use longpath::{
     metadata, open_directory, read_dir, symlink_metadata, sys_path, with_path, with_paths,
 };
+pub(crate) use memory::free_memory;
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory
 /// was read cannot hang us), never updates atime, and does not follow a final symlink

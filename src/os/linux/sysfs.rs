@@ -94,6 +94,28 @@ pub(super) fn device_nodes(dev: u64) -> Vec<PathBuf> {
     nodes
 }
 
+/// The device node of the whole disk `name` (as [`disk_of`] names it), checked to be that
+/// block device.
+pub(super) fn disk_node(name: &str) -> Option<PathBuf> {
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    let dev = fs::read_to_string(Path::new("/sys/block").join(name).join("dev")).ok()?;
+    let dev = parse_dev(dev.trim())?;
+    device_nodes(dev)
+        .into_iter()
+        .find(|p| fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device() && m.rdev() == dev))
+}
+
+/// The disk `name`'s sequence number (`diskseq`: new each time a device of that name is
+/// set up, as a loop device re-attached), if the kernel has one.
+pub(super) fn disk_seq(name: &str) -> Option<u64> {
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    read_number(&Path::new("/sys/block").join(name).join("diskseq"))
+}
+
 /// A partition's first byte on its disk (`start` is in 512-byte sectors).
 fn partition_start(sys: &Path) -> u64 {
     read_number(&sys.join("start")).map_or(0, |sectors| sectors * 512)

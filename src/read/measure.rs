@@ -1,0 +1,241 @@
+//! Measure: what kind of disk a sweep reads ([`DiskKind`]), from how the disk answers a
+//! few small direct reads at scattered places, unless the caller said.
+//!
+//! A disk's `rotational` flag is wrong on most virtual disks, so it is not trusted: the
+//! whole disk's device node is read where we may (root), else blocks of the plan's own
+//! files on it, one 4 KiB block each, past the page cache, in an order that jumps across
+//! the disk (random places within even strata, the strata shuffled, new places each run
+//! so a drive's own cache cannot answer). On a seeking disk each such read costs a seek
+//! and part of a revolution, milliseconds; on flash or a fast virtual disk tens of
+//! microseconds. Reading stops as soon as the median is settled (3 of 5 on one side), so
+//! a hard disk pays three seeks, once per disk and process.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::disk::{Disk, DiskBasis, DiskKind, DiskVerdict};
+use crate::os::{self, DIRECT_BLOCK, DirectReader};
+use crate::plan::{Plan, Sweep};
+use crate::sync::lock;
+
+/// Reads planned per measurement (the median of these, settled early: 3 on one side).
+const READS: usize = 5;
+
+/// Fewest reads a measurement is taken on.
+const MIN_READS: usize = 3;
+
+/// What a measurement found: the kind, the median latency, the reads taken.
+type Found = (DiskKind, Duration, usize);
+
+/// Disks measured in this process, by name and `diskseq` (a loop device attached again
+/// under the same name is another disk): measured once per run, whatever number of reads
+/// (rounds of `hash --check`, `copy --verify`) follow.
+fn measured() -> &'static Mutex<HashMap<String, Found>> {
+    static MEASURED: OnceLock<Mutex<HashMap<String, Found>>> = OnceLock::new();
+    MEASURED.get_or_init(Default::default)
+}
+
+/// What to take the disk of `sweep` for: `chosen` if given, else what measuring it says,
+/// else what it reports (rotational or unknown: seeking).
+pub(crate) fn verdict(plan: &Plan, sweep: &Sweep, chosen: Option<DiskKind>) -> DiskVerdict {
+    let disk = &plan.disks()[sweep.disk as usize];
+    let (kind, basis) = match chosen {
+        Some(kind) => (kind, DiskBasis::Chosen),
+        None => {
+            let key = os::disk_identity(disk);
+            let known = lock(measured()).get(&key).copied();
+            let found = match known {
+                Some(found) => Ok(found),
+                None => measure(plan, sweep, disk).inspect(|&found| {
+                    lock(measured()).insert(key, found);
+                }),
+            };
+            match found {
+                Ok((kind, median, reads)) => (kind, DiskBasis::Measured { median, reads }),
+                Err(why) => {
+                    let kind = match disk.wants_sweep() {
+                        true => DiskKind::Seeking,
+                        false => DiskKind::SolidState,
+                    };
+                    (kind, DiskBasis::Reported(why))
+                }
+            }
+        }
+    };
+    DiskVerdict {
+        disk: disk.name.clone(),
+        reported: disk.rotational,
+        kind,
+        basis,
+    }
+}
+
+/// Times direct reads of `disk`: its device node's, else its files'. The kind, the median
+/// latency and the reads taken; or why it could not be measured.
+fn measure(plan: &Plan, sweep: &Sweep, disk: &Disk) -> Result<Found, String> {
+    let mut rng = Rng::seeded();
+    let mut why = Vec::new();
+    match os::disk_node(disk) {
+        Some(node) => match DirectReader::open(&node).and_then(|mut d| Ok((d.len()?, d))) {
+            Ok((len, mut device)) if len >= READS as u64 * DIRECT_BLOCK => {
+                let mut places = spread(len / DIRECT_BLOCK, READS, &mut rng).into_iter();
+                let latencies = time_reads(|| {
+                    let block = places.next()?;
+                    Some(timed(|| device.read_block(block * DIRECT_BLOCK)))
+                });
+                match settle(&latencies) {
+                    Some(found) => return Ok(found),
+                    None => why.push(format!("{}: too few reads", node.display())),
+                }
+            }
+            Ok(_) => why.push(format!("{}: too small", node.display())),
+            Err(e) => why.push(format!("{}: {e}", node.display())),
+        },
+        None => why.push("no device node".to_string()),
+    }
+    // The plan's own files on the disk, in disk order: a block of each of a few, spread.
+    let files = plan.files();
+    let candidates: Vec<u32> = sweep
+        .files
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let f = &files[i as usize];
+            f.entry.size >= DIRECT_BLOCK && f.disk_offset().is_some()
+        })
+        .collect();
+    let mut picks = spread(candidates.len() as u64, READS, &mut rng).into_iter();
+    let mut last_error = None;
+    let latencies = time_reads(|| {
+        let i = candidates[picks.next()? as usize];
+        let f = &files[i as usize];
+        let block = rng.below(f.entry.size / DIRECT_BLOCK);
+        let read = DirectReader::open(&f.entry.path)
+            .and_then(|mut file| timed(|| file.read_block(block * DIRECT_BLOCK)));
+        Some(read.inspect_err(|e| last_error = Some(e.to_string())))
+    });
+    match settle(&latencies) {
+        Some(found) => Ok(found),
+        None => {
+            why.push(match last_error {
+                Some(e) => format!("its files: {e}"),
+                None => "too few files of 4 KiB or more".to_string(),
+            });
+            Err(why.join("; "))
+        }
+    }
+}
+
+/// The kind, median and count of `latencies`, if there are enough.
+fn settle(latencies: &[Duration]) -> Option<Found> {
+    if latencies.len() < MIN_READS {
+        return None;
+    }
+    let kind =
+        DiskKind::settled(latencies, READS).or_else(|| DiskKind::from_latencies(latencies))?;
+    let mut sorted = latencies.to_vec();
+    sorted.sort_unstable();
+    Some((kind, sorted[sorted.len() / 2], latencies.len()))
+}
+
+/// How long `read` took.
+fn timed(read: impl FnOnce() -> std::io::Result<()>) -> std::io::Result<Duration> {
+    let started = Instant::now();
+    read()?;
+    Ok(started.elapsed())
+}
+
+/// Collects the latencies of the reads `next` times until it has none left or their
+/// median is settled; failed reads are left out.
+fn time_reads(mut next: impl FnMut() -> Option<std::io::Result<Duration>>) -> Vec<Duration> {
+    let mut latencies = Vec::with_capacity(READS);
+    loop {
+        match next() {
+            None => break,
+            Some(Ok(took)) => latencies.push(took),
+            Some(Err(_)) => continue,
+        }
+        if DiskKind::settled(&latencies, READS).is_some() {
+            break;
+        }
+    }
+    latencies
+}
+
+/// `n` places among `len` (fewer if `len` is smaller): one at random within each of `n`
+/// equal strata, the strata in shuffled order, so that each read jumps.
+fn spread(len: u64, n: usize, rng: &mut Rng) -> Vec<u64> {
+    let n = (n as u64).min(len);
+    let mut places: Vec<u64> = (0..n)
+        .map(|k| {
+            let (start, end) = (k * len / n, (k + 1) * len / n);
+            start + rng.below(end - start)
+        })
+        .collect();
+    for k in (1..places.len()).rev() {
+        places.swap(k, rng.below(k as u64 + 1) as usize);
+    }
+    places
+}
+
+/// splitmix64, seeded from the clock and the process: new places each run.
+struct Rng(u64);
+
+impl Rng {
+    fn seeded() -> Rng {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        Rng(now ^ (u64::from(std::process::id()) << 32))
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 { 0 } else { self.next() % n }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_fall_one_in_each_stratum_in_jumping_order() {
+        let mut rng = Rng(1);
+        let places = spread(5000, 5, &mut rng);
+        let mut strata: Vec<u64> = places.iter().map(|p| p / 1000).collect();
+        strata.sort_unstable();
+        assert_eq!(strata, (0..5).collect::<Vec<_>>());
+        assert_eq!(spread(3, 7, &mut rng).len(), 3);
+        assert!(spread(0, 7, &mut rng).is_empty());
+    }
+
+    #[test]
+    fn reads_stop_once_settled_and_failed_reads_are_left_out() {
+        let mut n = 0;
+        let latencies = time_reads(|| {
+            n += 1;
+            match n {
+                2 => Some(Err(std::io::Error::other("bad block"))),
+                _ if n <= 20 => Some(Ok(Duration::from_millis(5))),
+                _ => None,
+            }
+        });
+        // Three slow reads settle the median of five; the failed one did not count.
+        assert_eq!((latencies.len(), n), (3, 4));
+        assert_eq!(
+            settle(&latencies).map(|s| (s.0, s.2)),
+            Some((DiskKind::Seeking, 3))
+        );
+        assert_eq!(settle(&latencies[..2]), None, "too few to judge");
+    }
+}
