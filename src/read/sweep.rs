@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fs::{File, Metadata};
+use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -89,7 +90,8 @@ pub(crate) struct Handover {
 pub(crate) type Opened = (File, Metadata, Arc<Slot>);
 
 struct Partial {
-    file: File,
+    /// The open file (taken when it is handed over for the last time).
+    file: Option<File>,
     /// Its metadata when opened (taken when it is handed over).
     opened: Option<Metadata>,
     slot: Arc<Slot>,
@@ -174,7 +176,7 @@ impl SweepRun<'_> {
                         open.insert(
                             i,
                             Partial {
-                                file,
+                                file: Some(file),
                                 opened: Some(meta),
                                 slot: Arc::new(Slot::default()),
                                 held: 0,
@@ -204,7 +206,9 @@ impl SweepRun<'_> {
                 // first: what lies before it would then be read when the queue drains,
                 // with a seek back. So let the first request past a gap be served alone.
                 // An error here is the consumer's to report.
-                let _ = os::await_prefetch(&p.file, step.offset);
+                if let Some(file) = &p.file {
+                    let _ = os::await_prefetch(file, step.offset);
+                }
                 self.gap_waits.fetch_add(1, Ordering::Relaxed);
             }
             if let Some(pos) = step.position() {
@@ -220,7 +224,8 @@ impl SweepRun<'_> {
             }
             if !p.handed && (p.remaining == 0 || size > large) {
                 // Large files stream: handed over at their first piece, the rest follows.
-                self.hand_over(i, p);
+                let last = p.remaining == 0;
+                self.hand_over(i, p, last);
             }
             if p.remaining == 0 {
                 open.remove(&i);
@@ -230,7 +235,7 @@ impl SweepRun<'_> {
         // Every step was issued; anything left open is complete.
         for (i, mut p) in open.drain() {
             if !p.handed {
-                self.hand_over(i, &mut p);
+                self.hand_over(i, &mut p, true);
             }
         }
     }
@@ -244,7 +249,9 @@ impl SweepRun<'_> {
         // A failed hint is not an error: the consumer's read will say what is wrong.
         step.length() > 0
             && self.prefetch
-            && os::prefetch(&p.file, step.offset, step.length()).is_ok()
+            && p.file
+                .as_ref()
+                .is_some_and(|f| os::prefetch(f, step.offset, step.length()).is_ok())
     }
 
     /// Issues every remaining step of file `f` now, out of disk order, and hands it over.
@@ -256,17 +263,29 @@ impl SweepRun<'_> {
             self.window.take(step.length());
             self.issue(&p, step);
         }
-        self.hand_over(f, &mut p);
+        self.hand_over(f, &mut p, true);
         state[f as usize] = State::Done;
     }
 
-    fn hand_over(&self, i: u32, p: &mut Partial) {
+    /// Hands file `i` to the consumer: its own descriptor when the sweep is done with it
+    /// (`last`: every step issued), a duplicate while the sweep still prefetches its rest.
+    fn hand_over(&self, i: u32, p: &mut Partial, last: bool) {
         if p.holding {
             self.window.unhold(p.held);
             p.held = 0;
             p.holding = false;
         }
-        let file = match p.file.try_clone() {
+        let file = if last {
+            p.file
+                .take()
+                .ok_or_else(|| io::Error::other("handed over twice"))
+        } else {
+            p.file.as_ref().map_or_else(
+                || Err(io::Error::other("handed over twice")),
+                File::try_clone,
+            )
+        };
+        let file = match file {
             Ok(f) => f,
             Err(e) => {
                 let path = &self.plan.files()[self.planned(i) as usize].entry.path;
