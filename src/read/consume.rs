@@ -186,6 +186,13 @@ impl Consumed {
     pub fn disk_bound(&self) -> bool {
         self.waiting > self.working + self.sinking
     }
+
+    /// Whether what takes the results (the sink: a catalog's writer, an archive's
+    /// output) set the pace: workers spent more time handing results on than working
+    /// or waiting for files.
+    pub fn sink_bound(&self) -> bool {
+        self.sinking > self.working && self.sinking > self.waiting
+    }
 }
 
 /// The outcome of [`decide`]: the plan of the files to read, and each one's decision.

@@ -3,7 +3,8 @@
 //!
 //! A disk's `rotational` flag is wrong on most virtual disks, so it is not trusted: the
 //! whole disk's device node is read where we may (root), else blocks of the plan's own
-//! files on it, one 4 KiB block each, past the page cache, in an order that jumps across
+//! files on it (of any size: a small file's one block), one 4 KiB block each, within
+//! their data extents, past the page cache, in an order that jumps across
 //! the disk (random places within even strata, the strata shuffled, new places each run
 //! so a drive's own cache cannot answer). On a seeking disk each such read costs a seek
 //! and part of a revolution, milliseconds; on flash or a fast virtual disk tens of
@@ -101,8 +102,11 @@ fn measure(plan: &Plan, sweep: &Sweep, disk: &Disk) -> Result<Found, String> {
         .iter()
         .copied()
         .filter(|&i| {
-            let f = &files[i as usize];
-            f.entry.size >= DIRECT_BLOCK && f.disk_offset().is_some()
+            // Files smaller than a block count too (a direct read of their one block
+            // returns what there is): a tree of tiny files is still measured. Only
+            // extents read from the device count: not inline data, holes or unwritten
+            // preallocations, which a direct read answers without the disk.
+            !files[i as usize].placement.extents().is_empty()
         })
         .collect();
     let mut picks = spread(candidates.len() as u64, READS, &mut rng).into_iter();
@@ -110,9 +114,13 @@ fn measure(plan: &Plan, sweep: &Sweep, disk: &Disk) -> Result<Found, String> {
     let latencies = time_reads(|| {
         let i = candidates[picks.next()? as usize];
         let f = &files[i as usize];
-        let block = rng.below(f.entry.size / DIRECT_BLOCK);
+        let extents = f.placement.extents();
+        let e = &extents[rng.below(extents.len() as u64) as usize];
+        // Never past the end, which a direct read answers without the disk.
+        let offset = (e.logical + rng.below(e.length.div_ceil(DIRECT_BLOCK)) * DIRECT_BLOCK)
+            .min(f.entry.size.saturating_sub(1));
         let read = DirectReader::open(&f.entry.path)
-            .and_then(|mut file| timed(|| file.read_block(block * DIRECT_BLOCK)));
+            .and_then(|mut file| timed(|| file.read_block(offset)));
         Some(read.inspect_err(|e| last_error = Some(e.to_string())))
     });
     match settle(&latencies) {
@@ -120,7 +128,7 @@ fn measure(plan: &Plan, sweep: &Sweep, disk: &Disk) -> Result<Found, String> {
         None => {
             why.push(match last_error {
                 Some(e) => format!("its files: {e}"),
-                None => "too few files of 4 KiB or more".to_string(),
+                None => "too few files with a known position".to_string(),
             });
             Err(why.join("; "))
         }

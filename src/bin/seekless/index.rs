@@ -144,16 +144,26 @@ fn print_phases(p: &Phases) {
         eprintln!("seekless: nothing was read");
         return;
     }
-    let (bound, computing) = if p.disk_bound() {
-        ("disk-bound", "only computed")
+    if p.writer_bound() {
+        eprintln!(
+            "seekless: writer-bound: the workers computed {:.3} s, waited {:.3} s for the disk \
+             and {:.3} s for the writer",
+            secs(p.computing()),
+            secs(p.disk_wait()),
+            secs(p.blocked)
+        );
     } else {
-        ("CPU-bound", "computed")
-    };
-    eprintln!(
-        "seekless: {bound}: the workers {computing} {:.3} s and waited {:.3} s for the disk",
-        secs(p.computing()),
-        secs(p.disk_wait())
-    );
+        let (bound, computing) = if p.disk_bound() {
+            ("disk-bound", "only computed")
+        } else {
+            ("CPU-bound", "computed")
+        };
+        eprintln!(
+            "seekless: {bound}: the workers {computing} {:.3} s and waited {:.3} s for the disk",
+            secs(p.computing()),
+            secs(p.disk_wait())
+        );
+    }
     if p.blocked_rows == 0 {
         eprintln!(
             "seekless: the writer never blocked a worker (0 of {} rows waited for room in its queue)",

@@ -113,6 +113,8 @@ pub fn print_read_summary(files: u64, bytes: u64, took: Duration, consumed: &Con
         consumed.sinking.as_secs_f64(),
         if consumed.disk_bound() {
             "disk-bound"
+        } else if consumed.sink_bound() {
+            "bound by what takes the results"
         } else {
             "CPU-bound"
         }

@@ -85,8 +85,28 @@ CREATE TABLE IF NOT EXISTS thumbs (
 );
 ";
 
-/// Rows per transaction, at most.
-const BATCH_ROWS: usize = 512;
+/// Rows per transaction, at most. [`BATCH_TIME`] is the loss bound; this only caps the
+/// work one commit writes. Each commit writes every page its rows dirtied, and a row of a
+/// file never seen lands on a random page of the content-hash index: 4,096 rows share
+/// those pages' writes eight times as often as 512 did (tiny files: 1.4× the rows per
+/// second, README "Measured").
+const BATCH_ROWS: usize = 4096;
+
+/// [`BATCH_ROWS`], but 256 in debug builds of the binary under `SEEKLESS_INJECT_FAULTS=1`
+/// (see `jobs::fault_point`): tests of what a run has committed while it goes on see
+/// commits within a corpus of hundreds of files. Release builds have no such hook.
+fn batch_rows() -> usize {
+    #[cfg(debug_assertions)]
+    if std::env::var_os("SEEKLESS_INJECT_FAULTS").is_some_and(|v| v == "1") {
+        return 256;
+    }
+    BATCH_ROWS
+}
+
+/// SQLite's page cache, in KiB (its default is 2,000): enough that a batch's pages and
+/// the indexes' inner pages stay cached between batches rather than being read again and
+/// spilled to the log mid-transaction. It grows only as the catalog does.
+const CACHE_KIB: i64 = 32 << 10;
 /// Time one transaction may stay open, at most: a crash loses no more than this.
 const BATCH_TIME: Duration = Duration::from_secs(1);
 
@@ -329,6 +349,8 @@ impl WriterLock {
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))
             .map_err(io)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(io)?;
+        conn.pragma_update(None, "cache_size", -CACHE_KIB)
             .map_err(io)?;
         conn.execute("INSERT INTO scans (started) VALUES (?1)", [now()])
             .map_err(io)?;
@@ -825,7 +847,7 @@ impl Catalog {
                     }
                     n += 1;
                     let left = BATCH_TIME.saturating_sub(started.elapsed());
-                    if n >= BATCH_ROWS || left.is_zero() {
+                    if n >= batch_rows() || left.is_zero() {
                         break;
                     }
                     match next(left) {

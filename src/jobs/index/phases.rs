@@ -66,7 +66,13 @@ impl Phases {
     /// read calls are memory copies, so a warm run is CPU-bound unless there was almost
     /// nothing to compute.
     pub fn disk_bound(&self) -> bool {
-        self.disk_wait() > self.computing()
+        self.disk_wait() > self.computing() && !self.writer_bound()
+    }
+
+    /// Whether the writer thread set the pace: workers waited longer for room in its
+    /// queue ([`blocked`](Self::blocked)) than they computed or waited for bytes.
+    pub fn writer_bound(&self) -> bool {
+        self.blocked > self.computing() && self.blocked > self.disk_wait()
     }
 
     /// Adds the per-file clocks of `other` (phases a worker measured on one file).
