@@ -102,3 +102,30 @@ impl Stopwatch {
         d
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn the_verdict_names_what_the_workers_waited_on_most() {
+        // Computing 300 ms (400 working less 100 reading), 150 waiting for bytes.
+        let mut p = Phases {
+            read_wait: ms(50),
+            read: ms(100),
+            working: ms(400),
+            ..Phases::default()
+        };
+        assert!(!p.disk_bound() && !p.writer_bound(), "CPU-bound: {p:?}");
+        p.read_wait = ms(500);
+        assert!(p.disk_bound() && !p.writer_bound(), "disk-bound: {p:?}");
+        p.blocked = ms(700);
+        assert!(p.writer_bound() && !p.disk_bound(), "writer-bound: {p:?}");
+        p.read_wait = ms(900);
+        assert!(p.disk_bound() && !p.writer_bound(), "the disk again: {p:?}");
+    }
+}
