@@ -14,6 +14,8 @@ use std::process::{Command, Output};
 
 use crate::common::*;
 use crate::copy::*;
+// copy's own (nothing on stdout either), not common's.
+use crate::copy::assert_exit;
 
 /// `seekless copy ARGS…` as `nobody`.
 fn copy_as_nobody(args: &[&OsStr]) -> Output {

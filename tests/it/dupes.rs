@@ -138,16 +138,6 @@ fn dupes(db: &Path, args: &[&str]) -> Output {
     )
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn assert_exit(o: &Output, code: i32) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(code), "stderr:\n{err}");
-    assert!(!err.contains("panicked"), "stderr:\n{err}");
-}
-
 /// A group as the tests compare it: its kind, and its files relative to the photos, the
 /// keeper first (marked `*`), the rest sorted.
 type Shape = (String, Vec<String>);

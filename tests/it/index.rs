@@ -452,20 +452,14 @@ fn index(db: &Path, args: &[&OsStr]) -> Output {
     )
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// The run exited with `code`, printed nothing on stdout and did not panic.
 fn assert_exit(o: &Output, code: i32) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(code), "exit status; stderr:\n{err}");
+    crate::common::assert_exit(o, code);
     assert!(
         o.stdout.is_empty(),
         "index prints nothing on stdout, printed {:?}",
         String::from_utf8_lossy(&o.stdout)
     );
-    assert!(!err.contains("panicked"), "a panic escaped:\n{err}");
 }
 
 /// `--summary`'s closing line (`seekless: index: N seen, …`), the only one.

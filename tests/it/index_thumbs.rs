@@ -123,16 +123,6 @@ fn index(db: &Path, args: &[&str], dir: &Path) -> Output {
     )
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn assert_exit(o: &Output, code: i32) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(code), "stderr:\n{err}");
-    assert!(!err.contains("panicked"), "stderr:\n{err}");
-}
-
 /// The counts of the run's closing line, by name (`seen`, `thumbnails made`, …).
 fn counts(o: &Output) -> BTreeMap<String, u64> {
     let err = stderr(o);

@@ -15,10 +15,6 @@ fn order(args: &[&std::ffi::OsStr]) -> Output {
     seekless().arg("order").args(args).output().unwrap()
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn lines(o: &Output) -> Vec<String> {
     String::from_utf8_lossy(&o.stdout)
         .lines()

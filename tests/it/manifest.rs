@@ -41,10 +41,6 @@ fn stdout_lines(o: &Output) -> Vec<String> {
     lines
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// The closing `seekless: WARNING: …` lines, without the prefix, in order.
 fn warnings(o: &Output) -> Vec<String> {
     stderr(o)

@@ -58,17 +58,6 @@ fn gnu_tar(cwd: &Path) -> Command {
     cmd
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// The run exited with `code` and did not panic.
-fn assert_exit(o: &Output, code: i32) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(code), "exit status; stderr:\n{err}");
-    assert!(!err.contains("panicked"), "a panic escaped:\n{err}");
-}
-
 /// The run exited with `code`, printed nothing on stdout (the archive went to `-f`)
 /// and did not panic.
 fn assert_exit_quiet(o: &Output, code: i32) {

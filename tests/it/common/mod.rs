@@ -57,6 +57,18 @@ pub fn require_tool(test: &str, tool: &str) -> bool {
     false
 }
 
+/// A run's standard error, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The run exited with `code` and did not panic.
+pub fn assert_exit(o: &Output, code: i32) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(code), "exit status; stderr:\n{err}");
+    assert!(!err.contains("panicked"), "a panic escaped:\n{err}");
+}
+
 pub fn run(cmd: &mut Command) -> Output {
     let out = cmd
         .output()
