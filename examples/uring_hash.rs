@@ -15,6 +15,14 @@
 //! kernel cancels the CLOSE): the rest is read, CLOSE linked again. Hashing is on `-j N`
 //! worker threads (default one per CPU; `-j 0`: on the thread driving the ring).
 //!
+//! `--no-fixed` opens into the process's descriptor table instead (READ and CLOSE then
+//! name the descriptor): an OPENAT that cannot complete at once (a cold lookup) runs on
+//! one of the ring's kernel workers, and installing its result in a fixed slot takes the
+//! ring's lock, for which the workers and the submitting thread then contend (perf, cold:
+//! 11 % of the CPU in `mutex_spin_on_owner` under `io_fixed_fd_install`). `--iowq N`
+//! caps those workers for blocking operations (the kernel's default here: 8). STATX is
+//! always handed to a worker by the kernel (it has no non-blocking path).
+//!
 //! Where the kernel refuses io_uring (EPERM under a seccomp filter or
 //! `kernel.io_uring_disabled`, ENOSYS on an old kernel), or with `--plain`, it says so on
 //! stderr and does the same with plain system calls (open, statx, read, close) on one
@@ -54,6 +62,10 @@ mod linux {
         jobs: usize,
         depth: usize,
         plain: bool,
+        /// Cap on the ring's kernel workers for operations that block (0: the kernel's).
+        iowq: u32,
+        /// Open into the process's descriptor table instead of the ring's fixed slots.
+        no_fixed: bool,
     }
 
     fn args() -> Args {
@@ -62,6 +74,8 @@ mod linux {
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
             depth: 128,
             plain: false,
+            iowq: 0,
+            no_fixed: false,
         };
         let mut it = std::env::args().skip(1);
         while let Some(arg) = it.next() {
@@ -75,6 +89,8 @@ mod linux {
                 "-j" => a.jobs = num("-j"),
                 "--depth" => a.depth = num("--depth").clamp(1, 4096),
                 "--plain" => a.plain = true,
+                "--no-fixed" => a.no_fixed = true,
+                "--iowq" => a.iowq = num("--iowq") as u32,
                 _ => usage(&format!("unknown argument {arg}")),
             }
         }
@@ -82,7 +98,9 @@ mod linux {
     }
 
     fn usage(msg: &str) -> ! {
-        eprintln!("uring_hash: {msg}\nusage: uring_hash [-0] [-j N] [--depth N] [--plain] < LIST");
+        eprintln!(
+            "uring_hash: {msg}\nusage: uring_hash [-0] [-j N] [--depth N] [--iowq N] [--no-fixed] [--plain] < LIST"
+        );
         std::process::exit(2);
     }
 
@@ -202,7 +220,7 @@ mod linux {
                 eprintln!("uring_hash: --plain: plain system calls");
                 plain(&hashers.paths, 0, &sink, &mut pool);
             } else {
-                match Ring::new(args.depth) {
+                match Ring::new(args.depth, args.iowq, !args.no_fixed) {
                     Ok(mut ring) => ring.run(&hashers.paths, &sink, &mut pool)?,
                     Err(e) => {
                         eprintln!("uring_hash: io_uring refused ({e}): plain system calls");
@@ -250,6 +268,7 @@ mod linux {
         stx: Box<libc::statx>,
         /// Completions still expected before the next step (STATX and OPEN: 2).
         waiting: u8,
+        /// OPENAT's result: the descriptor when not opened into the slot.
         open_res: i32,
         stat_res: i32,
         /// Empty (length 0) while the kernel writes into its capacity.
@@ -283,10 +302,12 @@ mod linux {
     struct Ring {
         ring: IoUring,
         slots: Vec<Slot>,
+        /// Files opened into the ring's fixed slots (else into the descriptor table).
+        fixed: bool,
     }
 
     impl Ring {
-        fn new(depth: usize) -> io::Result<Ring> {
+        fn new(depth: usize, iowq: u32, fixed: bool) -> io::Result<Ring> {
             let entries = (2 * depth).next_power_of_two() as u32;
             // One thread submits and reaps: the kernel may then run completion work when
             // we wait instead of interrupting (6.1+); older kernels refuse the flags.
@@ -296,9 +317,14 @@ mod linux {
                 .setup_cqsize(2 * entries)
                 .build(entries)
                 .or_else(|_| IoUring::builder().setup_cqsize(2 * entries).build(entries))?;
-            ring.submitter().register_files_sparse(depth as u32)?;
+            if fixed {
+                ring.submitter().register_files_sparse(depth as u32)?;
+            }
+            if iowq > 0 {
+                ring.submitter().register_iowq_max_workers(&mut [iowq, 0])?;
+            }
             let slots = (0..depth).map(|_| Slot::new()).collect();
-            Ok(Ring { ring, slots })
+            Ok(Ring { ring, slots, fixed })
         }
 
         fn run(&mut self, paths: &[PathBuf], sink: &Sink, pool: &mut Pool) -> io::Result<()> {
@@ -381,12 +407,17 @@ mod linux {
             .mask(libc::STATX_TYPE | libc::STATX_SIZE | libc::STATX_MTIME)
             .build()
             .user_data(tag | STATX);
-            let open = opcode::OpenAt::new(types::Fd(libc::AT_FDCWD), s.path.as_ptr())
-                .flags(libc::O_RDONLY)
-                .file_index(Some(
+            let dest = match self.fixed {
+                true => Some(
                     types::DestinationSlot::try_from_slot_target(slot as u32)
                         .map_err(|_| io::Error::other("slot out of range"))?,
-                ))
+                ),
+                false => None,
+            };
+            let flags = libc::O_RDONLY | if self.fixed { 0 } else { libc::O_CLOEXEC };
+            let open = opcode::OpenAt::new(types::Fd(libc::AT_FDCWD), s.path.as_ptr())
+                .flags(flags)
+                .file_index(dest)
                 .build()
                 .user_data(tag | OPEN);
             self.push(&[statx, open])
@@ -402,34 +433,43 @@ mod linux {
             // The kernel writes into the buffer's spare capacity (`want` bytes of it were
             // reserved); `finish` sets the length to what it reported written.
             let spare = s.buf.spare_capacity_mut();
-            let read = opcode::Read::new(
-                types::Fixed(slot as u32),
-                spare[at..].as_mut_ptr().cast(),
-                want as u32,
-            )
+            let buf = spare[at..].as_mut_ptr().cast();
+            let read = match self.fixed {
+                true => opcode::Read::new(types::Fixed(slot as u32), buf, want as u32),
+                false => opcode::Read::new(types::Fd(s.open_res), buf, want as u32),
+            }
             .offset(at as u64)
             .build()
             .user_data(tag | READ);
             if last {
-                let close = opcode::Close::new(types::Fixed(slot as u32))
-                    .build()
-                    .user_data(tag | CLOSE);
+                let close = self.close_entry(slot);
                 self.push(&[read.flags(squeue::Flags::IO_LINK), close])
             } else {
                 self.push(&[read])
             }
         }
 
+        fn close_entry(&self, slot: usize) -> squeue::Entry {
+            let close = match self.fixed {
+                true => opcode::Close::new(types::Fixed(slot as u32)),
+                false => opcode::Close::new(types::Fd(self.slots[slot].open_res)),
+            };
+            close.build().user_data((slot as u64) << 2 | CLOSE)
+        }
+
         fn close(&mut self, slot: usize) -> io::Result<()> {
-            let tag = (slot as u64) << 2;
-            let close = opcode::Close::new(types::Fixed(slot as u32))
-                .build()
-                .user_data(tag | CLOSE);
+            let close = self.close_entry(slot);
             self.push(&[close])
         }
 
         /// One completion; true when the slot's file is finished.
-        fn complete(&mut self, slot: usize, op: u64, res: i32, pool: &mut Pool) -> io::Result<bool> {
+        fn complete(
+            &mut self,
+            slot: usize,
+            op: u64,
+            res: i32,
+            pool: &mut Pool,
+        ) -> io::Result<bool> {
             let s = &mut self.slots[slot];
             debug_assert!(s.busy);
             match op {
