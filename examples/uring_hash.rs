@@ -5,7 +5,7 @@
 //! (`bench/uring.sh` runs it against `seekless hash` and the library's example).
 //!
 //! ```sh
-//! find DIR -type f | cargo run --release --example uring_hash -- [-0] [-j N] [--depth N] [--plain]
+//! find DIR -type f | cargo run --release --example uring_hash -- [-0] [-j N] [--depth N] [--iowq N] [--no-fixed] [--plain]
 //! ```
 //!
 //! Per file, with `--depth` files in flight (each in a slot of the ring's fixed-file
