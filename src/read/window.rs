@@ -3,6 +3,12 @@
 //! The sweep thread takes bytes and open files from the window before each prefetch; the
 //! consumer gives them back as it reads and closes files. This bounds the page cache the
 //! scan occupies and the descriptors it holds, whatever the number or size of files.
+//!
+//! A sweep that finds the window full sleeps until it has drained to half (or is empty of
+//! files being consumed, or cancelled), not until one file's worth came back: on a warm
+//! cache of small files the consumer frees a file every few microseconds, and waking the
+//! sweep for each cost a context switch per file. Nobody is woken (no system call) while
+//! no sweep waits.
 
 use std::sync::{Condvar, Mutex};
 
@@ -22,6 +28,8 @@ pub(crate) struct Usage {
     pub held_files: usize,
     /// Set when the reader is dropped: the sweep stops.
     pub cancelled: bool,
+    /// Sweeps waiting in [`Window::admit`].
+    waiting: usize,
 }
 
 #[derive(Debug)]
@@ -96,7 +104,25 @@ impl Window {
             if u.handed == 0 && have_partials {
                 return Admit::Force;
             }
+            u.waiting += 1;
             u = sync::wait(&self.changed, u);
+            u.waiting -= 1;
+        }
+    }
+
+    /// Wakes a waiting sweep if there is one and it has reason to look again: the window
+    /// drained to half (bytes and files), nothing handed over is left (it may have to
+    /// force a partial file, or an oversized step now fits), or the reader is gone.
+    fn wake(&self, u: std::sync::MutexGuard<'_, Usage>) {
+        if u.waiting == 0 {
+            return;
+        }
+        let active_bytes = u.bytes - u.held_bytes.min(u.bytes);
+        let active_files = u.files - u.held_files.min(u.files);
+        let drained = active_bytes <= self.max_bytes / 2 && active_files <= self.max_files / 2;
+        if drained || u.handed == 0 || u.cancelled {
+            drop(u);
+            self.changed.notify_all();
         }
     }
 
@@ -133,8 +159,7 @@ impl Window {
         }
         let mut u = self.lock();
         u.bytes = u.bytes.saturating_sub(bytes);
-        drop(u);
-        self.changed.notify_all();
+        self.wake(u);
     }
 
     /// A handed-over file was closed, returning its remaining bytes.
@@ -143,8 +168,7 @@ impl Window {
         u.bytes = u.bytes.saturating_sub(bytes);
         u.files = u.files.saturating_sub(1);
         u.handed = u.handed.saturating_sub(1);
-        drop(u);
-        self.changed.notify_all();
+        self.wake(u);
     }
 
     /// A file the sweep opened but never handed over (it failed) was closed.
@@ -152,8 +176,7 @@ impl Window {
         let mut u = self.lock();
         u.bytes = u.bytes.saturating_sub(bytes);
         u.files = u.files.saturating_sub(1);
-        drop(u);
-        self.changed.notify_all();
+        self.wake(u);
     }
 
     pub(crate) fn cancel(&self) {
@@ -207,6 +230,54 @@ mod tests {
         assert!(matches!(w.admit(1000, true, false), Admit::Go));
         w.closed(1000);
         assert_eq!(w.usage(), (0, 0, 0));
+    }
+
+    #[test]
+    fn a_waiting_sweep_resumes_once_the_window_drained_to_half() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let w = std::sync::Arc::new(Window::new(100, 100, 0, 0));
+        for _ in 0..10 {
+            assert!(matches!(w.admit(10, true, false), Admit::Go));
+            w.handed();
+        }
+        let resumed = std::sync::Arc::new(AtomicBool::new(false));
+        let (w2, r2) = (w.clone(), resumed.clone());
+        let t = std::thread::spawn(move || {
+            let admitted = matches!(w2.admit(10, true, false), Admit::Go);
+            r2.store(true, Ordering::SeqCst);
+            admitted
+        });
+        while w.lock().waiting == 0 {
+            std::thread::yield_now();
+        }
+        // Four files back (60 of 100 left): room for one, but not yet half.
+        for _ in 0..4 {
+            w.closed(10);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            !resumed.load(Ordering::SeqCst),
+            "woken before the window drained to half"
+        );
+        // The fifth brings it to half: the sweep goes on.
+        w.closed(10);
+        assert!(t.join().unwrap());
+        assert_eq!(w.usage(), (60, 6, 5));
+    }
+
+    #[test]
+    fn a_waiting_sweep_is_woken_when_nothing_handed_over_is_left() {
+        // One oversized step in flight: when it is closed the window is empty.
+        let w = std::sync::Arc::new(Window::new(100, 10, 0, 0));
+        assert!(matches!(w.admit(90, true, false), Admit::Go));
+        w.handed();
+        let w2 = w.clone();
+        let t = std::thread::spawn(move || matches!(w2.admit(95, true, false), Admit::Go));
+        while w.lock().waiting == 0 {
+            std::thread::yield_now();
+        }
+        w.closed(90);
+        assert!(t.join().unwrap());
     }
 
     #[test]
