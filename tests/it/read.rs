@@ -218,7 +218,7 @@ fn a_disk_reporting_rotational_that_answers_in_microseconds_is_read_as_solid_sta
         verdicts.push(verdict.clone());
         assert_eq!(verdict.disk, name);
         assert_eq!(verdict.reported, Some(true));
-        assert_eq!(verdict.kind, seekless::DiskKind::SolidState);
+        assert_eq!(verdict.kind, seekless::DiskKind::SolidState, "{verdict}");
         assert!(
             matches!(verdict.basis, seekless::DiskBasis::Measured { reads, .. } if reads >= 3),
             "{verdict}"
