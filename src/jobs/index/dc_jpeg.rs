@@ -352,7 +352,7 @@ impl Decoder {
             match marker {
                 0xd9 => break,
                 0x01 | 0xd0..=0xd7 => continue,
-                0xd8 | 0x00 => return None,
+                0xd8 => return None,
                 _ => {}
             }
             let len = be16(data, pos)?;
