@@ -1,7 +1,7 @@
 //! A JPEG decoded at 1/8 scale from its DC coefficients alone: each 8×8 block becomes one
 //! pixel, the block's DC coefficient dequantized, divided by 8 and centred at 128 (what
 //! libjpeg's 1×1 inverse DCT gives). The AC coefficients are only skipped, mostly one table
-//! lookup each (a code and its extra bits together), which is where a general decoder at
+//! lookup each (a code and the number of its extra bits together), which is where a general decoder at
 //! 1/8 spends most of its time (issue 23, item 8: 12 MP thumbnails).
 //!
 //! Baseline and extended 8-bit Huffman JPEGs (SOF0, SOF1) and progressive ones (SOF2: only
@@ -14,8 +14,7 @@
 //! marker) gives `None`, for a general decoder to decode or to tell what is wrong. Memory is
 //! one `i32` per block plus the output.
 
-/// Bits of look-ahead in the Huffman tables: codes (with their extra bits, for AC) up to
-/// this long take one lookup.
+/// Bits of look-ahead in the Huffman tables: codes up to this long take one lookup.
 const LOOKAHEAD: u32 = 10;
 
 /// A JPEG at 1/8 scale: `width` × `height` RGB pixels, row-major.
@@ -39,9 +38,9 @@ pub fn decode(data: &[u8]) -> Option<DcImage> {
 struct Huffman {
     /// For the next `LOOKAHEAD` bits: code length << 8 | symbol, or 0 for a longer code.
     fast: Vec<u16>,
-    /// For the next `LOOKAHEAD` bits of an AC table: the bits to consume (code and extra
-    /// bits) | how far the coefficient index moves << 8 (run + 1, 16 for ZRL, `EOB`), or 0
-    /// when the code and its extra bits do not fit.
+    /// For the next `LOOKAHEAD` bits of an AC table: the bits to consume (the code and its
+    /// extra bits) | how far the coefficient index moves << 8 (run + 1, 16 for ZRL, `EOB`),
+    /// or 0 for a longer code.
     skip: Vec<u16>,
     /// For lengths 1..=16: the largest code of that length + 1 (0 when none), the first
     /// code of that length, and the index of its symbol in `symbols`.
@@ -103,9 +102,9 @@ impl Huffman {
                 (_, 0) => EOB, // undefined; libjpeg ends the block too
                 _ => run + 1,
             };
-            if len + size <= LOOKAHEAD {
-                *entry = ((len + size) | advance << 8) as u16;
-            }
+            // The extra bits' value is not needed, only their number: they need not be
+            // among the bits looked at.
+            *entry = ((len + size) | advance << 8) as u16;
         }
         Some(Self {
             fast,
@@ -249,7 +248,7 @@ impl<'a> Bits<'a> {
                 k += u32::from(e >> 8);
                 continue;
             }
-            let symbol = u32::from(self.symbol_slow_or_fast(table)?);
+            let symbol = u32::from(self.symbol_slow(table)?);
             let (run, size) = (symbol >> 4, symbol & 15);
             if size == 0 {
                 if run == 15 {
@@ -264,13 +263,6 @@ impl<'a> Bits<'a> {
         }
         // Past 63 only by an end-of-block; a run beyond the block is damage.
         (k == 64 || k >= EOB).then_some(())
-    }
-
-    /// A symbol whose code is short but whose extra bits made the skip table miss, or a
-    /// long one.
-    #[inline(never)]
-    fn symbol_slow_or_fast(&mut self, table: &Huffman) -> Option<u8> {
-        self.symbol(table)
     }
 }
 
