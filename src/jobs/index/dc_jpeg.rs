@@ -34,14 +34,17 @@ pub fn decode(data: &[u8]) -> Option<DcImage> {
     Decoder::default().run(data)
 }
 
+/// A lookup table over the next `LOOKAHEAD` bits.
+type Table = [u16; 1 << LOOKAHEAD];
+
 /// A canonical Huffman table as the lookups need it.
 struct Huffman {
     /// For the next `LOOKAHEAD` bits: code length << 8 | symbol, or 0 for a longer code.
-    fast: Vec<u16>,
+    fast: Box<Table>,
     /// For the next `LOOKAHEAD` bits of an AC table: the bits to consume (the code and its
     /// extra bits) | how far the coefficient index moves << 8 (run + 1, 16 for ZRL, `EOB`),
     /// or 0 for a longer code.
-    skip: Vec<u16>,
+    skip: Box<Table>,
     /// For lengths 1..=16: the largest code of that length + 1 (0 when none), the first
     /// code of that length, and the index of its symbol in `symbols`.
     max_code: [u32; 17],
@@ -60,7 +63,10 @@ impl Huffman {
         let mut max_code = [0u32; 17];
         let mut first_code = [0u32; 17];
         let mut first_index = [0u16; 17];
-        let mut fast = vec![0u16; 1 << LOOKAHEAD];
+        let mut fast: Box<Table> = vec![0u16; 1 << LOOKAHEAD]
+            .into_boxed_slice()
+            .try_into()
+            .ok()?;
         let mut code = 0u32;
         let mut index = 0usize;
         for len in 1..=16u32 {
@@ -88,7 +94,10 @@ impl Huffman {
         if index != symbols.len() {
             return None;
         }
-        let mut skip = vec![0u16; 1 << LOOKAHEAD];
+        let mut skip: Box<Table> = vec![0u16; 1 << LOOKAHEAD]
+            .into_boxed_slice()
+            .try_into()
+            .ok()?;
         for (bits, entry) in skip.iter_mut().enumerate() {
             let f = fast[bits];
             if f == 0 {
@@ -144,23 +153,9 @@ impl<'a> Bits<'a> {
     /// At least 56 bits in `buf`.
     #[inline(always)]
     fn refill(&mut self) {
-        if let Some(next) = self.data.get(self.pos..self.pos + 8) {
-            let word = u64::from_be_bytes(next.try_into().unwrap_or([0xff; 8]));
-            // No 0xFF byte among the eight (none of !word's bytes is zero): no stuffing and
-            // no marker, so they are all data. The bits loaded beyond the whole bytes
-            // counted are the next byte's, loaded again at the same place next time.
-            let inverted = !word;
-            let has_ff =
-                inverted.wrapping_sub(0x0101_0101_0101_0101) & word & 0x8080_8080_8080_8080;
-            if has_ff == 0 {
-                self.buf |= word >> self.n;
-                let bytes = (63 - self.n) >> 3;
-                self.pos += bytes as usize;
-                self.n += bytes << 3;
-                return;
-            }
+        if !refill_fast(self.data, &mut self.pos, &mut self.buf, &mut self.n) {
+            self.refill_slow();
         }
-        self.refill_slow();
     }
 
     #[cold]
@@ -237,33 +232,60 @@ impl<'a> Bits<'a> {
     /// Steps over a block's AC coefficients (from index 1).
     #[inline(always)]
     fn skip_ac(&mut self, table: &Huffman) -> Option<()> {
+        // The buffer in locals (registers) for the loop, written back around the rare calls.
+        let (mut buf, mut n, mut pos) = (self.buf, self.n, self.pos);
         let mut k = 1u32;
         while k < 64 {
-            if self.n < 32 {
-                self.refill();
+            if n < 32 && !refill_fast(self.data, &mut pos, &mut buf, &mut n) {
+                (self.buf, self.n, self.pos) = (buf, n, pos);
+                self.refill_slow();
+                (buf, n, pos) = (self.buf, self.n, self.pos);
             }
-            let e = table.skip[(self.buf >> (64 - LOOKAHEAD)) as usize];
+            let e = table.skip[(buf >> (64 - LOOKAHEAD)) as usize];
             if e != 0 {
-                self.consume(u32::from(e & 0xff));
+                let count = u32::from(e & 0xff);
+                buf <<= count;
+                n -= count;
                 k += u32::from(e >> 8);
                 continue;
             }
+            (self.buf, self.n, self.pos) = (buf, n, pos);
             let symbol = u32::from(self.symbol_slow(table)?);
             let (run, size) = (symbol >> 4, symbol & 15);
-            if size == 0 {
-                if run == 15 {
-                    k += 16;
-                    continue;
-                }
-                k += EOB;
-                break;
-            }
             self.consume(size);
-            k += run + 1;
+            (buf, n, pos) = (self.buf, self.n, self.pos);
+            k += match (run, size) {
+                (15, 0) => 16,
+                (_, 0) => EOB,
+                _ => run + 1,
+            };
         }
+        (self.buf, self.n, self.pos) = (buf, n, pos);
         // Past 63 only by an end-of-block; a run beyond the block is damage.
         (k == 64 || k >= EOB).then_some(())
     }
+}
+
+/// Loads whole bytes into `buf` (`n` bits, left-aligned) up to at least 56 bits when the
+/// next eight bytes of `data` at `pos` hold no 0xFF (no stuffing, no marker: all data);
+/// `false`, with nothing loaded, otherwise. The bits loaded beyond the whole bytes counted
+/// are the next byte's, loaded again at the same place next time.
+#[inline(always)]
+fn refill_fast(data: &[u8], pos: &mut usize, buf: &mut u64, n: &mut u32) -> bool {
+    let Some(next) = data.get(*pos..*pos + 8) else {
+        return false;
+    };
+    let word = u64::from_be_bytes(next.try_into().unwrap_or([0xff; 8]));
+    // A byte of `word` is 0xFF when that byte of !word is zero.
+    let inverted = !word;
+    if inverted.wrapping_sub(0x0101_0101_0101_0101) & word & 0x8080_8080_8080_8080 != 0 {
+        return false;
+    }
+    *buf |= word >> *n;
+    let bytes = (63 - *n) >> 3;
+    *pos += bytes as usize;
+    *n += bytes << 3;
+    true
 }
 
 /// A frame component.
