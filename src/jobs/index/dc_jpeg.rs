@@ -16,6 +16,9 @@
 
 /// Bits of look-ahead in the Huffman tables: codes up to this long take one lookup.
 const LOOKAHEAD: u32 = 10;
+/// Bits of look-ahead in the AC skipping tables, which give two codes at once when both
+/// are among them.
+const PAIR_BITS: u32 = 12;
 
 /// A JPEG at 1/8 scale: `width` × `height` RGB pixels, row-major.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,10 +44,11 @@ type Table = [u16; 1 << LOOKAHEAD];
 struct Huffman {
     /// For the next `LOOKAHEAD` bits: code length << 8 | symbol, or 0 for a longer code.
     fast: Box<Table>,
-    /// For the next `LOOKAHEAD` bits of an AC table: the bits to consume (the code and its
-    /// extra bits) | how far the coefficient index moves << 8 (run + 1, 16 for ZRL, `EOB`),
-    /// or 0 for a longer code.
-    skip: Box<Table>,
+    /// For the next `PAIR_BITS` bits of an AC table: for the two codes they begin with, the
+    /// bits to consume (codes and extra bits) | how far the coefficient index moves << 8
+    /// (run + 1, 16 for ZRL, `EOB`); the same for the first code alone << 16; 0 for a
+    /// longer code. When the second code is not among the bits, both are the first's.
+    skip: Box<[u32; 1 << PAIR_BITS]>,
     /// For lengths 1..=16: the largest code of that length + 1 (0 when none), the first
     /// code of that length, and the index of its symbol in `symbols`.
     max_code: [u32; 17],
@@ -94,35 +98,54 @@ impl Huffman {
         if index != symbols.len() {
             return None;
         }
-        let mut skip: Box<Table> = vec![0u16; 1 << LOOKAHEAD]
-            .into_boxed_slice()
-            .try_into()
-            .ok()?;
-        for (bits, entry) in skip.iter_mut().enumerate() {
-            let f = fast[bits];
-            if f == 0 {
-                continue;
-            }
-            let (len, symbol) = (u32::from(f >> 8), u32::from(f & 0xff));
-            let (run, size) = (symbol >> 4, symbol & 15);
-            let advance = match (run, size) {
-                (0, 0) => EOB,
-                (15, 0) => 16,
-                (_, 0) => EOB, // undefined; libjpeg ends the block too
-                _ => run + 1,
-            };
-            // The extra bits' value is not needed, only their number: they need not be
-            // among the bits looked at.
-            *entry = ((len + size) | advance << 8) as u16;
-        }
-        Some(Self {
+        let mut table = Self {
             fast,
-            skip,
+            skip: vec![0u32; 1 << PAIR_BITS]
+                .into_boxed_slice()
+                .try_into()
+                .ok()?,
             max_code,
             first_code,
             first_index,
             symbols: symbols.to_vec(),
-        })
+        };
+        // Each AC code (with its extra bits) in the next `PAIR_BITS` bits, and the next one
+        // too when its code is among them: the extra bits' value is not needed, only their
+        // number, so they need not be among the bits looked at.
+        let advance = |symbol: u32| match (symbol >> 4, symbol & 15) {
+            (15, 0) => 16,
+            (_, 0) => EOB, // (0, 0); others undefined, and libjpeg ends the block too
+            (run, _) => run + 1,
+        };
+        for bits in 0..1u32 << PAIR_BITS {
+            let Some((len1, s1)) = table.prefix(bits, PAIR_BITS) else {
+                continue;
+            };
+            let (total1, advance1) = (len1 + (s1 & 15), advance(s1));
+            let (mut total, mut advance_both) = (total1, advance1);
+            if total1 < PAIR_BITS && advance1 < EOB {
+                let rest = PAIR_BITS - total1;
+                if let Some((len2, s2)) = table.prefix(bits & ((1 << rest) - 1), rest) {
+                    total += len2 + (s2 & 15);
+                    advance_both += advance(s2);
+                }
+            }
+            table.skip[bits as usize] = total | advance_both << 8 | total1 << 16 | advance1 << 24;
+        }
+        Some(table)
+    }
+
+    /// The symbol whose code begins the `avail` bits `bits`, and its code's length.
+    fn prefix(&self, bits: u32, avail: u32) -> Option<(u32, u32)> {
+        for len in 1..=avail.min(16) {
+            let code = bits >> (avail - len);
+            let l = len as usize;
+            if self.max_code[l] != 0 && code < self.max_code[l] && code >= self.first_code[l] {
+                let index = usize::from(self.first_index[l]) + (code - self.first_code[l]) as usize;
+                return Some((len, u32::from(*self.symbols.get(index)?)));
+            }
+        }
+        None
     }
 }
 
@@ -241,12 +264,14 @@ impl<'a> Bits<'a> {
                 self.refill_slow();
                 (buf, n, pos) = (self.buf, self.n, self.pos);
             }
-            let e = table.skip[(buf >> (64 - LOOKAHEAD)) as usize];
+            let e = table.skip[(buf >> (64 - PAIR_BITS)) as usize];
             if e != 0 {
-                let count = u32::from(e & 0xff);
+                // Both codes when the first leaves the block open, else the first alone.
+                let e = if k + (e >> 24) < 64 { e } else { e >> 16 };
+                let count = e & 0xff;
                 buf <<= count;
                 n -= count;
-                k += u32::from(e >> 8);
+                k += (e >> 8) & 0xff;
                 continue;
             }
             (self.buf, self.n, self.pos) = (buf, n, pos);
