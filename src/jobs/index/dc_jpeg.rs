@@ -401,7 +401,7 @@ impl Decoder {
             }
             pos += len;
             match marker {
-                0xc0 | 0xc1 | 0xc2 => self.frame_header(marker == 0xc2, segment)?,
+                0xc0..=0xc2 => self.frame_header(marker == 0xc2, segment)?,
                 // Lossless, hierarchical, arithmetic coding.
                 0xc3 | 0xc5..=0xc7 | 0xc8..=0xcb | 0xcd..=0xcf => return None,
                 0xc4 => self.huffman_tables(segment)?,
@@ -823,7 +823,7 @@ mod tests {
         let mut rgb = Vec::with_capacity(w * h * 3);
         for y in 0..h {
             for x in 0..w {
-                let inside = (x * 3 / w + y * 2 / h) % 2 == 0;
+                let inside = (x * 3 / w + y * 2 / h).is_multiple_of(2);
                 let base = [
                     (x * 255 / w) as i32,
                     (y * 255 / h) as i32,
