@@ -12,7 +12,8 @@
 //! Everything else — arithmetic coding, 12-bit, lossless, CMYK, YCCK, RGB-coded files — and
 //! every damaged file (cut short, a bad code, a missing restart marker, no end-of-image
 //! marker) gives `None`, for a general decoder to decode or to tell what is wrong. Memory is
-//! one `i32` per block plus the output.
+//! one `i32` and one byte per block plus the output: about 1/3 of a byte per pixel of the
+//! image at most (4:4:4), which the caller bounds by refusing images too large to decode.
 
 /// Bits of look-ahead in the Huffman tables: codes up to this long take one lookup.
 const LOOKAHEAD: u32 = 10;
@@ -675,6 +676,10 @@ impl Decoder {
     /// The image from the DC coefficients.
     fn image(self) -> Option<DcImage> {
         let frame = self.frame?;
+        // An Adobe segment after the frame header may still say RGB.
+        if frame.components.len() == 3 && self.adobe_transform == Some(0) {
+            return None;
+        }
         let (w, h) = (frame.width.div_ceil(8), frame.height.div_ceil(8));
         // Each component's pixels at its own resolution.
         let planes: Vec<Vec<u8>> = frame
