@@ -897,3 +897,139 @@ fn hostile_and_unusual_images_each_get_a_thumbnail_or_a_recorded_error_in_bounde
     eprintln!("peak RSS {} MiB", peak >> 20);
     assert!(peak < budget, "peak RSS {peak} over {budget}");
 }
+
+/// `seekless::jobs::index::dc_jpeg` (the DC-only decoder `index --thumbs` tries first at
+/// 1/8 scale) against `jpeg-decoder`'s own 1/8 decode of the same file: the mean and
+/// largest absolute difference per channel, or `None` when either does not decode it.
+fn dc_difference(data: &[u8]) -> Option<(f64, u8)> {
+    let ours = seekless::jobs::index::dc_jpeg::decode(data)?;
+    let mut d = jpeg_decoder::Decoder::new(data);
+    d.read_info().ok()?;
+    let (w, h) = d.scale(ours.width as u16, ours.height as u16).ok()?;
+    let px = d.decode().ok()?;
+    let theirs: Vec<u8> = match d.info()?.pixel_format {
+        jpeg_decoder::PixelFormat::L8 => px.iter().flat_map(|&l| [l, l, l]).collect(),
+        jpeg_decoder::PixelFormat::RGB24 => px,
+        _ => return None,
+    };
+    assert_eq!((u32::from(w), u32::from(h)), (ours.width, ours.height));
+    assert_eq!(ours.rgb.len(), theirs.len());
+    let diffs = ours.rgb.iter().zip(&theirs).map(|(a, b)| a.abs_diff(*b));
+    let sum: u64 = diffs.clone().map(u64::from).sum();
+    Some((sum as f64 / theirs.len() as f64, diffs.max()?))
+}
+
+/// Saves the PNG at argv[1] as JPEGs in the directory argv[2], one per way of encoding.
+const VARIANTS: &str = r#"
+import sys
+from PIL import Image
+im = Image.open(sys.argv[1]).convert('RGB')
+out = sys.argv[2]
+im.save(out + '/444.jpg', quality=90, subsampling=0)
+im.save(out + '/422.jpg', quality=90, subsampling=1)
+im.save(out + '/420.jpg', quality=90, subsampling=2)
+im.convert('L').save(out + '/gray.jpg', quality=90)
+im.save(out + '/optimized.jpg', quality=75, optimize=True)
+im.save(out + '/progressive.jpg', quality=90, progressive=True)
+im.convert('L').save(out + '/gray-progressive.jpg', quality=90, progressive=True)
+"#;
+
+#[test]
+fn the_dc_only_decoder_matches_jpeg_decoder_at_an_eighth_on_pillow_and_imagemagick_jpegs() {
+    let test = test_name!();
+    let Some(python) = python(test, false) else {
+        return;
+    };
+    let t = scratch!();
+    // An odd size: not a multiple of 8, nor of any MCU.
+    let png = t.path().join("scene.png");
+    draw(python, &[format!("scene:7:1003:757:{}", png.display())]);
+    run(Command::new(python)
+        .args(["-c", VARIANTS])
+        .arg(&png)
+        .arg(t.path()));
+    for (name, args) in [
+        (
+            "im-1x2.jpg",
+            &["-sampling-factor", "1x2", "-quality", "90"][..],
+        ),
+        ("im-2x2.jpg", &["-sampling-factor", "2x2", "-quality", "95"]),
+        (
+            "im-progressive.jpg",
+            &["-interlace", "JPEG", "-sampling-factor", "2x1"],
+        ),
+        ("im-gray.jpg", &["-colorspace", "Gray", "-quality", "80"]),
+    ] {
+        run(Command::new(CONVERT)
+            .arg(&png)
+            .args(args)
+            .arg(t.path().join(name)));
+    }
+    let mut checked = 0;
+    for entry in std::fs::read_dir(t.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "jpg") {
+            continue;
+        }
+        let data = std::fs::read(&path).unwrap();
+        let Some((mean, max)) = dc_difference(&data) else {
+            panic!("{}: not decoded", path.display());
+        };
+        assert!(
+            mean <= 1.5 && max <= 4,
+            "{}: mean {mean:.3}, max {max}",
+            path.display()
+        );
+        checked += 1;
+        // Cut in the middle of its data: no image, and no panic.
+        assert_eq!(
+            seekless::jobs::index::dc_jpeg::decode(&data[..data.len() * 2 / 3]),
+            None
+        );
+    }
+    assert_eq!(checked, 11);
+}
+
+#[test]
+fn the_dc_only_decoder_reads_pillows_test_jpegs_as_jpeg_decoder_does_or_declines() {
+    let test = test_name!();
+    let Some(images) = crate::index_fields::pillow_images(test) else {
+        return;
+    };
+    let (mut jpegs, mut decoded) = (0, Vec::new());
+    for entry in std::fs::read_dir(&images).unwrap() {
+        let path = entry.unwrap().path();
+        let Ok(data) = std::fs::read(&path) else {
+            continue;
+        };
+        if !data.starts_with(&[0xff, 0xd8]) {
+            continue;
+        }
+        jpegs += 1;
+        // Never a panic, whatever the file; compared where both decode it.
+        if let Some((mean, max)) = dc_difference(&data) {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(mean <= 2.0 && max <= 4, "{name}: mean {mean:.3}, max {max}");
+            decoded.push(name);
+        }
+    }
+    assert!(jpegs >= 60, "{jpegs} JPEGs");
+    // Restart intervals from cameras and editors (one with a stray `FF 00` segment among
+    // its headers, which libjpeg-based readers step over); a CMYK file and a cut one
+    // declined.
+    for name in [
+        "flower2.jpg",
+        "pil_sample_rgb.jpg",
+        "fujifilm.mpo",
+        "jpeg_ff00_header.jpg",
+    ] {
+        assert!(decoded.iter().any(|d| d == name), "{name}: {decoded:?}");
+    }
+    for name in ["pil_sample_cmyk.jpg", "truncated_jpeg.jpg"] {
+        assert!(!decoded.iter().any(|d| d == name), "{name}");
+    }
+    eprintln!(
+        "{} of {jpegs} JPEGs decoded by both: {decoded:?}",
+        decoded.len()
+    );
+}

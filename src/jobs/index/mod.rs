@@ -25,6 +25,7 @@
 //! ```
 
 pub(crate) mod catalog;
+pub mod dc_jpeg;
 pub mod inspect;
 mod phases;
 pub mod phash;

@@ -3,7 +3,8 @@
 //! panics on hostile input is caught here and becomes the thumbnail's error.
 //!
 //! JPEG is decoded at reduced scale in the DCT domain (`jpeg-decoder`'s `scale`: 1/2, 1/4
-//! or 1/8, the smallest whose longest side is still at least the thumbnail's), PNG, GIF
+//! or 1/8, the smallest whose longest side is still at least the thumbnail's; at 1/8 first
+//! by [`dc_jpeg`](super::dc_jpeg), which reads only the DC coefficients), PNG, GIF
 //! (first frame), WebP, TIFF and BMP whole by the `image` crate; then a Lanczos3 resize
 //! (`fast_image_resize`), the EXIF orientation applied to the small result, and a JPEG
 //! encode (`jpeg-encoder`, quality [`QUALITY`]). HEIC, AVIF and camera raw files get a
@@ -262,6 +263,19 @@ fn decode_jpeg(data: &[u8], size: u32, max_megapixels: u32) -> Result<Pixels, St
         && let Some(pixels) = exif_thumbnail(exif, size, info.width.into(), info.height.into())
     {
         return Ok(pixels);
+    }
+    // At 1/8 (when that is the scale chosen: its longest side still at least `size`) only
+    // the DC coefficients count: the DC-only decoder, which merely skips the rest.
+    let eighth = |v: u16| u32::from(v).div_ceil(8);
+    if eighth(info.width).max(eighth(info.height)) >= size
+        && let Some(image) = super::dc_jpeg::decode(data)
+    {
+        return Ok(Pixels {
+            width: image.width,
+            height: image.height,
+            rgb: image.rgb,
+            source: "dct-scaled",
+        });
     }
     #[cfg(feature = "turbojpeg")]
     if matches!(
