@@ -7,7 +7,8 @@
 //! Baseline and extended 8-bit Huffman JPEGs (SOF0, SOF1) and progressive ones (SOF2: only
 //! their DC scans are read, the AC scans are stepped over), grayscale or YCbCr, any
 //! sampling factors whose ratios are whole, interleaved or not, with restart markers.
-//! Chroma is upsampled by replication, as libjpeg does at this scale; YCbCr to RGB as JFIF.
+//! Chroma is upsampled by 2 with a triangle filter (as `jpeg-decoder` does), by 3 or 4 by
+//! replication; YCbCr to RGB as JFIF.
 //!
 //! Everything else — arithmetic coding, 12-bit, lossless, CMYK, YCCK, RGB-coded files — and
 //! every damaged file (cut short, a bad code, a missing restart marker, no end-of-image
