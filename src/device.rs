@@ -107,6 +107,11 @@ impl Devices {
         read(&self.by_dev).get(&dev).cloned()
     }
 
+    /// Disk `index` as seen so far.
+    pub(crate) fn disk(&self, index: DiskIndex) -> Disk {
+        lock(&self.disks)[index as usize].clone()
+    }
+
     /// The disks seen so far, in the order they were first seen ([`DiskIndex`] order).
     pub(crate) fn disks(&self) -> Vec<Disk> {
         lock(&self.disks).clone()

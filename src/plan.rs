@@ -22,6 +22,7 @@ use crate::fs_kind::FsKind;
 use crate::locate::{Demotion, Ladder, ladder};
 use crate::os;
 use crate::placement::{Placement, Strategy};
+use crate::read::measure;
 use crate::report::Reporter;
 use crate::sync::{into_inner_rw, read, write};
 use crate::walk::{self, Entry, Other, WalkOptions, WalkStats, Walked};
@@ -38,6 +39,18 @@ pub struct PlanOptions {
     /// Ask the filesystem to flush delayed allocations before mapping (`FIEMAP_FLAG_SYNC`).
     /// This writes to the disk; off by default.
     pub sync: bool,
+    /// For callers that only read the files, in whatever order is fastest: on a disk known
+    /// before planning not to seek, files are not located (no extent map per file) but
+    /// taken in inode order, which costs a disk that does not seek nothing. Known means
+    /// [`disk`](Self::disk) says solid-state, or (without it) the disk reports itself
+    /// non-rotational and answers direct reads of its device node in microseconds (root).
+    /// Ignored when [`strategy`](Self::strategy) is set. Off by default: a plan is in
+    /// disk order (what `seekless order` prints).
+    pub unordered_on_solid_state: bool,
+    /// The kind the caller takes every disk for, if it said (as
+    /// [`ReadOptions::disk`](crate::read::ReadOptions::disk)); used with
+    /// [`unordered_on_solid_state`](Self::unordered_on_solid_state).
+    pub disk: Option<crate::DiskKind>,
 }
 
 /// The orders a plan can list its files in.
@@ -128,6 +141,10 @@ pub struct FilesystemReport {
     pub disk: DiskIndex,
     /// Files planned on it.
     pub files: u64,
+    /// Whether its files were left unlocated because its disk does not seek and the
+    /// caller reads in any order ([`PlanOptions::unordered_on_solid_state`]): its ladder
+    /// is then inode order alone.
+    pub unordered: bool,
 }
 
 impl FilesystemReport {
@@ -145,6 +162,7 @@ impl FilesystemReport {
             demotions: Vec::new(),
             disk,
             files: 0,
+            unordered: false,
         }
     }
 }
@@ -267,6 +285,8 @@ struct FsState {
     index: u32,
     ladder: Ladder,
     device: Arc<Device>,
+    /// Not located: on a disk known not to seek, for a caller that reads in any order.
+    unordered: bool,
 }
 
 impl Plan {
@@ -362,16 +382,29 @@ impl Plan {
             map.entry(dev)
                 .or_insert_with(|| {
                     let device = devices.device(dev, file);
-                    let rungs = ladder(
-                        device.kind(),
-                        os::EXTENT_STRATEGIES,
-                        opts.strategy,
-                        privileged,
-                    );
+                    let unordered = opts.strategy.is_none()
+                        && opts.unordered_on_solid_state
+                        && match opts.disk {
+                            Some(kind) => kind == crate::DiskKind::SolidState,
+                            None => {
+                                measure::solid_state_before_planning(&devices.disk(device.disk))
+                            }
+                        };
+                    let rungs = if unordered {
+                        vec![Strategy::Inode]
+                    } else {
+                        ladder(
+                            device.kind(),
+                            os::EXTENT_STRATEGIES,
+                            opts.strategy,
+                            privileged,
+                        )
+                    };
                     Arc::new(FsState {
                         index: next,
                         ladder: Ladder::new(rungs),
                         device,
+                        unordered,
                     })
                 })
                 .clone()
@@ -422,6 +455,7 @@ impl Plan {
                 disk: f.device.disk,
                 max_prefetch: f.device.max_prefetch(),
                 files: 0,
+                unordered: f.unordered,
             })
             .collect();
         let runs = tag
@@ -854,6 +888,7 @@ pub(crate) mod tests {
             demotions: Vec::new(),
             disk,
             files: 0,
+            unordered: false,
         }
     }
 

@@ -77,23 +77,9 @@ pub(crate) fn verdict(plan: &Plan, sweep: &Sweep, chosen: Option<DiskKind>) -> D
 fn measure(plan: &Plan, sweep: &Sweep, disk: &Disk) -> Result<Found, String> {
     let mut rng = Rng::seeded();
     let mut why = Vec::new();
-    match os::disk_node(disk) {
-        Some(node) => match DirectReader::open(&node).and_then(|mut d| Ok((d.len()?, d))) {
-            Ok((len, mut device)) if len >= READS as u64 * DIRECT_BLOCK => {
-                let mut places = spread(len / DIRECT_BLOCK, READS, &mut rng).into_iter();
-                let latencies = time_reads(|| {
-                    let block = places.next()?;
-                    Some(timed(|| device.read_block(block * DIRECT_BLOCK)))
-                });
-                match settle(&latencies) {
-                    Some(found) => return Ok(found),
-                    None => why.push(format!("{}: too few reads", node.display())),
-                }
-            }
-            Ok(_) => why.push(format!("{}: too small", node.display())),
-            Err(e) => why.push(format!("{}: {e}", node.display())),
-        },
-        None => why.push("no device node".to_string()),
+    match measure_node(disk, &mut rng) {
+        Ok(found) => return Ok(found),
+        Err(e) => why.push(e),
     }
     // The plan's own files on the disk, in disk order: a block of each of a few, spread.
     let files = plan.files();
@@ -132,6 +118,47 @@ fn measure(plan: &Plan, sweep: &Sweep, disk: &Disk) -> Result<Found, String> {
             });
             Err(why.join("; "))
         }
+    }
+}
+
+/// Times direct reads of `disk`'s device node, spread over the whole disk.
+fn measure_node(disk: &Disk, rng: &mut Rng) -> Result<Found, String> {
+    let Some(node) = os::disk_node(disk) else {
+        return Err("no device node".to_string());
+    };
+    match DirectReader::open(&node).and_then(|mut d| Ok((d.len()?, d))) {
+        Ok((len, mut device)) if len >= READS as u64 * DIRECT_BLOCK => {
+            let mut places = spread(len / DIRECT_BLOCK, READS, rng).into_iter();
+            let latencies = time_reads(|| {
+                let block = places.next()?;
+                Some(timed(|| device.read_block(block * DIRECT_BLOCK)))
+            });
+            settle(&latencies).ok_or_else(|| format!("{}: too few reads", node.display()))
+        }
+        Ok(_) => Err(format!("{}: too small", node.display())),
+        Err(e) => Err(format!("{}: {e}", node.display())),
+    }
+}
+
+/// Whether `disk` is known not to seek before any file on it is planned: it reports
+/// itself non-rotational *and* its device node answers direct reads scattered over it as
+/// a solid-state disk does (where the node may be read: root). Both must agree, since
+/// either alone is sometimes wrong (USB bridges, virtual disks); without the node, false.
+/// The measurement is kept for the read, which then does not measure again.
+pub(crate) fn solid_state_before_planning(disk: &Disk) -> bool {
+    if disk.rotational != Some(false) {
+        return false;
+    }
+    let key = os::disk_identity(disk);
+    if let Some((kind, ..)) = lock(measured()).get(&key).copied() {
+        return kind == DiskKind::SolidState;
+    }
+    match measure_node(disk, &mut Rng::seeded()) {
+        Ok(found) => {
+            lock(measured()).insert(key, found);
+            found.0 == DiskKind::SolidState
+        }
+        Err(_) => false,
     }
 }
 

@@ -36,7 +36,7 @@
 //! ```
 
 mod consume;
-mod measure;
+pub(crate) mod measure;
 mod schedule;
 mod sweep;
 mod window;

@@ -231,3 +231,66 @@ fn a_disk_reporting_rotational_that_answers_in_microseconds_is_read_as_solid_sta
     let reader = Reader::new(plan, ssd);
     assert_eq!(reader.disks()[0].basis, seekless::DiskBasis::Chosen);
 }
+
+/// On a disk known before planning not to seek — it reports non-rotational and its device
+/// answers direct reads in microseconds — the reading jobs do not locate files (no extent
+/// map per file: any order reads as fast), and say so; `--locate` and `--disk hdd` still
+/// locate, `order` always does (disk order is what it prints), and a disk that reports
+/// rotational is located whatever it measures.
+#[test]
+fn a_disk_known_not_to_seek_is_read_without_locating_files() {
+    let test = "a_disk_known_not_to_seek_is_read_without_locating_files";
+    if !require_root(test) || !require_tool(test, "mkfs.ext4") || !require_tool(test, "b3sum") {
+        return;
+    }
+    let fs = LoopFs::new(test, "ext4", 64);
+    let mut rng = Rng::new(11);
+    for i in 0..40 {
+        std::fs::write(fs.path(format!("f{i:02}")), rng.bytes(16 << 10)).unwrap();
+    }
+    fs.remount();
+    fs.set_queue("rotational", "0");
+    let sorted = |out: &[u8]| {
+        let mut lines: Vec<String> = String::from_utf8_lossy(out)
+            .lines()
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        lines
+    };
+    let mut names: Vec<PathBuf> = (0..40).map(|i| fs.path(format!("f{i:02}"))).collect();
+    names.sort();
+    let want = sorted(&run(Command::new("b3sum").args(&names)).stdout);
+    let hash = |args: &[&str]| {
+        let out = run(seekless()
+            .args(["hash", "--algo", "blake3", "--summary"])
+            .args(args)
+            .arg(&fs.mnt));
+        assert_eq!(sorted(&out.stdout), want, "the same sums as b3sum");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let located = "40 files located by fiemap\n";
+    let not_located = "seekless:   not located: a disk that does not seek";
+
+    let auto = hash(&[]);
+    assert!(
+        auto.contains("(non-rotational): 40 files located by inode\n")
+            && auto.contains(not_located),
+        "{auto}"
+    );
+    for args in [&["--locate", "fiemap"][..], &["--disk", "hdd"]] {
+        let err = hash(args);
+        assert!(
+            err.contains(located) && !err.contains(not_located),
+            "{args:?}: {err}"
+        );
+    }
+    let order = run(seekless().args(["order", "--summary"]).arg(&fs.mnt));
+    let err = String::from_utf8_lossy(&order.stderr);
+    assert!(err.contains(located) && !err.contains(not_located), "{err}");
+
+    // The flag and the measurement must agree: reporting rotational, it is located.
+    fs.set_queue("rotational", "1");
+    let err = hash(&[]);
+    assert!(err.contains(located) && !err.contains(not_located), "{err}");
+}

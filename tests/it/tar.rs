@@ -2149,9 +2149,11 @@ fn round_trip_on(fs: &str) {
 
     let t = scratch_dir(&test);
     let archive = t.path().join(format!("{fs}.tar"));
+    // Taken for a seeking disk: a loop device in memory that reports non-rotational
+    // would otherwise be read unlocated, in inode order (nothing to gain from disk order).
     let o = bounded(
         seekless_tar(t.path())
-            .args(["--xattrs", "-f"])
+            .args(["--disk", "hdd", "--xattrs", "-f"])
             .arg(&archive)
             .arg("-C")
             .arg(&lfs.mnt)

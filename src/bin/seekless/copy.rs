@@ -106,7 +106,7 @@ pub fn run(mut args: Args) -> Result<Code> {
         // The rest is what was asked: exit 2.
         _ => UsageError(e.to_string()).into(),
     })?;
-    let plan_opts = args.input.plan_options()?;
+    let plan_opts = args.input.plan_options_for_reading(&args.read)?;
 
     let mut opts = CopyOptions::default();
     opts.read = args.read.options();

@@ -85,7 +85,7 @@ pub fn run(args: Args) -> Result<Code> {
         return check(args);
     }
     let paths = args.input.paths()?;
-    let opts = args.input.plan_options()?;
+    let opts = args.input.plan_options_for_reading(&args.read)?;
     let console = Console::new(args.report.verbose);
     let plan = Arc::new(Plan::build(&paths, &opts, &console));
     let stdout = io::stdout();
@@ -147,7 +147,7 @@ fn check(args: Args) -> Result<Code> {
     let mut opts = CheckOptions::default();
     opts.algo = args.algo.into();
     opts.strict = args.strict;
-    opts.plan = args.input.plan_options()?;
+    opts.plan = args.input.plan_options_for_reading(&args.read)?;
     opts.read = args.read.options();
     opts.workers = args.read.workers();
     let mut events = CheckPrinter {

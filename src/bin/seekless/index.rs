@@ -60,7 +60,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<Code> {
     let paths = args.input.paths()?;
-    let mut plan_opts = args.input.plan_options()?;
+    let mut plan_opts = args.input.plan_options_for_reading(&args.read)?;
     if !args.all_files && args.input.ext.is_empty() && args.input.glob.is_empty() {
         let images: Vec<String> = IMAGE_EXTENSIONS.iter().map(|e| e.to_string()).collect();
         plan_opts.walk.filter = Filter::new().extensions(&images);

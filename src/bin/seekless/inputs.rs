@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io;
 use std::path::PathBuf;
 
+use crate::options::ReadArgs;
 use anyhow::{Context, Result, bail};
 use seekless::{Filter, PlanOptions, Strategy, WalkOptions};
 
@@ -97,6 +98,17 @@ impl InputArgs {
             bail!(UsageError("no PATH given (and no --files-from)".into()));
         }
         Ok(paths)
+    }
+
+    /// [`plan_options`](Self::plan_options) for a job that only reads the files (hash,
+    /// index, tar, copy): on a disk known not to seek (`--disk ssd`, or one that reports
+    /// non-rotational and answers direct reads like one), files are not located, since
+    /// any order reads as fast there; `--locate` still decides when given.
+    pub fn plan_options_for_reading(&self, read: &ReadArgs) -> Result<PlanOptions> {
+        let mut opts = self.plan_options()?;
+        opts.unordered_on_solid_state = true;
+        opts.disk = read.options().disk;
+        Ok(opts)
     }
 
     pub fn plan_options(&self) -> Result<PlanOptions> {

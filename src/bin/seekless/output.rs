@@ -60,6 +60,10 @@ pub fn print_summary(plan: &Plan) {
             "seekless: {} on {} ({}): {} files located by {}\n",
             fs.kind, disk.name, kind, fs.files, fs.strategy
         );
+        if fs.unordered {
+            text += "seekless:   not located: a disk that does not seek reads as fast in any \
+                     order (--locate fiemap to locate anyway)\n";
+        }
         for d in &fs.demotions {
             text += &format!("seekless:   {d}\n");
         }

@@ -62,7 +62,7 @@ gives each directory its mode and times after its contents). Symlinks are stored
 
 pub fn run(args: Args) -> Result<Code> {
     let paths = args.input.paths()?;
-    let plan_opts = args.input.plan_options()?;
+    let plan_opts = args.input.plan_options_for_reading(&args.read)?;
     let archive = args.file.as_ref().filter(|f| f.as_os_str() != "-");
     if archive.is_none() && io::stdout().is_terminal() {
         return Err(UsageError(
