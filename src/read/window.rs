@@ -232,6 +232,26 @@ mod tests {
         assert_eq!(w.usage(), (0, 0, 0));
     }
 
+    /// A sweep admitting `bytes` (and a file) on another thread, returned once it waits:
+    /// it calls `then` when admitted and ends with whether it may go.
+    fn waiting_admit(
+        w: &std::sync::Arc<Window>,
+        bytes: u64,
+        then: impl FnOnce() + Send + 'static,
+    ) -> std::thread::JoinHandle<bool> {
+        let w2 = w.clone();
+        let t = std::thread::spawn(move || {
+            let go = matches!(w2.admit(bytes, true, false), Admit::Go);
+            then();
+            go
+        });
+        // (Or once it went on without waiting, for the caller's assertions to catch.)
+        while w.lock().waiting == 0 && !t.is_finished() {
+            std::thread::yield_now();
+        }
+        t
+    }
+
     #[test]
     fn a_waiting_sweep_resumes_once_the_window_drained_to_half() {
         use std::sync::atomic::{AtomicBool, Ordering};
@@ -241,15 +261,8 @@ mod tests {
             w.handed();
         }
         let resumed = std::sync::Arc::new(AtomicBool::new(false));
-        let (w2, r2) = (w.clone(), resumed.clone());
-        let t = std::thread::spawn(move || {
-            let admitted = matches!(w2.admit(10, true, false), Admit::Go);
-            r2.store(true, Ordering::SeqCst);
-            admitted
-        });
-        while w.lock().waiting == 0 {
-            std::thread::yield_now();
-        }
+        let r2 = resumed.clone();
+        let t = waiting_admit(&w, 10, move || r2.store(true, Ordering::SeqCst));
         // Four files back (60 of 100 left): room for one, but not yet half.
         for _ in 0..4 {
             w.closed(10);
@@ -271,11 +284,7 @@ mod tests {
         let w = std::sync::Arc::new(Window::new(100, 10, 0, 0));
         assert!(matches!(w.admit(90, true, false), Admit::Go));
         w.handed();
-        let w2 = w.clone();
-        let t = std::thread::spawn(move || matches!(w2.admit(95, true, false), Admit::Go));
-        while w.lock().waiting == 0 {
-            std::thread::yield_now();
-        }
+        let t = waiting_admit(&w, 95, || ());
         w.closed(90);
         assert!(t.join().unwrap());
     }

@@ -107,7 +107,7 @@ impl InputArgs {
     pub fn plan_options_for_reading(&self, read: &ReadArgs) -> Result<PlanOptions> {
         let mut opts = self.plan_options()?;
         opts.unordered_on_solid_state = true;
-        opts.disk = read.options().disk;
+        opts.disk = read.disk_kind();
         Ok(opts)
     }
 

@@ -74,12 +74,17 @@ impl ReadArgs {
         opts.drop_behind = !self.keep_cache;
         opts.prefetch = !self.no_prefetch;
         opts.gap_barrier = self.gap_barrier_kb << 10;
-        opts.disk = match self.disk {
+        opts.disk = self.disk_kind();
+        opts
+    }
+
+    /// What `--disk` takes every disk for, if it was given.
+    pub fn disk_kind(&self) -> Option<seekless::DiskKind> {
+        match self.disk {
             DiskArg::Auto => None,
             DiskArg::Hdd => Some(seekless::DiskKind::Seeking),
             DiskArg::Ssd => Some(seekless::DiskKind::SolidState),
-        };
-        opts
+        }
     }
 
     pub fn workers(&self) -> usize {

@@ -768,6 +768,7 @@ impl Catalog {
         let path = self.path.clone();
         let err = |e: rusqlite::Error| CatalogError::io(&path, e);
         let scan = self.scan;
+        let batch_rows = batch_rows();
         loop {
             // Nothing is uncommitted: wait as long as it takes.
             let first = match next(Duration::MAX) {
@@ -847,7 +848,7 @@ impl Catalog {
                     }
                     n += 1;
                     let left = BATCH_TIME.saturating_sub(started.elapsed());
-                    if n >= batch_rows() || left.is_zero() {
+                    if n >= batch_rows || left.is_zero() {
                         break;
                     }
                     match next(left) {
