@@ -40,8 +40,8 @@ pub struct PlanOptions {
     /// This writes to the disk; off by default.
     pub sync: bool,
     /// For callers that only read the files, in whatever order is fastest: on a disk known
-    /// before planning not to seek, files are not located (no extent map per file) but
-    /// taken in inode order, which costs a disk that does not seek nothing. Known means
+    /// before planning not to seek, files that would be located (no extent map per file)
+    /// are taken in inode order instead, which costs a disk that does not seek nothing. Known means
     /// [`disk`](Self::disk) says solid-state, or (without it) the disk reports itself
     /// non-rotational and answers direct reads of its device node in microseconds (root).
     /// Ignored when [`strategy`](Self::strategy) is set. Off by default: a plan is in
@@ -382,8 +382,18 @@ impl Plan {
             map.entry(dev)
                 .or_insert_with(|| {
                     let device = devices.device(dev, file);
+                    let rungs = ladder(
+                        device.kind(),
+                        os::EXTENT_STRATEGIES,
+                        opts.strategy,
+                        privileged,
+                    );
+                    // Where the ladder would locate, and the caller lets it, a disk known
+                    // not to seek is not located: inode order instead (measured here only
+                    // then, once per disk; the read reuses the verdict).
                     let unordered = opts.strategy.is_none()
                         && opts.unordered_on_solid_state
+                        && rungs[0].is_physical()
                         && match opts.disk {
                             Some(kind) => kind == crate::DiskKind::SolidState,
                             None => {
@@ -393,12 +403,7 @@ impl Plan {
                     let rungs = if unordered {
                         vec![Strategy::Inode]
                     } else {
-                        ladder(
-                            device.kind(),
-                            os::EXTENT_STRATEGIES,
-                            opts.strategy,
-                            privileged,
-                        )
+                        rungs
                     };
                     Arc::new(FsState {
                         index: next,
