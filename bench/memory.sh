@@ -13,11 +13,14 @@
 # 1.2 million files takes a few minutes.
 #
 #   sudo bench/memory.sh            (REPS=N runs per row, the highest peak is printed; 1)
+#   SEEKLESS_BASE=path/to/another/seekless adds that build's peak beside each row, measured
+#   in the same rounds (one run of each in turn).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${REPS:-1}
 . bench/lib.sh
 bin=$(seekless_bin)
+base=${SEEKLESS_BASE:-}
 [ "$(id -u)" = 0 ] || { echo "bench/memory.sh: needs root (losetup, mount)" >&2; exit 2; }
 
 img=$(mktemp /dev/shm/seekless-memory.XXXXXX.img)
@@ -51,21 +54,33 @@ PY
 }
 
 rows=()
+# peak_kib BINARY ARGS...: one run's peak RSS in KiB.
+peak_kib() {
+    local b=$1
+    shift
+    /usr/bin/time -f %M -o "$mnt/peak" "$b" "$@" > /dev/null 2>&1 \
+        || { echo "bench/memory.sh: $b $* failed" >&2; exit 1; }
+    tail -1 "$mnt/peak"
+}
+
 # measure ENTRIES COMMAND BUDGET_MIB -- ARGS...: the highest peak of $reps runs.
 measure() {
-    local entries=$1 what=$2 budget=$3 peak=0 kib
+    local entries=$1 what=$2 budget=$3 peak=0 base_peak=0 kib
     shift 4
     for _ in $(seq "$reps"); do
-        /usr/bin/time -f %M -o "$mnt/peak" "$bin" "$@" > /dev/null 2>&1 \
-            || { echo "bench/memory.sh: seekless $* failed" >&2; exit 1; }
-        kib=$(tail -1 "$mnt/peak")
+        kib=$(peak_kib "$bin" "$@")
         [ "$kib" -gt "$peak" ] && peak=$kib
+        if [ -n "$base" ]; then
+            kib=$(peak_kib "$base" "$@")
+            [ "$kib" -gt "$base_peak" ] && base_peak=$kib
+        fi
     done
-    local mib ok
+    local mib ok base_col=
     mib=$(echo "scale=1; $peak / 1024" | bc)
     ok=$(echo "$mib <= $budget" | bc)
     [ "$ok" = 1 ] && ok=yes || ok=no
-    rows+=("$(printf '| %s | `%s` | %s | %s | %s |' "$entries" "$what" "$mib" "$budget" "$ok")")
+    [ -n "$base" ] && base_col=" $(echo "scale=1; $base_peak / 1024" | bc) |"
+    rows+=("$(printf '| %s | `%s` | %s |%s %s | %s |' "$entries" "$what" "$mib" "$base_col" "$budget" "$ok")")
     echo "${rows[-1]}" >&2
 }
 
@@ -89,6 +104,11 @@ for i in $(seq 23); do echo "$i" > "$mnt/small/f$i"; done
 measure 23 "order --walk-threads 1024" 64 -- order -0 --walk-threads 1024 "$mnt/small"
 
 echo
-echo "| entries | command | peak RSS MiB | budget MiB | within budget |"
-echo "|---|---|---|---|---|"
+if [ -n "$base" ]; then
+    echo "| entries | command | peak RSS MiB | base ($base) MiB | budget MiB | within budget |"
+    echo "|---|---|---|---|---|---|"
+else
+    echo "| entries | command | peak RSS MiB | budget MiB | within budget |"
+    echo "|---|---|---|---|---|"
+fi
 printf '%s\n' "${rows[@]}"

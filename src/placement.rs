@@ -186,14 +186,6 @@ enum Extents {
 }
 
 impl Extents {
-    fn from_vec(mut v: Vec<Extent>) -> Self {
-        match v.len() {
-            0 => Extents::None,
-            1 => Extents::One(v.remove(0)),
-            _ => Extents::Many(v.into_boxed_slice()),
-        }
-    }
-
     fn as_slice(&self) -> &[Extent] {
         match self {
             Extents::None => &[],
@@ -238,7 +230,10 @@ impl Placement {
     /// `size` is the file's size: bytes of it not covered by any extent are holes.
     pub fn from_extents(strategy: Strategy, raw: &[Extent], size: u64) -> Self {
         let mut flags = ExtentFlags::empty();
-        let mut merged: Vec<Extent> = Vec::new();
+        // The data extents, merged: the first apart, so that a file of one extent (nearly
+        // every file) is placed without a list allocated and freed for it.
+        let mut first: Option<Extent> = None;
+        let mut more: Vec<Extent> = Vec::new();
         let mut key = None;
         let mut count = 0u32;
         let mut covered = 0u64;
@@ -266,7 +261,7 @@ impl Placement {
             if !e.needs_read() {
                 continue;
             }
-            match merged.last_mut() {
+            match more.last_mut().or(first.as_mut()) {
                 // Checked: a backend's extent may end past u64::MAX (a corrupt map);
                 // such a run is kept as an extent of its own, never merged.
                 Some(last)
@@ -277,7 +272,10 @@ impl Placement {
                     last.length += e.length;
                     last.flags |= e.flags;
                 }
-                _ => merged.push(*e),
+                _ => match first {
+                    None => first = Some(*e),
+                    Some(_) => more.push(*e),
+                },
             }
         }
         if covered < size && !flags.contains(ExtentFlags::DATA_INLINE) {
@@ -285,7 +283,14 @@ impl Placement {
         }
         Self {
             strategy,
-            extents: Extents::from_vec(merged),
+            extents: match first {
+                None => Extents::None,
+                Some(one) if more.is_empty() => Extents::One(one),
+                Some(first) => {
+                    more.insert(0, first);
+                    Extents::Many(more.into_boxed_slice())
+                }
+            },
             key: key.unwrap_or(NO_KEY),
             extent_count: count,
             flags,

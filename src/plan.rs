@@ -188,7 +188,9 @@ pub struct Summary {
     /// Wall time of walking and locating together (they share one open per file).
     #[serde(serialize_with = "secs")]
     pub walk_time: Duration,
-    /// Time spent in locate calls, summed over threads.
+    /// Time spent in locate calls, summed over threads (estimated from every 16th call of
+    /// each thread: reading the clock twice per file was a noticeable part of planning's
+    /// CPU on a warm cache).
     #[serde(serialize_with = "secs")]
     pub locate_time: Duration,
     /// Time spent sorting.
@@ -287,6 +289,104 @@ struct FsState {
     device: Arc<Device>,
     /// Not located: on a disk known not to seek, for a caller that reads in any order.
     unordered: bool,
+}
+
+/// Files a walk thread locates between two additions to the plan's shared counts (and
+/// progress reports): few enough that progress shows early on a cold disk, many enough
+/// that 64 threads do not contend for the counters file by file.
+const COUNT_EVERY: u64 = 64;
+
+/// Of a walk thread's locate calls, one in this many is timed (and counted this many times).
+const TIME_EVERY: u64 = 16;
+
+/// The planner's visitor: locates each file the walk finds, on the walk's threads.
+struct Locating<'a, F> {
+    /// The state of the filesystem of device `dev` (made when first met).
+    fs_state: F,
+    opts: &'a PlanOptions,
+    reporter: &'a dyn Reporter,
+    locate_nanos: &'a AtomicU64,
+    planned: &'a AtomicU64,
+    planned_bytes: &'a AtomicU64,
+}
+
+/// One walk thread's part of [`Locating`]: the filesystem it met last (asked of the shared
+/// map only when the device changes) and what it has not yet added to the shared counts.
+#[derive(Default)]
+struct LocatingThread {
+    fs: Option<Arc<FsState>>,
+    /// Locate calls made, to time every [`TIME_EVERY`]th.
+    calls: u64,
+    files: u64,
+    bytes: u64,
+    nanos: u64,
+}
+
+impl<F> Locating<'_, F> {
+    /// Adds a thread's counts to the shared ones, reporting progress every 1,024 files.
+    fn count(&self, local: &mut LocatingThread) {
+        self.locate_nanos.fetch_add(local.nanos, Ordering::Relaxed);
+        let n = self.planned.fetch_add(local.files, Ordering::Relaxed) + local.files;
+        let b = self.planned_bytes.fetch_add(local.bytes, Ordering::Relaxed) + local.bytes;
+        if n / 1024 != (n - local.files) / 1024 {
+            self.reporter.planned(n, b);
+        }
+        local.files = 0;
+        local.bytes = 0;
+        local.nanos = 0;
+    }
+}
+
+impl<F> walk::Visitor for Locating<'_, F>
+where
+    F: Fn(&File, u64) -> Arc<FsState> + Sync,
+{
+    type Item = PlannedFile;
+    type Local = LocatingThread;
+
+    fn local(&self) -> LocatingThread {
+        LocatingThread::default()
+    }
+
+    fn visit(
+        &self,
+        local: &mut LocatingThread,
+        entry: Entry,
+        file: &File,
+    ) -> Result<PlannedFile, Error> {
+        let dev = entry.id.dev;
+        let fs = match &local.fs {
+            Some(fs) if fs.device.dev == dev => fs,
+            _ => local.fs.insert((self.fs_state)(file, dev)),
+        };
+        let timed = local.calls.is_multiple_of(TIME_EVERY);
+        local.calls += 1;
+        let t = timed.then(Instant::now);
+        let placement = fs
+            .ladder
+            .locate(file, entry.size, self.opts.sync, &fs.device.volume)
+            .map_err(|e| Error::io(&*entry.path, e))?;
+        if let Some(t) = t {
+            local.nanos += t.elapsed().as_nanos() as u64 * TIME_EVERY;
+        }
+        let planned = PlannedFile {
+            disk: fs.device.disk,
+            filesystem: fs.index,
+            base: fs.device.base,
+            placement,
+            entry,
+        };
+        local.files += 1;
+        local.bytes += planned.entry.size;
+        if local.files == COUNT_EVERY {
+            self.count(local);
+        }
+        Ok(planned)
+    }
+
+    fn done(&self, mut local: LocatingThread) {
+        self.count(&mut local);
+    }
 }
 
 impl Plan {
@@ -415,26 +515,13 @@ impl Plan {
                 .clone()
         };
 
-        let visit = |entry: Entry, file: &File| -> Result<PlannedFile, Error> {
-            let fs = fs_state(file, entry.id.dev);
-            let t = Instant::now();
-            let placement = fs
-                .ladder
-                .locate(file, entry.size, opts.sync, &fs.device.volume)
-                .map_err(|e| Error::io(&*entry.path, e))?;
-            locate_nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-            let n = planned.fetch_add(1, Ordering::Relaxed) + 1;
-            let b = planned_bytes.fetch_add(entry.size, Ordering::Relaxed) + entry.size;
-            if n.is_multiple_of(1024) {
-                reporter.planned(n, b);
-            }
-            Ok(PlannedFile {
-                entry,
-                placement,
-                disk: fs.device.disk,
-                filesystem: fs.index,
-                base: fs.device.base,
-            })
+        let visit = Locating {
+            fs_state,
+            opts,
+            reporter,
+            locate_nanos: &locate_nanos,
+            planned: &planned,
+            planned_bytes: &planned_bytes,
         };
         let Walked {
             files,

@@ -7,6 +7,7 @@
 //! calls; every policy (which strategy to try, what to cache) lives in the portable stages.
 //!
 //! - identity: [`file_id`], [`dir_entry_ino`];
+//! - listing: [`list_dir`] (names borrowed from a reused buffer, with their [`EntryType`]);
 //! - opening: [`open_to_locate`] (by name in an open directory: [`open_to_locate_in`],
 //!   [`open_dir_for_names`]), [`open_to_read`];
 //! - locating: [`probe`] (a [`Volume`]: what the backend knows of one filesystem),
@@ -67,6 +68,55 @@ pub(crate) use windows::*;
 mod other;
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]
 pub(crate) use other::*;
+
+/// What a directory entry says it is, before anything is asked of the file itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EntryType {
+    File,
+    Dir,
+    Symlink,
+    /// Anything else (FIFOs, sockets, devices), or not said (`DT_UNKNOWN`): whoever needs
+    /// to know asks `lstat`.
+    Unknown,
+}
+
+impl EntryType {
+    pub(crate) fn of(ft: std::fs::FileType) -> Self {
+        if ft.is_file() {
+            Self::File
+        } else if ft.is_dir() {
+            Self::Dir
+        } else if ft.is_symlink() {
+            Self::Symlink
+        } else {
+            Self::Unknown
+        }
+    }
+}
+
+/// Calls `each(name, inode, type)` for every entry of the directory at `path` but `.` and
+/// `..`, in `readdir` order. With the directory open as `dir`, on Linux, it is listed
+/// through that descriptor into `buf` (the caller's to reuse), without an allocation per
+/// entry; otherwise through `std::fs::read_dir`. An error ends the listing after the
+/// entries already handed out.
+pub(crate) fn list_dir(
+    path: &std::path::Path,
+    dir: Option<&std::fs::File>,
+    buf: &mut Vec<u8>,
+    each: &mut dyn FnMut(&std::ffi::OsStr, u64, EntryType),
+) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if let Some(dir) = dir {
+        return linux::list_open_dir(dir, buf, each);
+    }
+    let _ = (dir, buf);
+    for entry in read_dir(path)? {
+        let entry = entry?;
+        let kind = entry.file_type().map_or(EntryType::Unknown, EntryType::of);
+        each(&entry.file_name(), dir_entry_ino(&entry), kind);
+    }
+    Ok(())
+}
 
 /// Paths of any length are Linux's concern (see `linux/longpath.rs`); elsewhere the
 /// standard library's calls are used as they are.

@@ -9,12 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::Entry;
+use super::Visitor;
 use super::order::Position;
-use super::pool::Collector;
-use super::walker::{Ancestor, Walker};
+use super::walker::{Ancestor, Local, Walker};
 use crate::error::Error;
-use crate::os;
+use crate::os::{self, EntryType};
 
 /// A directory waiting to be read.
 pub(super) struct PendingDir {
@@ -67,48 +66,41 @@ impl Listing {
 /// Files per batch.
 pub(super) const BATCH: usize = 32;
 
-impl<V, T> Walker<'_, V, T>
-where
-    T: Send,
-    V: Fn(Entry, &File) -> Result<T, Error> + Sync,
-{
+impl<V: Visitor> Walker<'_, V> {
     /// Reads one directory: lists it, sorts its entries by inode number, walks its
     /// subdirectories and keeps its other entries as it meets them, and opens its regular
     /// files in batches, the first here and the rest on any thread.
-    pub(super) fn dir(&self, job: PendingDir, out: &mut Collector<'_, (Position, T)>) {
+    pub(super) fn dir(&self, job: PendingDir, local: &mut Local<'_, V>) {
         self.dirs.fetch_add(1, Ordering::Relaxed);
-        // Opened once for its files to be opened by name in it, and for its read-ahead.
+        // Opened once: listed through it, its files opened by name in it, and its blocks
+        // read ahead.
         let handle = os::open_dir_for_names(&job.path);
         if self.read_ahead(&job, handle.as_ref()) {
             self.dirs_read_ahead.fetch_add(1, Ordering::Relaxed);
         }
-        let reader = match os::read_dir(&job.path) {
-            Ok(r) => r,
-            Err(e) => return self.fail(Error::io(&job.path, e)),
-        };
         // Names in one buffer per directory, not one allocation each: a directory of a
         // million entries listed in 32 bytes per entry plus its names, instead of 80.
         let mut names: Vec<u8> = Vec::new();
         let mut entries: Vec<Listed> = Vec::new();
-        for (pos, entry) in reader.enumerate() {
-            match entry {
-                Ok(entry) => {
-                    let name = entry.file_name();
-                    let bytes = name.as_encoded_bytes();
-                    entries.push(Listed {
-                        ino: os::dir_entry_ino(&entry),
-                        start: names.len(),
-                        len: bytes.len() as u32,
-                        ft: entry.file_type().ok(),
-                        pos: pos as u32,
-                    });
-                    names.extend_from_slice(bytes);
-                }
-                Err(e) => {
-                    self.fail(Error::io(&job.path, e));
-                    break;
-                }
-            }
+        let listed = os::list_dir(
+            &job.path,
+            handle.as_ref(),
+            &mut local.listing,
+            &mut |name, ino, kind| {
+                let bytes = name.as_encoded_bytes();
+                entries.push(Listed {
+                    ino,
+                    start: names.len(),
+                    len: bytes.len() as u32,
+                    kind,
+                    pos: entries.len() as u32,
+                });
+                names.extend_from_slice(bytes);
+            },
+        );
+        if let Err(e) = listed {
+            // What was listed before the error is still walked.
+            self.fail(Error::io(&job.path, e));
         }
         entries.sort_unstable_by_key(|e| e.ino);
         let mut files: Vec<ListedFile> = Vec::with_capacity(entries.len());
@@ -126,46 +118,47 @@ where
             };
             // Nearly every entry: a regular file, kept without a path made for it (its
             // path is made once, when it is opened).
-            if !filtering && listed.ft.is_some_and(|ft| ft.is_file()) {
+            if !filtering && listed.kind == EntryType::File {
                 files.push(file(false));
                 continue;
             }
             let path = join_exact(&job.path, name);
-            let pos = listed.pos;
-            let ft = listed.ft;
-            let at = Position { dir: job.node, pos };
-            let ft = match ft {
-                Some(ft) => ft,
-                None => match os::symlink_metadata(&path) {
-                    Ok(m) => m.file_type(),
+            let at = Position {
+                dir: job.node,
+                pos: listed.pos,
+            };
+            // A type the directory did not give (special files, or a filesystem that does
+            // not say) is asked of the entry itself.
+            let (kind, special) = match listed.kind {
+                EntryType::Unknown => match os::symlink_metadata(&path) {
+                    Ok(m) => (EntryType::of(m.file_type()), Some(m)),
                     Err(e) => {
                         self.fail(Error::io(&path, e));
                         continue;
                     }
                 },
+                kind => (kind, None),
             };
-            if ft.is_file() {
-                if filtering && !self.opts.filter.keeps(&path, name) {
-                    self.filtered.fetch_add(1, Ordering::Relaxed);
-                    continue;
+            match kind {
+                EntryType::File => {
+                    if filtering && !self.opts.filter.keeps(&path, name) {
+                        self.filtered.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    files.push(file(false));
                 }
-                files.push(file(false));
-            } else if ft.is_dir() {
-                self.subdir(&job, path, at, false);
-            } else if ft.is_symlink() {
-                if !self.opts.follow && self.opts.others {
+                EntryType::Dir => self.subdir(&job, path, at, false),
+                EntryType::Symlink if !self.opts.follow && self.opts.others => {
                     match os::symlink_metadata(&path) {
                         Ok(m) => self.other(&path, at, m),
                         Err(e) => self.fail(Error::io(&path, e)),
                     }
-                    continue;
                 }
-                if !self.opts.follow {
+                EntryType::Symlink if !self.opts.follow => {
                     self.symlinks.fetch_add(1, Ordering::Relaxed);
                     self.reporter.skipped(&path, "symbolic link");
-                    continue;
                 }
-                match os::metadata(&path) {
+                EntryType::Symlink => match os::metadata(&path) {
                     Ok(m) if m.is_dir() => self.subdir(&job, path, at, true),
                     Ok(m) if m.is_file() => {
                         if filtering && !self.opts.filter.keeps(&path, name) {
@@ -177,14 +170,13 @@ where
                     Ok(m) if self.opts.others => self.other(&path, at, m),
                     Ok(m) => self.skip_special(&path, &m.file_type()),
                     Err(e) => self.fail(Error::io(&path, e)),
-                }
-            } else if self.opts.others {
-                match os::symlink_metadata(&path) {
-                    Ok(m) => self.other(&path, at, m),
-                    Err(e) => self.fail(Error::io(&path, e)),
-                }
-            } else {
-                self.skip_special(&path, &ft);
+                },
+                // A FIFO, socket or device node: its metadata was just asked.
+                EntryType::Unknown => match special {
+                    Some(m) if self.opts.others => self.other(&path, at, m),
+                    Some(m) => self.skip_special(&path, &m.file_type()),
+                    None => {}
+                },
             }
         }
         // Hand all but the first batch to other threads, and do the first here. Batches are
@@ -201,7 +193,7 @@ where
             self.pool.push(Work::Files(listing.clone(), start..end));
             end = start;
         }
-        self.files(&listing, 0..end, out);
+        self.files(&listing, 0..end, local);
     }
 
     /// Before a directory larger than one block is listed, starts reading its blocks
@@ -240,14 +232,14 @@ where
         &self,
         listing: &Listing,
         batch: std::ops::Range<usize>,
-        out: &mut Collector<'_, (Position, T)>,
+        local: &mut Local<'_, V>,
     ) {
         for f in &listing.files[batch] {
             let name = listing.name(f);
             let path = join_exact(&listing.dir, name);
             let at = listing.handle.as_ref().map(|dir| (dir, name));
-            if let Some(item) = self.file(path, at, f.follow) {
-                out.push((f.at, item));
+            if let Some(item) = self.file(path, at, f.follow, local) {
+                local.out.push((f.at, item));
             }
         }
     }
@@ -259,7 +251,7 @@ struct Listed {
     ino: u64,
     start: usize,
     len: u32,
-    ft: Option<FileType>,
+    kind: EntryType,
     pos: u32,
 }
 

@@ -205,24 +205,68 @@ where
     V: Fn(Entry, &File) -> Result<T, Error> + Sync,
 {
     let inputs = inputs.iter().map(PathBuf::as_path);
-    walk_on(inputs, opts, reporter, visit, &Devices::default(), false)
+    walk_on(
+        inputs,
+        opts,
+        reporter,
+        &EachFile(visit),
+        &Devices::default(),
+        false,
+    )
+}
+
+/// What a walk does with each regular file it finds, on its threads. Each thread keeps
+/// state of its own ([`Local`](Self::Local): counts, the last filesystem met) that it
+/// hands back when it ends, so that nothing is shared between threads per file.
+pub(crate) trait Visitor: Sync {
+    /// What a file becomes.
+    type Item: Send;
+    /// One thread's state.
+    type Local;
+    /// A thread's state, when it starts.
+    fn local(&self) -> Self::Local;
+    /// Makes an item of a regular file found (and open as `file`).
+    fn visit(
+        &self,
+        local: &mut Self::Local,
+        entry: Entry,
+        file: &File,
+    ) -> Result<Self::Item, Error>;
+    /// A thread has visited its last file.
+    fn done(&self, local: Self::Local);
+}
+
+/// A closure visiting each file, with no state per thread.
+struct EachFile<'v, V>(&'v V);
+
+impl<T, V> Visitor for EachFile<'_, V>
+where
+    T: Send,
+    V: Fn(Entry, &File) -> Result<T, Error> + Sync,
+{
+    type Item = T;
+    type Local = ();
+
+    fn local(&self) {}
+
+    fn visit(&self, _: &mut (), entry: Entry, file: &File) -> Result<T, Error> {
+        (self.0)(entry, file)
+    }
+
+    fn done(&self, _: ()) {}
 }
 
 /// [`walk`] with the device registry the caller shares with later stages, counting the
 /// files found under each input if asked ([`Walked::per_input`]; 4 bytes per input and
 /// per directory while counting, nothing otherwise).
-pub(crate) fn walk_on<'p, T, V>(
+pub(crate) fn walk_on<'p, V: Visitor>(
     inputs: impl IntoIterator<Item = &'p Path>,
     opts: &WalkOptions,
     reporter: &dyn Reporter,
     visit: &V,
     devices: &Devices,
     count_per_input: bool,
-) -> Walked<T>
-where
-    T: Send,
-    V: Fn(Entry, &File) -> Result<T, Error> + Sync,
-{
+) -> Walked<V::Item> {
     let walker = Walker::new(opts, reporter, visit, devices);
     let input_count = walker.inputs(inputs);
     pool::run(opts.threads, || walker.work());

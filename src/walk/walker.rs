@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use super::dir::{PendingDir, Work, describe_type};
 use super::order::{DirNode, INPUTS, Position};
 use super::pool::{Collector, Pool};
-use super::{Entry, Other, WalkOptions, WalkStats};
+use super::{Entry, Other, Visitor, WalkOptions, WalkStats};
 use crate::device::Devices;
 use crate::error::{Error, ErrorKind};
 use crate::file_id::FileId;
@@ -41,13 +41,13 @@ impl Ancestor {
 }
 
 /// A walk in progress.
-pub(super) struct Walker<'a, V, T> {
+pub(super) struct Walker<'a, V: Visitor> {
     pub(super) opts: &'a WalkOptions,
     pub(super) devices: &'a Devices,
     pub(super) reporter: &'a dyn Reporter,
     visit: &'a V,
     pub(super) pool: Pool<Work>,
-    found: Mutex<Vec<(Position, T)>>,
+    found: Mutex<Vec<(Position, V::Item)>>,
     others: Mutex<Vec<(Position, Other)>>,
     nodes: Mutex<Vec<DirNode>>,
     seen_dirs: Mutex<HashSet<FileId>>,
@@ -71,11 +71,17 @@ pub(super) struct Findings<T> {
     pub(super) stats: WalkStats,
 }
 
-impl<'a, V, T> Walker<'a, V, T>
-where
-    T: Send,
-    V: Fn(Entry, &File) -> Result<T, Error> + Sync,
-{
+/// What one walk thread keeps to itself: its share of the findings, its count of files
+/// (added to the walk's when it ends), its buffer for listing directories and the
+/// visitor's state.
+pub(super) struct Local<'w, V: Visitor> {
+    pub(super) out: Collector<'w, (Position, V::Item)>,
+    files: u64,
+    pub(super) listing: Vec<u8>,
+    visit: V::Local,
+}
+
+impl<'a, V: Visitor> Walker<'a, V> {
     pub(super) fn new(
         opts: &'a WalkOptions,
         reporter: &'a dyn Reporter,
@@ -110,31 +116,49 @@ where
     /// Takes the inputs, on this thread: files are visited directly, directories queued.
     /// Returns how many there were.
     pub(super) fn inputs<'p>(&self, inputs: impl IntoIterator<Item = &'p Path>) -> usize {
-        let mut out = Collector::new(&self.found);
+        let mut local = self.local();
         let mut count = 0;
         for (i, input) in inputs.into_iter().enumerate() {
             let at = Position {
                 dir: INPUTS,
                 pos: i as u32,
             };
-            self.input(input, at, &mut out);
+            self.input(input, at, &mut local);
             count = i + 1;
         }
+        self.done(local);
         count
     }
 
     /// A worker: read directories and open files until none are left and nobody can add
     /// more.
     pub(super) fn work(&self) {
-        let mut out = Collector::new(&self.found);
+        let mut local = self.local();
         self.pool.work(|job| match job {
-            Work::Dir(job) => self.dir(job, &mut out),
-            Work::Files(listing, batch) => self.files(&listing, batch, &mut out),
+            Work::Dir(job) => self.dir(job, &mut local),
+            Work::Files(listing, batch) => self.files(&listing, batch, &mut local),
         });
+        self.done(local);
+    }
+
+    fn local(&self) -> Local<'_, V> {
+        Local {
+            out: Collector::new(&self.found),
+            files: 0,
+            listing: Vec::new(),
+            visit: self.visit.local(),
+        }
+    }
+
+    /// A thread's counts and state handed back (its findings are handed over as the
+    /// collector drops).
+    fn done(&self, local: Local<'_, V>) {
+        self.files.fetch_add(local.files, Ordering::Relaxed);
+        self.visit.done(local.visit);
     }
 
     /// What the walk found, once its threads are done.
-    pub(super) fn into_findings(self) -> Findings<T> {
+    pub(super) fn into_findings(self) -> Findings<V::Item> {
         Findings {
             found: into_inner(self.found),
             others: into_inner(self.others),
@@ -169,7 +193,7 @@ where
         }
     }
 
-    fn input(&self, path: &Path, at: Position, out: &mut Collector<'_, (Position, T)>) {
+    fn input(&self, path: &Path, at: Position, local: &mut Local<'_, V>) {
         // Inputs that are symlinks are followed, except by an archiver not following links.
         let meta = match if self.opts.others && !self.opts.follow {
             os::symlink_metadata(path)
@@ -214,8 +238,8 @@ where
                 ancestors,
             });
         } else if ft.is_file() {
-            if let Some(item) = self.file(path.to_path_buf(), None, true) {
-                out.push((at, item));
+            if let Some(item) = self.file(path.to_path_buf(), None, true, local) {
+                local.out.push((at, item));
             }
         } else if self.opts.others {
             self.other(path, at, meta);
@@ -315,7 +339,8 @@ where
         path: PathBuf,
         at: Option<(&File, &OsStr)>,
         follow: bool,
-    ) -> Option<T> {
+        local: &mut Local<'_, V>,
+    ) -> Option<V::Item> {
         let opened = match at {
             Some((dir, name)) => os::open_to_locate_in(Some(dir), name, &path, follow),
             None => os::open_to_locate(&path, follow),
@@ -346,9 +371,9 @@ where
                 return None;
             }
         };
-        self.files.fetch_add(1, Ordering::Relaxed);
+        local.files += 1;
         let entry = Entry::from_metadata(path.into_boxed_path(), id, &meta);
-        match (self.visit)(entry, &file) {
+        match self.visit.visit(&mut local.visit, entry, &file) {
             Ok(item) => Some(item),
             Err(e) => {
                 self.fail(e);

@@ -98,24 +98,26 @@ fn main() -> ExitCode {
     }
 }
 
-/// Three glibc settings: the first two keep the peak following what is live, whatever the
-/// threads' timing, and the third keeps that from costing CPU:
+/// Two glibc settings keep the peak following what is live, whatever the threads' timing:
 ///
 /// - glibc raises its mmap threshold whenever a large block is freed (up to 32 MiB); large
 ///   vectors then grow inside the heap by copying, and the freed copies stay with the
 ///   process. A fixed threshold keeps large blocks mapped: they grow by remapping and go
 ///   back to the system when freed (the walk's result list of a directory of 200,000
 ///   entries once peaked at twice its size in a loaded test run).
-/// - glibc gives threads arenas of their own, up to 8 per CPU, as they happen to collide:
-///   memory freed in one arena serves no other, so the 64 walk threads' leftovers piled up
-///   in up to 16 arenas (2 CPUs) by how many of them ran at once. 200,000 entries in one
-///   directory: 58–71 MiB peak by load, against 56 MiB with one walk thread. One arena
-///   (threads then share it; small blocks still come from each thread's own cache) holds
-///   55–56 MiB under any load, at no measurable CPU cost (README, "Memory").
 /// - A fixed mmap threshold also fixes the trim threshold at its default, 128 KiB: the
 ///   heap was then given back and taken again by `brk` about once per file on `index` of
 ///   tiny files (12 % of its CPU, the kernel flushing TLBs). Up to 8 MiB of free heap top
 ///   is kept instead.
+///
+/// Threads keep glibc's arenas of their own (up to 8 per CPU). One arena for all of them
+/// (`M_ARENA_MAX` 1, once set here) made the 64 walk threads queue on its lock: every
+/// collision is a futex sleep, and with 64 threads on 2 CPUs the holder is often
+/// preempted. On a warm tree of 100,000 files that was 2,400 context switches and a tenth
+/// of `order`'s wall time. The walk's memory no longer depends on the arenas: each thread
+/// hands its results over in 16 KiB chunks from a buffer allocated once, and lists
+/// directories into one buffer of its own; one directory of 200,000 entries peaks at
+/// 56.4–56.8 MiB alone or loaded (one arena: 55.6–56.3).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn tune_allocator() {
     // SAFETY: mallopt only changes allocator parameters; it is called before any other
@@ -123,7 +125,6 @@ fn tune_allocator() {
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
         libc::mallopt(libc::M_TRIM_THRESHOLD, 8 << 20);
-        libc::mallopt(libc::M_ARENA_MAX, 1);
     }
 }
 

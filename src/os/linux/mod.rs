@@ -3,6 +3,7 @@
 
 mod dirahead;
 mod direct;
+mod dirents;
 mod fibmap;
 mod fiemap;
 mod hints;
@@ -11,7 +12,7 @@ mod memory;
 mod statfs;
 mod sysfs;
 
-use std::ffi::{CString, OsStr};
+use std::ffi::{CStr, CString, OsStr};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -29,6 +30,7 @@ pub(crate) use super::unix::{
 };
 pub(crate) use dirahead::{BlockDevice, open_block_device, read_dir_ahead};
 pub(crate) use direct::{DIRECT_BLOCK, DirectReader, disk_identity, disk_node};
+pub(crate) use dirents::list_open_dir;
 pub(crate) use hints::{drop_all_caches, drop_cache, prefetch};
 pub(crate) use longpath::{
     metadata, open_directory, read_dir, symlink_metadata, sys_path, with_path, with_paths,
@@ -69,7 +71,18 @@ pub(crate) fn open_to_locate_in(
     if !follow {
         flags |= libc::O_NOFOLLOW;
     }
-    let name = CString::new(name.as_bytes())?;
+    // The name NUL-terminated on the stack: one allocation less per file planned.
+    let mut short = [0u8; 256];
+    let long;
+    let bytes = name.as_bytes();
+    let name: &CStr = if bytes.len() < short.len() {
+        short[..bytes.len()].copy_from_slice(bytes);
+        CStr::from_bytes_with_nul(&short[..=bytes.len()])
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?
+    } else {
+        long = CString::new(bytes)?;
+        &long
+    };
     let open = |flags: i32| {
         // SAFETY: `dir` is an open descriptor for the duration of the call and `name` is
         // NUL-terminated; openat does not keep either.
