@@ -1,7 +1,8 @@
-//! The walk on real filesystems: directory read-ahead through the block device.
+//! The walk on real filesystems: what it lists, and directory read-ahead through the block
+//! device.
 
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 use crate::common::*;
 
@@ -119,4 +120,54 @@ fn directories_on_xfs_are_not_read_ahead_through_the_device() {
     let line = summary_line(&out);
     assert!(!line.contains("read ahead"), "{line}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 600);
+}
+
+/// The walk lists directories itself (`getdents64`), taking each entry's type from the
+/// directory where it is given and asking the entry (`lstat`) where it is not. On ext4
+/// with and without file types in its directories, `order --by given` prints exactly what
+/// `find -type f` prints, in the same order: regular files only (no FIFO, symlink or
+/// directory), empty and non-UTF-8 names too, across directories too large for one
+/// listing call.
+#[test]
+fn the_walk_lists_what_find_lists_with_and_without_types_in_directories() {
+    let test = "the_walk_lists_what_find_lists_with_and_without_types_in_directories";
+    if !require_root(test) || !require_tool(test, "mkfs.ext4") || !require_tool(test, "find") {
+        return;
+    }
+    for kind in ["ext4", "ext4-nofiletype"] {
+        let fs = LoopFs::new(test, kind, 64);
+        let root = fs.path("tree");
+        // 2,000 names of ~60 bytes: more than one 32 KiB listing call.
+        fill_names(&root.join("many"), 2000);
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/deep"), b"deep").unwrap();
+        std::fs::write(root.join("a/empty"), b"").unwrap();
+        use std::os::unix::ffi::OsStrExt;
+        let odd = std::ffi::OsStr::from_bytes(b"latin-1 \xe9t\xe9");
+        std::fs::write(root.join("a").join(odd), b"x").unwrap();
+        std::os::unix::fs::symlink("b/deep", root.join("a/link")).unwrap();
+        run(Command::new("mkfifo").arg(root.join("a/fifo")));
+        fs.remount();
+
+        let find = run(Command::new("find")
+            .arg(&root)
+            .args(["-type", "f", "-print0"]));
+        let out = run(seekless().args(["order", "--by", "given", "-0"]).arg(&root));
+        let names = |b: &[u8]| b.split(|&c| c == 0).filter(|n| !n.is_empty()).count();
+        assert_eq!(names(&find.stdout), 2000 + 3, "{kind}: find's count");
+        assert!(
+            out.stdout == find.stdout,
+            "{kind}: seekless order --by given differs from find -type f:\n{}\n---\n{}",
+            String::from_utf8_lossy(&out.stdout[..out.stdout.len().min(400)]),
+            String::from_utf8_lossy(&find.stdout[..find.stdout.len().min(400)]),
+        );
+    }
+}
+
+/// Fills `dir` with `n` empty files named `NNNN-` and 55 more characters.
+fn fill_names(dir: &Path, n: usize) {
+    std::fs::create_dir_all(dir).unwrap();
+    for i in 0..n {
+        std::fs::write(dir.join(format!("{i:04}-{}", "m".repeat(55))), b"").unwrap();
+    }
 }

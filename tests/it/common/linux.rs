@@ -37,7 +37,7 @@ pub struct LoopFs {
 }
 
 impl LoopFs {
-    /// `fs` is ext4, xfs or btrfs; `size_mb` the image size. The image and mount point
+    /// `fs` is ext4, ext4-nofiletype, xfs or btrfs; `size_mb` the image size. The image and mount point
     /// are in a scratch directory named after `test` (in `/dev/shm` when there is one).
     pub fn new(test: &str, fs: &str, size_mb: u64) -> LoopFs {
         let dir = scratch_dir_in(test, shm_or_tmp());
@@ -62,6 +62,17 @@ impl LoopFs {
                 "mkfs.ext4",
                 "-q",
                 "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+            ],
+            // Directory entries without their file's type (`DT_UNKNOWN`), as on some older
+            // or foreign filesystems: whoever lists them must ask each entry.
+            "ext4-nofiletype" => vec![
+                "mkfs.ext4",
+                "-q",
+                "-F",
+                "-O",
+                "^filetype",
                 "-E",
                 "lazy_itable_init=0,lazy_journal_init=0",
             ],
