@@ -8,7 +8,7 @@
 //! than one prefetch call can bring in on the file's filesystem (Linux drops the rest of
 //! a longer `readahead(2)`, and that rest would then be read late, out of sweep order).
 
-use crate::plan::{Plan, Sweep};
+use crate::plan::{Plan, PlannedFile, Sweep};
 
 /// One prefetch request: a byte range of one file. 24 bytes: a sweep of a million files
 /// holds a million of them.
@@ -55,13 +55,84 @@ impl Step {
 }
 
 /// The steps of a sweep in disk order, and how many steps each file has.
-pub(crate) struct Schedule {
-    pub steps: Vec<Step>,
+///
+/// Only the located steps are held in a list (24 bytes each); the rest, which keep the
+/// sweep's order, are made as [`steps`](Self::steps) reaches them: on a disk that is not
+/// located, that is every file, and a list of them would be the reader's largest array.
+pub(crate) struct Schedule<'p> {
+    /// Located steps by disk position (then file, offset).
+    located: Vec<Step>,
     /// Steps per file, indexed like the sweep's files.
     pub steps_per_file: Vec<u32>,
+    /// Whether any file has steps without a position.
+    any_unlocated: bool,
+    files: &'p [PlannedFile],
+    sweep: &'p Sweep,
+    /// The piece size per filesystem.
+    pieces: Vec<u64>,
 }
 
-pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
+impl Schedule<'_> {
+    /// Every step, in the order the sweep issues them: the located ones, then each file
+    /// without a position in the sweep's order, its pieces in offset order.
+    pub fn steps(&self) -> Steps<'_> {
+        Steps {
+            located: self.located.iter(),
+            schedule: self,
+            next_file: if self.any_unlocated {
+                0
+            } else {
+                self.sweep.files.len()
+            },
+            pieces: Pieces::none(),
+        }
+    }
+
+    /// The steps of file `local` (its index in the sweep), if they have no position.
+    fn unlocated_pieces(&self, local: usize) -> Option<Pieces> {
+        let f = &self.files[self.sweep.files[local] as usize];
+        (f.placement.extents().is_empty() && f.disk_offset().is_none()).then(|| {
+            let piece = self.pieces[f.filesystem as usize];
+            Pieces::new(local as u32, 0, f.entry.size, None, piece)
+        })
+    }
+}
+
+/// The steps of a [`Schedule`] in order; cloning it gives the steps still to come.
+#[derive(Clone)]
+pub(crate) struct Steps<'s> {
+    located: std::slice::Iter<'s, Step>,
+    schedule: &'s Schedule<'s>,
+    /// The next file (index in the sweep) to look at once the located steps are done.
+    next_file: usize,
+    /// What is left of the file at hand's steps without a position.
+    pieces: Pieces,
+}
+
+impl Iterator for Steps<'_> {
+    type Item = Step;
+
+    fn next(&mut self) -> Option<Step> {
+        if let Some(&step) = self.located.next() {
+            return Some(step);
+        }
+        loop {
+            if let Some(step) = self.pieces.next() {
+                return Some(step);
+            }
+            let local = self.next_file;
+            if local >= self.schedule.sweep.files.len() {
+                return None;
+            }
+            self.next_file += 1;
+            if let Some(pieces) = self.schedule.unlocated_pieces(local) {
+                self.pieces = pieces;
+            }
+        }
+    }
+}
+
+pub(crate) fn schedule<'p>(plan: &'p Plan, sweep: &'p Sweep, piece: u64) -> Schedule<'p> {
     let files = plan.files();
     // The piece size per filesystem: never more than one prefetch call brings in there.
     let pieces: Vec<u64> = plan
@@ -73,9 +144,8 @@ pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
                 .clamp(4096, MAX_PIECE)
         })
         .collect();
-    // Every step of the sweep, each file's in offset order: located steps (by device
-    // offset) to `emit`'s first list, the rest to its second, in sweep order.
-    let each_step = |emit: &mut dyn FnMut(bool, Step)| {
+    // Every located step (each file's in offset order), and counts of every step.
+    let each_located = |emit: &mut dyn FnMut(Step)| {
         for (local, &i) in sweep.files.iter().enumerate() {
             let f = &files[i as usize];
             let i = local as u32;
@@ -83,69 +153,101 @@ pub(crate) fn schedule(plan: &Plan, sweep: &Sweep, piece: u64) -> Schedule {
             let extents = f.placement.extents();
             if extents.is_empty() {
                 // One step for the whole file, cut into pieces.
-                let position = f.disk_offset();
-                for_pieces(i, 0, f.entry.size, position, piece, |s| {
-                    emit(position.is_some(), s)
-                });
+                if let Some(position) = f.disk_offset() {
+                    Pieces::new(i, 0, f.entry.size, Some(position), piece).for_each(&mut *emit);
+                }
                 continue;
             }
             for e in extents {
                 let length = e.length.min(f.entry.size.saturating_sub(e.logical));
                 let position = Some(f.base.saturating_add(e.physical));
-                for_pieces(i, e.logical, length, position, piece, |s| emit(true, s));
+                Pieces::new(i, e.logical, length, position, piece).for_each(&mut *emit);
             }
         }
     };
-    // Counted first, so each list is allocated once at its size: at a million files, the
+    // Counted first, so the list is allocated once at its size: at a million files, the
     // schedule is a large part of the reader's memory.
-    let (mut located, mut unlocated) = (0usize, 0usize);
-    each_step(&mut |is_located, _| match is_located {
-        true => located += 1,
-        false => unlocated += 1,
-    });
-    let mut steps: Vec<Step> = Vec::with_capacity(located + unlocated);
-    let mut rest: Vec<Step> = Vec::with_capacity(unlocated);
-    each_step(&mut |is_located, s| match is_located {
-        true => steps.push(s),
-        false => rest.push(s),
-    });
-    // Located steps by disk position (then file, offset); the rest keep the sweep's order.
+    let mut located = 0usize;
+    each_located(&mut |_| located += 1);
+    let mut steps: Vec<Step> = Vec::with_capacity(located);
+    each_located(&mut |s| steps.push(s));
     steps.sort_unstable_by_key(|s| (s.at, s.file, s.offset));
-    steps.append(&mut rest);
     let mut steps_per_file = vec![0u32; sweep.files.len()];
     for s in &steps {
         steps_per_file[s.file as usize] += 1;
     }
-    Schedule {
-        steps,
+    let mut schedule = Schedule {
+        located: steps,
         steps_per_file,
+        any_unlocated: false,
+        files,
+        sweep,
+        pieces,
+    };
+    for local in 0..sweep.files.len() {
+        if let Some(pieces) = schedule.unlocated_pieces(local) {
+            schedule.steps_per_file[local] = pieces.count() as u32;
+            schedule.any_unlocated = true;
+        }
     }
+    schedule
 }
 
 /// The steps of `length` bytes of file `file` from `offset`, at `position` on the disk
 /// if known, cut into pieces of at most `piece` bytes (one step of length 0 if empty).
-fn for_pieces(
+#[derive(Clone)]
+struct Pieces {
     file: u32,
     offset: u64,
     length: u64,
     position: Option<u64>,
     piece: u64,
-    mut emit: impl FnMut(Step),
-) {
-    if length == 0 {
-        emit(Step::new(file, offset, 0, position));
-        return;
-    }
-    let mut done = 0;
-    while done < length {
-        let n = piece.min(length - done);
-        emit(Step::new(
+    /// Bytes already stepped over; `None` once an empty file's one step is made.
+    done: Option<u64>,
+}
+
+impl Pieces {
+    fn new(file: u32, offset: u64, length: u64, position: Option<u64>, piece: u64) -> Self {
+        Self {
             file,
-            offset + done,
+            offset,
+            length,
+            position,
+            piece,
+            done: Some(0),
+        }
+    }
+
+    /// No steps.
+    fn none() -> Self {
+        Self {
+            done: None,
+            ..Self::new(0, 0, 0, None, 1)
+        }
+    }
+}
+
+impl Iterator for Pieces {
+    type Item = Step;
+
+    fn next(&mut self) -> Option<Step> {
+        let done = self.done?;
+        if self.length == 0 {
+            self.done = None;
+            return Some(Step::new(self.file, self.offset, 0, self.position));
+        }
+        if done >= self.length {
+            self.done = None;
+            return None;
+        }
+        let n = self.piece.min(self.length - done);
+        self.done = Some(done + n);
+        Some(Step::new(
+            self.file,
+            self.offset + done,
             n,
-            position.map(|p| p.saturating_add(done)),
-        ));
-        done += n;
+            self.position.map(|p| p.saturating_add(done)),
+        ))
     }
 }
 
@@ -156,8 +258,7 @@ mod tests {
 
     fn steps(plan: &Plan, piece: u64) -> Vec<(u32, u64, u64, Option<u64>)> {
         schedule(plan, &plan.sweeps()[0], piece)
-            .steps
-            .iter()
+            .steps()
             .map(|s| (s.file, s.offset, s.length(), s.position()))
             .collect()
     }
@@ -182,8 +283,7 @@ mod tests {
         let plan = plan_of(files, vec![filesystem(1, 0, None)]);
         let s = schedule(&plan, &plan.sweeps()[0], 4 << 20);
         assert_eq!(
-            s.steps
-                .iter()
+            s.steps()
                 .map(|s| (s.file, s.offset, s.length(), s.position()))
                 .collect::<Vec<_>>(),
             vec![

@@ -12,7 +12,7 @@ use crossbeam_channel::Sender;
 use crate::error::{Change, Error, ErrorKind};
 use crate::os;
 use crate::plan::{Plan, Sweep};
-use crate::read::schedule::{Schedule, Step, schedule};
+use crate::read::schedule::{Step, schedule};
 use crate::read::window::{Admit, Window};
 use crate::sync::lock;
 
@@ -131,10 +131,8 @@ pub(crate) struct SweepRun<'a> {
 
 impl SweepRun<'_> {
     pub(crate) fn run(self) {
-        let Schedule {
-            steps,
-            steps_per_file,
-        } = schedule(self.plan, self.sweep, self.piece);
+        let schedule = schedule(self.plan, self.sweep, self.piece);
+        let steps_per_file = &schedule.steps_per_file;
         let large = self.window.max_bytes / 2;
         // Files by their index in the sweep (`Step::file`).
         let mut state = vec![State::New; self.sweep.files.len()];
@@ -142,7 +140,8 @@ impl SweepRun<'_> {
         // End on the disk of the last located step the sweep reached (None before the first).
         let mut disk_end: Option<u64> = None;
 
-        for (k, step) in steps.iter().enumerate() {
+        let mut steps = schedule.steps().enumerate();
+        while let Some((k, step)) = steps.next() {
             let i = step.file;
             if state[i as usize] == State::Done {
                 continue;
@@ -160,7 +159,8 @@ impl SweepRun<'_> {
                             .min_by_key(|(_, p)| p.first_step)
                             .map(|(&f, _)| f);
                         if let Some(f) = oldest {
-                            self.force(f, &steps[k..], &mut open, &mut state);
+                            let rest = std::iter::once(step).chain(steps.clone().map(|s| s.1));
+                            self.force(f, rest, &mut open, &mut state);
                         }
                     }
                 }
@@ -200,7 +200,7 @@ impl SweepRun<'_> {
                 continue;
             };
             let barrier = crosses_gap(disk_end, step.position(), self.gap_barrier);
-            if self.issue(p, step) && barrier {
+            if self.issue(p, &step) && barrier {
                 // Past a gap the drive seeks, and a drive that reorders its queue lands on
                 // whichever queued request comes round first, not necessarily the gap's
                 // first: what lies before it would then be read when the queue drains,
@@ -255,13 +255,19 @@ impl SweepRun<'_> {
     }
 
     /// Issues every remaining step of file `f` now, out of disk order, and hands it over.
-    fn force(&self, f: u32, rest: &[Step], open: &mut HashMap<u32, Partial>, state: &mut [State]) {
+    fn force(
+        &self,
+        f: u32,
+        rest: impl Iterator<Item = Step>,
+        open: &mut HashMap<u32, Partial>,
+        state: &mut [State],
+    ) {
         let Some(mut p) = open.remove(&f) else {
             return;
         };
-        for step in rest.iter().filter(|s| s.file == f) {
+        for step in rest.filter(|s| s.file == f) {
             self.window.take(step.length());
-            self.issue(&p, step);
+            self.issue(&p, &step);
         }
         self.hand_over(f, &mut p, true);
         state[f as usize] = State::Done;

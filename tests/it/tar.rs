@@ -2845,15 +2845,35 @@ fn an_archive_onto_a_device_node_or_fifo_is_written_into_it_not_renamed_over_it(
 /// freezes it; returns the run and the temporary's name prefix, or `None` if it ended
 /// first (then it ended well).
 fn caught_mid_write(dir: &Path, archive: &Path) -> Option<Running> {
-    let child = seekless_tar(dir)
-        .args(["-z", "-f"])
+    caught_mid_write_with(dir, archive, libc::SIG_DFL)
+}
+
+/// [`caught_mid_write`], started with SIGHUP, SIGINT and SIGTERM set to `disposition`:
+/// the default (as from a terminal, whatever this test process was started with: under
+/// `nohup`, or in the background of a shell, it ignores some of them, and a child would
+/// inherit that), or ignored.
+fn caught_mid_write_with(
+    dir: &Path,
+    archive: &Path,
+    disposition: libc::sighandler_t,
+) -> Option<Running> {
+    let mut cmd = seekless_tar(dir);
+    cmd.args(["-z", "-f"])
         .arg(archive)
         .arg("tree")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    // SAFETY: only async-signal-safe calls (signal) between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+                libc::signal(sig, disposition);
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().unwrap();
     let mut run = Running(child);
     let prefix = format!(
         ".{}.seekless-tmp-{}-",
@@ -2912,6 +2932,34 @@ fn an_interrupted_run_removes_its_temporary_and_ends_by_the_signal() {
         );
         assert!(entries(&dir).is_empty(), "left {:?}", entries(&dir));
     }
+}
+
+#[test]
+fn signals_ignored_when_started_stay_ignored_as_under_nohup() {
+    let test = test_name!();
+    let t = scratch!();
+    let tree = t.path().join("tree");
+    random_files(&tree, 48, 2 << 20, &mut Rng::new(24));
+    let archive = t.path().join("kept.tar.gz");
+    let Some(run) = caught_mid_write_with(t.path(), &archive, libc::SIG_IGN) else {
+        eprintln!("NOTE {test}: the run ended before its archive held data");
+        return;
+    };
+    signal(&run.0, libc::SIGHUP);
+    let (code, err) = finish(run);
+    // `nohup seekless tar ...` outlives its terminal: the archive is finished, not dropped.
+    assert_eq!(code, Some(0), "{err}");
+    let listed = Command::new("tar")
+        .arg("-tzf")
+        .arg(&archive)
+        .output()
+        .unwrap();
+    assert!(listed.status.success());
+    let members = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter(|l| !l.ends_with('/'))
+        .count();
+    assert_eq!(members, 48);
 }
 
 #[test]

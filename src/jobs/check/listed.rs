@@ -79,7 +79,7 @@ fn check_round(
         },
     };
     // Planned from paths borrowed from the checklist: the plan's own are the only copy.
-    let plan = Arc::new(Plan::build(&list.pending_paths(), &opts, &recorder));
+    let plan = Arc::new(Plan::build_iter(list.pending_paths(), &opts, &recorder));
     let failed = crate::sync::into_inner(failed);
     if !failed.is_empty() {
         let failing = list.pending_where(|p| failed.contains(p.as_os_str()));
