@@ -408,7 +408,7 @@ impl Plan {
     /// }
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn build<P: AsRef<Path>>(
+    pub fn build<P: AsRef<Path> + Sync>(
         inputs: &[P],
         opts: &PlanOptions,
         reporter: &dyn Reporter,
@@ -433,11 +433,11 @@ impl Plan {
     /// assert_eq!(plan.summary().files, 2);
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn build_iter<'p>(
-        inputs: impl IntoIterator<Item = &'p Path>,
-        opts: &PlanOptions,
-        reporter: &dyn Reporter,
-    ) -> Plan {
+    pub fn build_iter<'p, I>(inputs: I, opts: &PlanOptions, reporter: &dyn Reporter) -> Plan
+    where
+        I: IntoIterator<Item = &'p Path>,
+        I::IntoIter: Send,
+    {
         Plan::build_from(inputs, None, opts, reporter)
     }
 
@@ -468,7 +468,7 @@ impl Plan {
     /// assert_eq!(rows, [Some(7), Some(7), Some(8)]); // files() is in given order
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn build_tagged<P: AsRef<Path>>(
+    pub fn build_tagged<P: AsRef<Path> + Sync>(
         inputs: &[(P, u64)],
         opts: &PlanOptions,
         reporter: &dyn Reporter,
@@ -478,12 +478,16 @@ impl Plan {
     }
 
     /// [`build`](Self::build), tagging each input `tag(i)` when asked.
-    fn build_from<'p>(
-        inputs: impl IntoIterator<Item = &'p Path>,
+    fn build_from<'p, I>(
+        inputs: I,
         tag: Option<&dyn Fn(usize) -> u64>,
         opts: &PlanOptions,
         reporter: &dyn Reporter,
-    ) -> Plan {
+    ) -> Plan
+    where
+        I: IntoIterator<Item = &'p Path>,
+        I::IntoIter: Send,
+    {
         let started = Instant::now();
         // Shared by the walk (directory read-ahead) and the locate stage.
         let devices = &Devices::default();

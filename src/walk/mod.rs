@@ -11,6 +11,9 @@
 //! - Symlinks inside directories are skipped unless `follow` is set; with it, a link back
 //!   to a directory being walked is reported as a loop. Symlinks named as inputs are
 //!   always followed (like `sha256sum FILE` or `tar` with `-h` on the command line).
+//! - Inputs are taken on the calling thread, the first 256 in order; a longer list (a
+//!   manifest, `--files-from`) is shared out to the walk's threads, its directories queued
+//!   afterwards in given order.
 //! - The walk hands each regular file, opened once, to a visitor (the planner locates it
 //!   through the same descriptor), and returns what the visitor made in *given order*:
 //!   inputs in the order given, directory contents in `readdir` order, depth first — the
@@ -259,16 +262,20 @@ where
 /// [`walk`] with the device registry the caller shares with later stages, counting the
 /// files found under each input if asked ([`Walked::per_input`]; 4 bytes per input and
 /// per directory while counting, nothing otherwise).
-pub(crate) fn walk_on<'p, V: Visitor>(
-    inputs: impl IntoIterator<Item = &'p Path>,
+pub(crate) fn walk_on<'p, V: Visitor, I>(
+    inputs: I,
     opts: &WalkOptions,
     reporter: &dyn Reporter,
     visit: &V,
     devices: &Devices,
     count_per_input: bool,
-) -> Walked<V::Item> {
+) -> Walked<V::Item>
+where
+    I: IntoIterator<Item = &'p Path>,
+    I::IntoIter: Send,
+{
     let walker = Walker::new(opts, reporter, visit, devices);
-    let input_count = walker.inputs(inputs);
+    let input_count = walker.inputs(inputs, opts.threads);
     pool::run(opts.threads, || walker.work());
     let Findings {
         found,
@@ -318,6 +325,76 @@ pub(crate) mod tests {
         let mut got = names(t.path(), &WalkOptions::default());
         got.sort();
         assert_eq!(got, vec!["a/b/two", "a/one", "three"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_long_list_of_inputs_taken_by_many_threads_keeps_given_order_and_its_first_names() {
+        // More inputs than the caller's thread takes alone: files, a directory named twice
+        // (the second time through a link), a missing path and a directory's file named
+        // directly again, among them.
+        struct Said(Mutex<Vec<String>>);
+        impl Reporter for Said {
+            fn error(&self, err: &Error) {
+                self.0.lock().unwrap().push(format!("error: {err}"));
+            }
+            fn skipped(&self, path: &Path, why: &str) {
+                let name = path.file_name().unwrap().to_string_lossy();
+                self.0.lock().unwrap().push(format!("{name}: {why}"));
+            }
+        }
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        fs::create_dir(root.join("dir")).unwrap();
+        for name in ["x", "y"] {
+            fs::write(root.join("dir").join(name), name).unwrap();
+        }
+        std::os::unix::fs::symlink("dir", root.join("dir-again")).unwrap();
+        let mut inputs = Vec::new();
+        let mut expected = Vec::new();
+        for i in 0..1500 {
+            let name = format!("f{i:04}");
+            fs::write(root.join(&name), b"1").unwrap();
+            inputs.push(root.join(&name));
+            expected.push(name);
+            match i {
+                700 => {
+                    inputs.push(root.join("dir"));
+                    expected.extend(["dir/x".to_string(), "dir/y".to_string()]);
+                }
+                900 => inputs.push(root.join("dir-again")),
+                1000 => inputs.push(root.join("missing")),
+                1200 => {
+                    inputs.push(root.join("dir/y"));
+                    expected.push("dir/y".to_string());
+                }
+                _ => {}
+            }
+        }
+        let opts = WalkOptions {
+            threads: 8,
+            ..WalkOptions::default()
+        };
+        for _ in 0..3 {
+            let said = Said(Mutex::new(Vec::new()));
+            let walked = walk(&inputs, &opts, &said, &|e: Entry, _: &File| {
+                let rel = e.path.strip_prefix(root).unwrap();
+                Ok(rel.to_string_lossy().into_owned())
+            });
+            assert_eq!(walked.files, expected);
+            assert_eq!((walked.stats.files, walked.stats.errors), (1503, 1));
+            assert_eq!(walked.stats.revisited_dirs, 1);
+            let said = said.0.into_inner().unwrap();
+            assert_eq!(said.len(), 2, "{said:?}");
+            assert!(
+                said.contains(&"dir-again: directory already walked under another path".into()),
+                "the later name is the one left out: {said:?}"
+            );
+            assert!(
+                said.iter()
+                    .any(|m| m.starts_with("error: ") && m.contains("missing"))
+            );
+        }
     }
 
     #[cfg(unix)]

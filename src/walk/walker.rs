@@ -40,6 +40,28 @@ impl Ancestor {
     }
 }
 
+/// Inputs taken on the caller's thread, in order, before any other thread helps: a
+/// command line's few inputs keep their messages in the order given.
+const INPUTS_ALONE: usize = 256;
+
+/// Inputs a thread takes from a long list at a time (one lock per take).
+const INPUTS_PER_TAKE: usize = 64;
+
+/// Where input `i` sits in given order.
+fn input_at(i: usize) -> Position {
+    Position {
+        dir: INPUTS,
+        pos: u32::try_from(i).expect("fewer than 2^32 inputs"),
+    }
+}
+
+/// A directory named as an input, met by one of the threads taking a long list.
+struct InputDir {
+    path: PathBuf,
+    at: Position,
+    meta: Metadata,
+}
+
 /// A walk in progress.
 pub(super) struct Walker<'a, V: Visitor> {
     pub(super) opts: &'a WalkOptions,
@@ -113,21 +135,61 @@ impl<'a, V: Visitor> Walker<'a, V> {
         }
     }
 
-    /// Takes the inputs, on this thread: files are visited directly, directories queued.
-    /// Returns how many there were.
-    pub(super) fn inputs<'p>(&self, inputs: impl IntoIterator<Item = &'p Path>) -> usize {
+    /// Takes the inputs: files are visited, directories queued for the walk. Returns how
+    /// many there were.
+    ///
+    /// The first [`INPUTS_ALONE`] on this thread, in order; a longer list (a manifest to
+    /// check, `--files-from`) by up to `threads` threads taking [`INPUTS_PER_TAKE`] at a
+    /// time, since each file is opened, stat-ed and located as in a walk (and on a cold
+    /// disk its inode read). Directories met there are queued afterwards in given order,
+    /// so which of two names of one directory is walked does not depend on thread timing;
+    /// only the order of the messages about such a list's inputs does.
+    pub(super) fn inputs<'p, I>(&self, inputs: I, threads: usize) -> usize
+    where
+        I: IntoIterator<Item = &'p Path>,
+        I::IntoIter: Send,
+    {
+        let mut inputs = inputs.into_iter().enumerate();
         let mut local = self.local();
         let mut count = 0;
-        for (i, input) in inputs.into_iter().enumerate() {
-            let at = Position {
-                dir: INPUTS,
-                pos: i as u32,
-            };
-            self.input(input, at, &mut local);
+        for (i, input) in inputs.by_ref().take(INPUTS_ALONE) {
+            self.input(input, input_at(i), &mut local, None);
             count = i + 1;
         }
         self.done(local);
-        count
+        if count < INPUTS_ALONE {
+            return count;
+        }
+        let rest = Mutex::new((inputs, count));
+        let dirs = Mutex::new(Vec::new());
+        super::pool::run(threads, || {
+            let mut local = self.local();
+            let mut batch: Vec<(usize, &Path)> = Vec::with_capacity(INPUTS_PER_TAKE);
+            loop {
+                batch.clear();
+                {
+                    let mut rest = lock(&rest);
+                    let (inputs, count) = &mut *rest;
+                    batch.extend(inputs.by_ref().take(INPUTS_PER_TAKE));
+                    if let Some(&(last, _)) = batch.last() {
+                        *count = last + 1;
+                    }
+                }
+                if batch.is_empty() {
+                    break;
+                }
+                for &(i, input) in &batch {
+                    self.input(input, input_at(i), &mut local, Some(&dirs));
+                }
+            }
+            self.done(local);
+        });
+        let mut dirs = into_inner(dirs);
+        dirs.sort_unstable_by_key(|d: &InputDir| d.at.pos);
+        for d in dirs {
+            self.input_dir(&d.path, d.at, d.meta);
+        }
+        into_inner(rest).1
     }
 
     /// A worker: read directories and open files until none are left and nobody can add
@@ -193,7 +255,15 @@ impl<'a, V: Visitor> Walker<'a, V> {
         }
     }
 
-    fn input(&self, path: &Path, at: Position, local: &mut Local<'_, V>) {
+    /// Takes one input. A directory is queued for the walk, or, given `later`, put there
+    /// to be queued once every input has been looked at.
+    fn input(
+        &self,
+        path: &Path,
+        at: Position,
+        local: &mut Local<'_, V>,
+        later: Option<&Mutex<Vec<InputDir>>>,
+    ) {
         // Inputs that are symlinks are followed, except by an archiver not following links.
         let meta = match if self.opts.others && !self.opts.follow {
             os::symlink_metadata(path)
@@ -212,31 +282,14 @@ impl<'a, V: Visitor> Walker<'a, V> {
             return self.fail(Error::io(path, why));
         }
         if ft.is_dir() {
-            let id = match os::file_id(path, None, &meta) {
-                Ok(id) => id,
-                Err(e) => return self.fail(Error::io(path, e)),
-            };
-            if !self.first_visit(id, path) {
-                return;
-            }
-            let node = self.new_node(at);
-            let ancestors = self.opts.follow.then(|| {
-                Arc::new(Ancestor {
-                    id,
+            match later {
+                Some(later) => lock(later).push(InputDir {
                     path: path.to_path_buf(),
-                    parent: None,
-                })
-            });
-            let size = meta.len();
-            self.other(path, at, meta);
-            self.push(PendingDir {
-                path: path.to_path_buf(),
-                node,
-                dev: id.dev,
-                size,
-                root_dev: id.dev,
-                ancestors,
-            });
+                    at,
+                    meta,
+                }),
+                None => self.input_dir(path, at, meta),
+            }
         } else if ft.is_file() {
             if let Some(item) = self.file(path.to_path_buf(), None, true, local) {
                 local.out.push((at, item));
@@ -253,6 +306,48 @@ impl<'a, V: Visitor> Walker<'a, V> {
                 },
             ));
         }
+    }
+
+    /// Queues a directory named as an input for the walk, unless it is walked already.
+    fn input_dir(&self, path: &Path, at: Position, meta: Metadata) {
+        match os::file_id(path, None, &meta) {
+            Ok(id) => self.enter(path.to_path_buf(), at, meta, id, id.dev, None),
+            Err(e) => self.fail(Error::io(path, e)),
+        }
+    }
+
+    /// Queues directory `id` for the walk, unless it is walked already: under the walk of
+    /// the filesystem `root_dev`, below `ancestors` (kept when following links).
+    fn enter(
+        &self,
+        path: PathBuf,
+        at: Position,
+        meta: Metadata,
+        id: FileId,
+        root_dev: u64,
+        ancestors: Option<Arc<Ancestor>>,
+    ) {
+        if !self.first_visit(id, &path) {
+            return;
+        }
+        let node = self.new_node(at);
+        let ancestors = self.opts.follow.then(|| {
+            Arc::new(Ancestor {
+                id,
+                path: path.clone(),
+                parent: ancestors,
+            })
+        });
+        let size = meta.len();
+        self.other(&path, at, meta);
+        self.push(PendingDir {
+            path,
+            node,
+            dev: id.dev,
+            size,
+            root_dev,
+            ancestors,
+        });
     }
 
     /// Whether directory `id` is seen for the first time; if not (a bind mount, a link
@@ -309,27 +404,8 @@ impl<'a, V: Visitor> Walker<'a, V> {
             let ancestor = ancestor.to_path_buf();
             return self.fail(Error::new(&path, ErrorKind::SymlinkLoop { ancestor }));
         }
-        if !self.first_visit(id, &path) {
-            return;
-        }
-        let node = self.new_node(at);
-        let ancestors = self.opts.follow.then(|| {
-            Arc::new(Ancestor {
-                id,
-                path: path.clone(),
-                parent: parent.ancestors.clone(),
-            })
-        });
-        let size = meta.len();
-        self.other(&path, at, meta);
-        self.push(PendingDir {
-            path,
-            node,
-            dev: id.dev,
-            size,
-            root_dev: parent.root_dev,
-            ancestors,
-        });
+        let ancestors = parent.ancestors.clone();
+        self.enter(path, at, meta, id, parent.root_dev, ancestors);
     }
 
     /// Opens a regular file once (by its name in directory `at.0` when given, `at.1`),

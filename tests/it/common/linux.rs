@@ -139,8 +139,27 @@ impl LoopFs {
     }
 
     /// Unmounts and mounts again, so everything is read from the device afresh.
+    ///
+    /// An unmount that finds the filesystem busy is tried again for a while: another
+    /// test's child, forked from this process but not yet at its `exec`, holds copies of
+    /// whatever files this test had open at that moment (close-on-exec closes them only at
+    /// the `exec`).
     pub fn remount(&self) {
-        run(Command::new("umount").arg(&self.mnt));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let o = Command::new("umount").arg(&self.mnt).output().unwrap();
+            if o.status.success() {
+                break;
+            }
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains("busy") && std::time::Instant::now() < deadline,
+                "umount {}: {}\n{err}",
+                self.mnt.display(),
+                o.status
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
         run(Command::new("mount").arg(&self.device).arg(&self.mnt));
     }
 }
