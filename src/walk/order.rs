@@ -198,15 +198,20 @@ pub(super) fn files_per_input<T>(
 mod tests {
     use super::*;
 
+    /// A deterministic pseudo-random number below `n` at each call (xorshift64).
+    fn rand_below() -> impl FnMut(u32) -> u32 {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        move |n: u32| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % u64::from(n)) as u32
+        }
+    }
+
     #[test]
     fn permuting_moves_each_item_to_its_slot_and_drops_none_twice() {
-        let mut state = 0x9e37_79b9_u32;
-        let mut rand = |n: u32| {
-            state ^= state << 13;
-            state ^= state >> 17;
-            state ^= state << 5;
-            state % n
-        };
+        let mut rand = rand_below();
         for n in [0u32, 1, 2, 3, 10, 1000] {
             // Owned items (a double drop or a leak of a String would show under a checker;
             // a lost or duplicated item shows in the result).
@@ -252,13 +257,7 @@ mod tests {
     fn given_order_matches_a_recursive_traversal_of_a_random_tree() {
         // A deterministic pseudo-random tree: each directory's entries are files or
         // subdirectories at positions 0.., items found in a shuffled order.
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut rand = |n: u32| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % u64::from(n)) as u32
-        };
+        let mut rand = rand_below();
         let mut nodes = vec![DirNode { parent: 0, pos: 0 }];
         // (dir, entries) to fill; entry kinds per directory for the reference.
         let mut children: Vec<Vec<Option<u32>>> = vec![Vec::new()];
