@@ -418,7 +418,8 @@ impl Plan {
 
     /// [`build`](Self::build) from inputs as they come: a caller holding many paths
     /// elsewhere (a manifest's names, rows of a catalog) plans from them without making
-    /// a list of them first. The inputs are taken one at a time, before the walk starts.
+    /// a list of them first. The first inputs are taken in order on this thread, the rest
+    /// shared out to the walk's threads (hence `Send`), before any directory is walked.
     ///
     /// ```
     /// use std::path::Path;
