@@ -99,6 +99,8 @@ pub mod jobs;
 
 // What jobs write: files that appear under their name only when complete.
 mod atomic;
+// The one owner of every destructive act, and the evidence each demands.
+mod destructive;
 
 mod os;
 

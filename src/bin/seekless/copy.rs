@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use seekless::PlannedFile;
 use seekless::jobs::copy::{
-    CopyEvents, CopyOptions, CopySummary, ResolveError, copy_with, resolve_roots,
+    CopyError, CopyEvents, CopyOptions, CopySummary, ResolveError, copy_with, resolve_roots,
 };
 use seekless::jobs::digest::Algorithm;
 use seekless::jobs::manifest::format_line;
@@ -140,6 +140,10 @@ pub fn run(mut args: Args) -> Result<Code> {
         Err(e) => {
             console.finish();
             eprintln!("seekless: {e}");
+            // Another run writes there: as a usage error, nothing was done.
+            if matches!(e, CopyError::Busy { .. }) {
+                return Ok(Code::Usage);
+            }
             return Ok(Code::Failed);
         }
     };

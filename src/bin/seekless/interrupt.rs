@@ -73,6 +73,10 @@ mod unix {
         // the default action (the process ends), as soon as the handler returns.
         unsafe {
             if !path.is_null() {
+                // The one removal outside `seekless::destructive`: a signal handler can
+                // call nothing else. The path is this run's own temporary
+                // (`ArchiveFile::temp_path`), registered while it lives.
+                #[allow(clippy::disallowed_methods)]
                 libc::unlink(path);
             }
             let mut action: libc::sigaction = std::mem::zeroed();

@@ -97,6 +97,11 @@ pub fn run(args: Args) -> Result<Code> {
                     eprintln!("seekless: {shown}: cannot open: {}", os_message(&e));
                     return Ok(Code::Usage);
                 }
+                // Another run writes the same archive: never two at once.
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    eprintln!("seekless: {shown}: not written: {}", os_message(&e));
+                    return Ok(Code::Usage);
+                }
                 Err(e) => return Err(anyhow!("{shown}: cannot open: {}", os_message(&e))),
             }
         }
@@ -112,7 +117,12 @@ pub fn run(args: Args) -> Result<Code> {
             let name = stale.file_name().unwrap_or_default();
             eprintln!(
                 "seekless: {}: removed, the temporary of an interrupted run",
-                given.with_file_name(name).display()
+                if out.final_path() == out.path() {
+                    given.with_file_name(name)
+                } else {
+                    stale.clone()
+                }
+                .display()
             );
         }
     }
@@ -122,7 +132,7 @@ pub fn run(args: Args) -> Result<Code> {
     opts.compression = compression;
     if let Some(out) = &output {
         opts.exclude = own_files(out);
-        opts.archive_name = out.path().file_name().map(ToOwned::to_owned);
+        opts.archive_name = out.final_path().file_name().map(ToOwned::to_owned);
     }
     if let Some(dir) = &args.directory {
         std::env::set_current_dir(dir)
@@ -171,7 +181,7 @@ fn own_files(out: &ArchiveFile) -> Vec<seekless::FileId> {
         use std::os::unix::fs::MetadataExt;
         let id = |m: std::fs::Metadata| seekless::FileId::new(m.dev(), m.ino());
         let mut own: Vec<_> = out.file().metadata().ok().map(id).into_iter().collect();
-        own.extend(std::fs::metadata(out.path()).ok().map(id));
+        own.extend(std::fs::metadata(out.final_path()).ok().map(id));
         own
     }
     #[cfg(not(unix))]

@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use crate::atomic::AtomicFile;
+use crate::destructive::Durable;
 use crate::error::Error;
 use crate::os;
 use crate::sync::lock;
@@ -79,19 +80,19 @@ impl<T> GroupCommit<T> {
     /// failed) now: nothing while the batch fills, the whole batch when it is full.
     pub(super) fn add(&self, mut ready: Ready<T>, bytes: u64) -> Outcome<T> {
         if !self.durable {
-            return vec![rename(ready)];
+            return vec![rename(ready, Durable::not_asked())];
         }
         if !os::HAS_SYNCFS {
             // No call flushes a filesystem at once here: this file alone, then its rename.
-            return vec![match ready.temp.file().sync_all() {
-                Ok(()) => rename(ready),
+            return vec![match Durable::synced(ready.temp.file()) {
+                Ok(durable) => rename(ready, durable),
                 Err(e) => failed(ready, e),
             }];
         }
         let file = ready.temp.file();
         let dev = match file
             .metadata()
-            .and_then(|m| os::file_id(ready.temp.temp_path(), Some(file), &m))
+            .and_then(|m| os::file_id(ready.temp.temp(), Some(file), &m))
         {
             Ok(id) => id.dev,
             Err(e) => return vec![failed(ready, e)],
@@ -130,17 +131,17 @@ impl<T> GroupCommit<T> {
 /// Flushes every filesystem of the batch once, then renames its files. A filesystem that
 /// cannot be flushed keeps its files out of place (their temporaries are removed).
 fn flush<T>(batch: Batch<T>) -> Outcome<T> {
-    let mut broken: HashMap<u64, io::Error> = HashMap::new();
-    for (dev, f) in &batch.filesystems {
-        if let Err(e) = os::sync_filesystem_of(f) {
-            broken.insert(*dev, e);
-        }
-    }
+    let synced: HashMap<u64, io::Result<Durable>> = batch
+        .filesystems
+        .iter()
+        .map(|(dev, f)| (*dev, Durable::filesystem_synced(f)))
+        .collect();
     batch
         .files
         .into_iter()
-        .map(|Waiting { ready, dev }| match broken.get(&dev) {
-            Some(e) => {
+        .map(|Waiting { ready, dev }| match synced.get(&dev) {
+            Some(Ok(durable)) => rename(ready, *durable),
+            Some(Err(e)) => {
                 let why = io::Error::new(
                     e.kind(),
                     format!(
@@ -150,7 +151,10 @@ fn flush<T>(batch: Batch<T>) -> Outcome<T> {
                 );
                 failed(ready, why)
             }
-            None => rename(ready),
+            None => failed(
+                ready,
+                io::Error::other("not put in place: its filesystem unknown"),
+            ),
         })
         .collect()
 }
@@ -160,8 +164,11 @@ fn failed<T>(ready: Ready<T>, e: io::Error) -> (T, Result<(), Error>) {
     (ready.done, Err(err))
 }
 
-fn rename<T>(ready: Ready<T>) -> (T, Result<(), Error>) {
+fn rename<T>(ready: Ready<T>, durable: Durable) -> (T, Result<(), Error>) {
     let path: PathBuf = ready.temp.path().to_path_buf();
-    let done = ready.temp.commit_unsynced().map_err(|e| Error::io(path, e));
+    let done = ready
+        .temp
+        .commit_with(durable)
+        .map_err(|e| Error::io(path, e));
     (ready.done, done)
 }

@@ -13,6 +13,7 @@ use super::decide::Action;
 use super::nodes::refresh;
 use super::{CopyOptions, Mapping, Method, target};
 use crate::atomic::AtomicFile;
+use crate::destructive::{Durable, OwnTemp};
 use crate::error::Error;
 use crate::jobs::hash::{Algorithm, Hasher};
 use crate::jobs::stat::Stat;
@@ -43,6 +44,16 @@ pub(super) struct Shared<'a> {
     pub(super) methods: Mutex<HashSet<(u64, Method)>>,
     /// (destination, BLAKE3 of the source) of each file copied, for `verify`.
     pub(super) hashes: Mutex<Vec<(PathBuf, String)>>,
+    /// Complete copies of files where the destination has a directory (`delete`).
+    pub(super) over_dirs: Mutex<Vec<OverDir>>,
+}
+
+/// A complete copy, on the disk, of a file whose destination holds a directory: put in
+/// place once the run is over, if it saw everything needed to remove that directory.
+pub(super) struct OverDir {
+    pub(super) temp: OwnTemp,
+    pub(super) durable: Durable,
+    pub(super) placed: Placed,
 }
 
 /// What is counted of a copy once it is in place under its final name.
@@ -334,13 +345,26 @@ impl Shared<'_> {
             temp.file().set_len(st.size).map_err(io)?;
         }
         if self.opts.xattrs {
-            target::sync_xattrs(src, temp.temp_path())?;
+            target::sync_xattrs(src, temp.temp())?;
         }
-        target::apply(temp.temp_path(), Some(temp.file()), st, self.as_root).map_err(io)?;
+        target::apply(temp.temp(), Some(temp.file()), st, self.as_root).map_err(io)?;
         if self.opts.fsync {
             temp.file().sync_all().map_err(io)?;
         }
-        // A directory in the way makes the rename fail (EISDIR), and the file is reported.
+        // A directory in the way (`delete`): replaced at the end of the run, and only if the
+        // run saw everything there; meanwhile the copy waits, on the disk. (Without
+        // `delete`, the rename fails (EISDIR) and the file is reported.)
+        if self.opts.delete && os::symlink_metadata(dest).is_ok_and(|m| m.is_dir()) {
+            let durable = Durable::synced(temp.file()).map_err(io)?;
+            if let Some(temp) = temp.into_temp() {
+                lock(&self.over_dirs).push(OverDir {
+                    temp,
+                    durable,
+                    placed,
+                });
+            }
+            return Ok(());
+        }
         let bytes = placed.written;
         self.placed(self.commits.add(Ready { temp, done: placed }, bytes));
         Ok(())

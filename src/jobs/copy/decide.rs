@@ -47,7 +47,7 @@ pub(super) struct Rules {
 }
 
 /// The action for a source file of `size` bytes modified at `modified`, given what the
-/// destination has there (not a directory: see [`directory_in_the_way`]). rsync's quick
+/// destination has there (a directory is replaced only by `delete`, at the end of the run). rsync's quick
 /// check: same size and mtime is unchanged, unless `checksum`.
 pub(super) fn action(
     size: u64,
@@ -64,18 +64,6 @@ pub(super) fn action(
         Some(d) if d.modified.is_none() || d.modified != modified => Action::Update,
         Some(_) if rules.hashing => Action::HashOnly,
         Some(_) => Action::Skip,
-    }
-}
-
-/// A directory at the place of a source file: replaced only as `delete` replaces things,
-/// and only when the walk saw everything; else kept, with the reason.
-pub(super) fn directory_in_the_way(delete: bool, walk_failed: bool) -> Result<(), &'static str> {
-    if !delete {
-        Err("a directory is in the way of this file (--delete replaces it)")
-    } else if walk_failed {
-        Err("a directory is in the way of this file; not replaced after errors")
-    } else {
-        Ok(())
     }
 }
 
@@ -150,12 +138,5 @@ mod tests {
             Action::HashOnly
         );
         assert_eq!(action(10, at(5), None, hashing), Action::Copy);
-    }
-
-    #[test]
-    fn a_directory_in_the_way_is_replaced_only_by_delete_after_a_clean_walk() {
-        assert!(directory_in_the_way(false, false).is_err());
-        assert!(directory_in_the_way(true, true).is_err());
-        assert_eq!(directory_in_the_way(true, false), Ok(()));
     }
 }

@@ -19,9 +19,9 @@
 //!
 //! Layout, one decision per file: `decide` (what to do with each file, pure), `nodes`
 //! (directories, links, special files, metadata refresh), `content` (the workers that
-//! write file content), `commit` (durable before renamed, a batch at a time), `delete`
-//! (what `delete` may remove after what the run saw), `verify`, `target` (destination
-//! metadata and leftovers).
+//! write file content), `commit` (durable before renamed, a batch at a time), `verify`,
+//! `target` (destination metadata and leftovers). What may be removed or replaced is not
+//! decided here: [`destructive`](crate::destructive) owns it, given what the run saw.
 //!
 //! ```
 //! use seekless::jobs::copy::{CopyOptions, CopyRoot, copy};
@@ -43,7 +43,6 @@
 mod commit;
 mod content;
 mod decide;
-mod delete;
 mod nodes;
 mod roots;
 mod target;
@@ -60,6 +59,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::atomic::{AtomicFile, parent_of};
+use crate::destructive::{self, DestinationLock, Witness};
 use crate::error::Error;
 use crate::file_id::FileId;
 use crate::jobs::hash::Algorithm;
@@ -73,7 +73,6 @@ use crate::walk::Other;
 use commit::GroupCommit;
 use content::Shared;
 use decide::{Action, Existing, Rules};
-use delete::{Protected, Watch};
 use nodes::{Made, link_in_place, make_dir, make_other, refresh};
 
 /// One source and where it goes: `source` itself becomes `dest` (a directory's contents
@@ -235,6 +234,14 @@ pub enum CopyError {
         /// Why.
         source: io::Error,
     },
+    /// Another run is writing into the destination (one writer at a time).
+    #[error("{}: another run is writing here: {holder}", path.display())]
+    Busy {
+        /// The destination directory.
+        path: PathBuf,
+        /// Who, as far as the system says.
+        holder: String,
+    },
     /// A root would copy a directory to itself or into itself (see [`resolve_roots`]).
     #[error(transparent)]
     Roots(#[from] ResolveError),
@@ -288,9 +295,22 @@ pub fn copy_with(
             })?;
     }
 
+    // One writer at a time in each destination.
+    let dest_dirs: Vec<PathBuf> = roots
+        .iter()
+        .map(|root| match os::metadata(&root.source) {
+            Ok(m) if m.is_dir() => root.dest.clone(),
+            _ => parent_of(&root.dest).to_path_buf(),
+        })
+        .collect();
+    let _lock = DestinationLock::take(&dest_dirs).map_err(|held| CopyError::Busy {
+        path: held.path,
+        holder: held.holder,
+    })?;
+
     // Every error and every path left out is remembered: `delete` must not take what the
     // run did not see for what the source does not have.
-    let watch = Watch::new(reporter);
+    let watch = Witness::new(reporter);
     let reporter: &dyn Reporter = &watch;
     let mut plan_opts = plan_opts.clone();
     plan_opts.walk.others = true;
@@ -311,7 +331,7 @@ pub fn copy_with(
             wanted.insert(dest.clone());
         }
         if other.metadata.is_dir() {
-            match make_dir(&dest) {
+            match make_dir(&dest, other) {
                 Ok(existed) => {
                     if existed {
                         summary.leftovers_removed += target::remove_leftovers(&dest);
@@ -338,7 +358,6 @@ pub fn copy_with(
     }
 
     // Decide per file, from the destination's metadata alone.
-    let walk_failed = watch.errors() > 0;
     let rules = Rules {
         checksum: opts.checksum,
         hashing: opts.hash.is_some(),
@@ -352,29 +371,19 @@ pub fn copy_with(
         if opts.delete {
             wanted.insert(dest.clone());
         }
-        let mut existing = os::symlink_metadata(&dest).ok();
-        if existing.as_ref().is_some_and(|d| d.is_dir()) {
-            if let Err(why) = decide::directory_in_the_way(opts.delete, walk_failed) {
-                actions.push(Action::Skip);
-                fail(
-                    &mut summary,
-                    reporter,
-                    Error::io(&dest, io::Error::other(why)),
-                );
-                continue;
-            }
-            match os::with_path(&dest, |p| fs::remove_dir_all(p)) {
-                Ok(()) => {
-                    summary.deleted += 1;
-                    existing = None;
-                }
-                Err(e) => {
-                    actions.push(Action::Skip);
-                    fail(&mut summary, reporter, Error::io(&dest, e));
-                    continue;
-                }
-            }
+        let existing = os::symlink_metadata(&dest).ok();
+        if existing.as_ref().is_some_and(|d| d.is_dir()) && !opts.delete {
+            actions.push(Action::Skip);
+            let why = "a directory is in the way of this file (--delete replaces it)";
+            fail(
+                &mut summary,
+                reporter,
+                Error::io(&dest, io::Error::other(why)),
+            );
+            continue;
         }
+        // With `delete`, a directory in the way is replaced once the copy is complete and
+        // on the disk, and only if the run saw everything (see `content::OverDir`).
         let action = decide::action(
             f.entry.size,
             f.entry.modified,
@@ -435,6 +444,7 @@ pub fn copy_with(
         cloned: AtomicU64::new(0),
         methods: Mutex::new(HashSet::new()),
         hashes: Mutex::new(Vec::new()),
+        over_dirs: Mutex::new(Vec::new()),
     };
     let consume = ConsumeOptions::new(opts.read.clone(), opts.workers);
     read::run(
@@ -467,6 +477,7 @@ pub fn copy_with(
     methods.sort_unstable_by_key(|&(dev, m)| (dev, m as u8));
     summary.methods = methods;
     let hashes = into_inner(shared.hashes);
+    let over_dirs = into_inner(shared.over_dirs);
 
     if !summary.stopped {
         // Hard links: every second name of a file that is in place, linked to its first.
@@ -490,33 +501,61 @@ pub fn copy_with(
     }
 
     // What the run could not see whole: source paths that failed or were left out (all
-    // known once the read is over; deletion's own errors name destination paths).
+    // known once the read is over; what deletion itself fails on comes after).
     let unseen: HashSet<PathBuf> = watch.unseen().into_iter().collect();
+    let clearance = watch
+        .clearance(opts.ignore_errors)
+        .map(|c| c.translated(|p| map.dest_side(p)).sparing(&sources));
+    // Copies waiting where the destination has a directory: put in place now, if the
+    // run saw everything there.
+    for waiting in over_dirs {
+        let dest = waiting.temp.dest().to_path_buf();
+        let placed = match &clearance {
+            Ok(c) => waiting.temp.put_in_place_over_dir(waiting.durable, c),
+            Err(errors) => Err(Error::io(
+                &dest,
+                io::Error::other(format!(
+                    "a directory is in the way of this file; kept: {errors} error{} in this \
+                     run (--ignore-errors replaces it all the same)",
+                    if *errors == 1 { "" } else { "s" }
+                )),
+            )),
+        };
+        match placed {
+            Ok(()) => {
+                summary.deleted += 1;
+                summary.updated += 1;
+                summary.bytes += waiting.placed.written;
+                summary.cloned += waiting.placed.cloned;
+            }
+            Err(e) => fail(&mut summary, reporter, e),
+        }
+    }
     if opts.delete {
-        let errors = watch.errors();
-        if errors > 0 && !opts.ignore_errors {
-            summary.deletion_skipped = true;
-            reporter.warning(
-                None,
-                &format!(
-                    "copy: nothing deleted: {errors} error{} in this run, so the source \
-                     may have more than was seen (--ignore-errors deletes all the same, \
-                     except at and under the paths that failed)",
-                    if errors == 1 { "" } else { "s" }
-                ),
-            );
-        } else {
-            // Never at or under a path that failed or was left out.
-            let protected = Protected::new(unseen.iter().filter_map(|p| map.dest_of(p)));
-            for root in roots {
-                if os::metadata(&root.source).is_ok_and(|m| m.is_dir()) {
-                    summary.deleted += delete::delete_extra(
-                        &root.dest,
-                        &wanted,
-                        &protected,
-                        reporter,
-                        &mut summary.failed,
-                    );
+        match &clearance {
+            Err(errors) => {
+                summary.deletion_skipped = true;
+                reporter.warning(
+                    None,
+                    &format!(
+                        "copy: nothing deleted: {errors} error{} in this run, so the source \
+                         may have more than was seen (--ignore-errors deletes all the same, \
+                         except at and under the paths that failed)",
+                        if *errors == 1 { "" } else { "s" }
+                    ),
+                );
+            }
+            Ok(clearance) => {
+                for root in roots {
+                    if os::metadata(&root.source).is_ok_and(|m| m.is_dir()) {
+                        summary.deleted += destructive::remove_extra(
+                            &root.dest,
+                            &wanted,
+                            clearance,
+                            reporter,
+                            &mut summary.failed,
+                        );
+                    }
                 }
             }
         }
@@ -561,18 +600,31 @@ pub fn copy_with(
     Ok(summary)
 }
 
-/// The roots, with each destination that is a symlink to a directory replaced by the
-/// directory it leads to: as `cp` and `rsync` do, a link given as the destination is
-/// followed (`/backup` a link to another disk), never replaced. Links below it are copies
-/// of the source's links, as always.
+/// The roots, with each destination that is a symlink replaced by what it leads to: as
+/// `cp` and `rsync` do, a link given as the destination is followed (`/backup` a link to
+/// another disk; a file's destination a link to a file), never replaced. Links below it
+/// are copies of the source's links, as always.
 fn follow_dest_links(roots: &[CopyRoot]) -> Vec<CopyRoot> {
     roots
         .iter()
         .map(|r| {
             let is_link = os::symlink_metadata(&r.dest).is_ok_and(|m| m.file_type().is_symlink());
-            let to_dir = is_link && os::metadata(&r.dest).is_ok_and(|m| m.is_dir());
-            match to_dir.then(|| fs::canonicalize(&r.dest)) {
-                Some(Ok(dir)) => CopyRoot::new(r.source.clone(), dir),
+            if !is_link {
+                return r.clone();
+            }
+            if os::metadata(&r.dest).is_ok_and(|m| m.is_dir()) {
+                return match fs::canonicalize(&r.dest) {
+                    Ok(dir) => CopyRoot::new(r.source.clone(), dir),
+                    Err(_) => r.clone(),
+                };
+            }
+            // A link to a file (or a dangling one), for a file: its target is written, as
+            // `cp` writes it.
+            match os::metadata(&r.source) {
+                Ok(m) if !m.is_dir() => match crate::atomic::through_links(&r.dest) {
+                    Ok(target) => CopyRoot::new(r.source.clone(), target),
+                    Err(_) => r.clone(),
+                },
                 _ => r.clone(),
             }
         })
@@ -616,6 +668,17 @@ impl<'a> Mapping<'a> {
             .iter()
             .position(|r| path.starts_with(&r.source))
             .is_some_and(|i| self.dest_devs[i] == Some(dev))
+    }
+
+    /// The name on the destination side of a path the run could not see: a source path's
+    /// destination, or a destination path itself (a copy that failed to be written).
+    fn dest_side(&self, path: &Path) -> Option<PathBuf> {
+        self.dest_of(path).or_else(|| {
+            self.roots
+                .iter()
+                .any(|r| path.starts_with(&r.dest))
+                .then(|| path.to_path_buf())
+        })
     }
 
     /// The destination of a path the walk found under one of the roots.

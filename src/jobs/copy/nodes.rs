@@ -6,22 +6,20 @@ use std::io;
 use std::path::Path;
 
 use super::target;
-use crate::atomic::temp_beside;
+use crate::destructive::{self, Durable, OwnTemp};
 use crate::error::Error;
 use crate::jobs::stat::{NodeKind, Stat};
 use crate::os;
 use crate::report::Reporter;
 use crate::walk::Other;
 
-/// Makes directory `dest` (its parents exist). Returns whether it existed already. A
-/// non-directory in its place is replaced.
-pub(super) fn make_dir(dest: &Path) -> io::Result<bool> {
-    match os::symlink_metadata(dest) {
-        Ok(m) if m.is_dir() => return Ok(true),
-        Ok(_) => os::with_path(dest, |p| fs::remove_file(p))?,
-        Err(_) => {}
+/// Makes directory `dest` (its parents exist), the copy of the source directory `source`.
+/// Returns whether it existed already. A non-directory in its place is replaced.
+pub(super) fn make_dir(dest: &Path, source: &Other) -> io::Result<bool> {
+    if os::symlink_metadata(dest).is_ok_and(|m| m.is_dir()) {
+        return Ok(true);
     }
-    match os::with_path(dest, |p| fs::create_dir(p)) {
+    match destructive::replace_with_directory(dest, source) {
         Ok(()) => Ok(false),
         Err(e)
             if e.kind() == io::ErrorKind::AlreadyExists
@@ -60,9 +58,8 @@ pub(super) fn make_other(
 ) -> Result<Made, Error> {
     let st = Stat::of(&other.metadata);
     let existing = os::symlink_metadata(dest).ok().map(|m| Stat::of(&m));
-    let temp = temp_beside(dest);
     let io = |e| Error::io(dest, e);
-    match st.kind {
+    let temp = match st.kind {
         NodeKind::Symlink => {
             let link = os::read_link(&other.path).map_err(|e| Error::io(&*other.path, e))?;
             if let Some(d) = existing.as_ref().filter(|d| d.kind == NodeKind::Symlink)
@@ -70,7 +67,7 @@ pub(super) fn make_other(
             {
                 return refresh(&other.path, false, dest, d, as_root, xattrs).map(Made::refreshed);
             }
-            os::with_path(&temp, |t| os::make_symlink(&link, t)).map_err(io)?;
+            OwnTemp::symlink(&link, dest).map_err(io)?
         }
         NodeKind::Fifo | NodeKind::CharDevice | NodeKind::BlockDevice => {
             if let Some(d) = existing
@@ -88,27 +85,19 @@ pub(super) fn make_other(
                 NodeKind::CharDevice => 0o020000,
                 _ => 0o060000,
             };
-            os::make_node(&temp, type_bits | st.mode, st.rdev).map_err(io)?;
+            OwnTemp::node(dest, type_bits | st.mode, st.rdev).map_err(io)?
         }
         _ => {
             reporter.warning(Some(&other.path), "socket ignored");
             return Ok(Made::Same);
         }
+    };
+    // Dropped on an error, the temporary is removed.
+    if xattrs {
+        target::sync_xattrs(&other.path, temp.path())?;
     }
-    let placed = (if xattrs {
-        target::sync_xattrs(&other.path, &temp).map(drop)
-    } else {
-        Ok(())
-    })
-    .and_then(|()| {
-        target::apply(&temp, None, &st, as_root)
-            .and_then(|()| os::with_paths(&temp, dest, |a, b| fs::rename(a, b)))
-            .map_err(io)
-    });
-    if let Err(e) = placed {
-        let _ = os::with_path(&temp, |p| fs::remove_file(p));
-        return Err(e);
-    }
+    target::apply(temp.path(), None, &st, as_root).map_err(io)?;
+    temp.put_in_place(Durable::no_data()).map_err(io)?;
     Ok(Made::New)
 }
 
@@ -155,10 +144,6 @@ pub(super) fn link_in_place(first: &Path, dest: &Path) -> io::Result<bool> {
             return Ok(false);
         }
     }
-    let temp = temp_beside(dest);
-    os::with_paths(first, &temp, |a, b| fs::hard_link(a, b))?;
-    os::with_paths(&temp, dest, |a, b| fs::rename(a, b)).inspect_err(|_| {
-        let _ = os::with_path(&temp, |p| fs::remove_file(p));
-    })?;
+    OwnTemp::hard_link(first, dest)?.put_in_place(Durable::no_data())?;
     Ok(true)
 }

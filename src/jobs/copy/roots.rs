@@ -59,7 +59,8 @@ pub enum ResolveError {
 ///
 /// - a directory goes to `DEST/NAME` (DEST is made if missing), as `cp -a` does into an
 ///   existing directory; with a trailing slash (`SOURCE/`) its contents go to `DEST`, as
-///   rsync does;
+///   rsync does; `SOURCE/.`, `.`, `SOURCE/..` and `..` put the contents of the directory
+///   they name into `DEST`, as `cp -a` and rsync both do;
 /// - a file goes to `DEST/NAME` when `DEST` is a directory, ends in `/` or several sources
 ///   are given, else to `DEST` (a new name);
 /// - several sources need `DEST` to be a directory, or not to exist yet.
@@ -99,7 +100,7 @@ pub fn resolve_roots(sources: &[PathBuf], dest: &Path) -> Result<Vec<CopyRoot>, 
             source: e,
         };
         let is_dir = std::fs::metadata(source).map_err(stat_error)?.is_dir();
-        let contents = path_to_bytes(source).ends_with(b"/");
+        let contents = names_contents(source);
         let target = if is_dir && contents || !is_dir && !dest_is_dir {
             dest.to_path_buf()
         } else {
@@ -125,6 +126,15 @@ pub fn resolve_roots(sources: &[PathBuf], dest: &Path) -> Result<Vec<CopyRoot>, 
         roots.push(CopyRoot::new(source.clone(), target));
     }
     Ok(roots)
+}
+
+/// Whether a source names a directory's contents rather than the directory: `DIR/` (as
+/// rsync reads it), and, as `cp -a` and rsync both read them, `DIR/.`, `.`, `DIR/..` and
+/// `..` (a last component that is not a name).
+fn names_contents(source: &Path) -> bool {
+    let bytes = path_to_bytes(source);
+    let last = bytes.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    bytes.ends_with(b"/") || last == b"." || last == b".."
 }
 
 /// Whether `path` (which may not exist yet) is directory `dir` or inside it.
@@ -193,6 +203,22 @@ mod tests {
             resolve_roots(sources, dest),
             Err(ResolveError::IntoItself { .. })
         )
+    }
+
+    #[test]
+    fn a_last_component_that_is_not_a_name_copies_the_contents() {
+        let (t, src) = tree();
+        let dest = t.path().join("dest");
+        for form in ["/.", "/sub/..", "/"] {
+            let mut s = src.as_os_str().to_owned();
+            s.push(form);
+            let roots = resolve_roots(&[PathBuf::from(&s)], &dest).unwrap();
+            assert_eq!(roots[0].dest, dest, "{form}");
+        }
+        let roots = resolve_roots(std::slice::from_ref(&src), &dest).unwrap();
+        assert_eq!(roots[0].dest, dest.join("src"));
+        assert!(names_contents(Path::new(".")) && names_contents(Path::new("..")));
+        assert!(!names_contents(Path::new("a.")) && !names_contents(Path::new("..a")));
     }
 
     #[test]

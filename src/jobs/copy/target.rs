@@ -1,29 +1,19 @@
 //! The destination side of a copy: metadata, and leftovers of interrupted runs (files are
 //! put in place through [`AtomicFile`](crate::AtomicFile)).
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::io;
 use std::path::Path;
 
-use crate::atomic::is_temp;
+use crate::destructive;
 use crate::error::Error;
 use crate::jobs::stat::{NodeKind, Stat};
 use crate::os;
 
-/// Removes temporaries an interrupted run left in `dir`. Returns how many.
+/// Removes the temporaries that runs which ended (killed, a power cut) left in `dir`.
+/// Returns how many.
 pub fn remove_leftovers(dir: &Path) -> u64 {
-    let Ok(entries) = os::read_dir(dir) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        if is_temp(&entry.file_name())
-            && os::with_path(&dir.join(entry.file_name()), |p| fs::remove_file(p)).is_ok()
-        {
-            removed += 1;
-        }
-    }
-    removed
+    destructive::remove_dead_temps(dir, |_| true).len() as u64
 }
 
 /// Gives the file at `path` (open as `file`, if it is a regular file) the source's owner

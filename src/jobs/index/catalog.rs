@@ -11,6 +11,7 @@ use rusqlite::{Connection, OpenFlags, params};
 
 use super::inspect::ImageInfo;
 use super::thumb::Visual;
+use crate::destructive::Forget;
 
 /// The schema's version (`PRAGMA user_version`). Version 2 stores paths absolute; a
 /// version-1 catalog is upgraded in place, in one transaction, when opened (see
@@ -720,7 +721,7 @@ impl Catalog {
         &mut self,
         moved: &[(i64, Vec<u8>)],
         new_dev: &[(i64, u64)],
-        removed: &[i64],
+        removed: &Forget,
     ) -> Result<(), CatalogError> {
         let path = self.path.clone();
         let err = |e: rusqlite::Error| CatalogError::io(&path, e);
@@ -733,7 +734,7 @@ impl Catalog {
             let mut unthumb = tx
                 .prepare_cached("DELETE FROM thumbs WHERE image = ?1")
                 .map_err(err)?;
-            for id in removed {
+            for id in removed.ids() {
                 unthumb.execute([id]).map_err(err)?;
                 delete.execute([id]).map_err(err)?;
             }

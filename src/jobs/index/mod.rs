@@ -43,6 +43,7 @@ use catalog::{Row, WriterLock};
 use crossbeam_channel::RecvTimeoutError;
 pub use phases::Phases;
 
+use crate::destructive::{Forget, Witness};
 use crate::error::Error;
 use crate::path_bytes::path_to_bytes;
 use crate::plan::{Plan, PlanOptions, PlannedFile};
@@ -178,52 +179,6 @@ enum RootState {
     Empty,
 }
 
-/// The paths the walk could not see whole: errors (an unreadable directory, one that
-/// vanished, a file that could not be opened) and skips (another filesystem under `-x`, a
-/// symbolic link, a directory already walked under another name). Rows at or under them
-/// are never removed.
-struct Unseen<'a, F> {
-    inner: &'a dyn Reporter,
-    paths: std::sync::Mutex<HashSet<Vec<u8>>>,
-    /// Also told of each error (for rows of files that could not be opened).
-    on_error: F,
-}
-
-impl<F: Fn(&Error) + Sync> Reporter for Unseen<'_, F> {
-    fn error(&self, err: &Error) {
-        self.inner.error(err);
-        crate::sync::lock(&self.paths).insert(path_to_bytes(err.path()).into_owned());
-        (self.on_error)(err);
-    }
-
-    fn skipped(&self, path: &Path, why: &str) {
-        self.inner.skipped(path, why);
-        crate::sync::lock(&self.paths).insert(path_to_bytes(path).into_owned());
-    }
-
-    fn planned(&self, files: u64, bytes: u64) {
-        self.inner.planned(files, bytes);
-    }
-
-    fn warning(&self, path: Option<&Path>, what: &str) {
-        self.inner.warning(path, what);
-    }
-}
-
-/// Whether `path` or one of its ancestors is in `set`.
-fn at_or_under_any(path: &[u8], set: &HashSet<Vec<u8>>) -> bool {
-    if set.is_empty() {
-        return false;
-    }
-    if set.contains(path) {
-        return true;
-    }
-    path.iter()
-        .enumerate()
-        .filter(|&(_, &b)| b == b'/')
-        .any(|(i, _)| set.contains(&path[..i.max(1)]))
-}
-
 /// A root as the catalog names it: absolute, symbolic links and `..` resolved once for
 /// the root (never per file below it). A directory is made canonical whole; a file (or a
 /// path that does not exist) keeps its own name, joined to its directory made canonical
@@ -287,26 +242,26 @@ pub fn index_with(
     // the regular files among the failed paths that the filter would have taken.
     let unopened = std::sync::Mutex::new(Vec::new());
     let filter = &plan_opts.walk.filter;
-    let recorder = Unseen {
-        inner: reporter,
-        paths: Default::default(),
-        on_error: |err: &Error| {
-            let path = err.path();
-            let Ok(meta) = crate::os::symlink_metadata(path) else {
-                return;
+    // The paths the walk could not see whole: errors (an unreadable directory, one that
+    // vanished, a file that could not be opened) and skips (another filesystem under `-x`,
+    // a symbolic link, a directory already walked under another name). Rows at or under
+    // them are never removed.
+    let recorder = Witness::with_on_error(reporter, |err: &Error| {
+        let path = err.path();
+        let Ok(meta) = crate::os::symlink_metadata(path) else {
+            return;
+        };
+        let name = path.file_name().unwrap_or_default();
+        if meta.is_file() && (filter.is_empty() || filter.keeps(path, name)) {
+            let why = match err.io_error() {
+                Some(e) => crate::error::describe_io(e),
+                None => err.kind().to_string(),
             };
-            let name = path.file_name().unwrap_or_default();
-            if meta.is_file() && (filter.is_empty() || filter.keeps(path, name)) {
-                let why = match err.io_error() {
-                    Some(e) => crate::error::describe_io(e),
-                    None => err.kind().to_string(),
-                };
-                crate::sync::lock(&unopened).push((path.to_path_buf(), meta, why));
-            }
-        },
-    };
+            crate::sync::lock(&unopened).push((path.to_path_buf(), meta, why));
+        }
+    });
     let plan = Plan::build(&walked, plan_opts, &recorder);
-    let mut unseen = crate::sync::into_inner(recorder.paths);
+    let mut clearance = recorder.clearance_outside_unseen();
     let unopened = crate::sync::into_inner(unopened);
     let mut catalog = lock.open()?;
     let mut summary = IndexSummary::default();
@@ -345,7 +300,7 @@ pub fn index_with(
                  mounted? --prune removes them)"
             );
             reporter.error(&Error::io(root, std::io::Error::other(why)));
-            unseen.insert(bytes.clone());
+            clearance = clearance.shielding(root.clone());
         }
     }
     // First, the files at known paths: unchanged or changed. Rows left unseen after this
@@ -417,14 +372,21 @@ pub fn index_with(
     // with the same identity (device included: an inode number means nothing on another
     // filesystem) moved there (its row follows it, nothing is read); the rest are
     // removed. Rows at or under a path the walk could not see whole are neither.
-    let mut gone: HashMap<[i64; 4], i64> = known
+    let not_found: Vec<(i64, PathBuf)> = known
         .iter()
-        .filter(|(bytes, k)| {
-            !k.seen
-                && root_bytes.iter().any(|r| under(bytes, r))
-                && !at_or_under_any(bytes, &unseen)
-        })
-        .map(|(_, k)| (k.identity(), k.id))
+        .filter(|(bytes, k)| !k.seen && root_bytes.iter().any(|r| under(bytes, r)))
+        .map(|(bytes, k)| (k.id, crate::path_bytes::path_from_bytes(bytes)))
+        .collect();
+    let mut forget = Forget::gone(
+        not_found.iter().map(|(id, p)| (*id, p.as_path())),
+        &clearance,
+    );
+    drop(not_found);
+    let forgettable: HashSet<i64> = forget.ids().iter().copied().collect();
+    let mut gone: HashMap<[i64; 4], i64> = known
+        .values()
+        .filter(|k| forgettable.contains(&k.id))
+        .map(|k| (k.identity(), k.id))
         .collect();
     let mut moved: Vec<(i64, Vec<u8>)> = Vec::new();
     for i in at_new_path {
@@ -446,9 +408,11 @@ pub fn index_with(
             }
         }
     }
-    let removed: Vec<i64> = gone.into_values().collect();
-    summary.removed = removed.len() as u64;
-    catalog.relocate(&moved, &new_dev, &removed)?;
+    // What moved is not forgotten.
+    let left: HashSet<i64> = gone.into_values().collect();
+    forget.retain(|id| left.contains(&id));
+    summary.removed = forget.len() as u64;
+    catalog.relocate(&moved, &new_dev, &forget)?;
     let mut failed_rows = failed_rows.into_iter();
     catalog.write_all(|_| failed_rows.next().ok_or(RecvTimeoutError::Disconnected))?;
     drop(known);
@@ -812,18 +776,6 @@ mod tests {
             (p.rows, p.decode, p.hash),
             (0, Duration::ZERO, Duration::ZERO)
         );
-    }
-
-    #[test]
-    fn a_path_is_unseen_when_it_or_an_ancestor_could_not_be_seen() {
-        let set: HashSet<Vec<u8>> = [b"/a/sub".to_vec(), b"/b/x.jpg".to_vec()].into();
-        assert!(at_or_under_any(b"/a/sub", &set));
-        assert!(at_or_under_any(b"/a/sub/deeper/x.jpg", &set));
-        assert!(at_or_under_any(b"/b/x.jpg", &set));
-        assert!(!at_or_under_any(b"/a/subway/x.jpg", &set));
-        assert!(!at_or_under_any(b"/a/x.jpg", &set));
-        assert!(!at_or_under_any(b"/a/x.jpg", &HashSet::new()));
-        assert!(at_or_under_any(b"/a/x.jpg", &[b"/".to_vec()].into()));
     }
 
     #[test]
