@@ -1088,8 +1088,10 @@ fn a_copy_killed_mid_run_leaves_only_complete_files_and_a_rerun_completes_it() {
         }
     }
     let left = temporaries(&root);
-    // Each temporary is `.NAME.seekless-tmp-PID-N` beside NAME's place, PID the killed run.
-    let marker = format!(".seekless-tmp-{pid}-");
+    // Each temporary is `.NAME.seekless-tmp-RUN-N` beside NAME's place, RUN the killed
+    // run's (one for all of them).
+    let marker = b".seekless-tmp-";
+    let mut runs = BTreeSet::new();
     for t in &left {
         let (dir, name) = match t.iter().rposition(|&b| b == b'/') {
             Some(i) => (&t[..=i], &t[i + 2..]),
@@ -1097,14 +1099,19 @@ fn a_copy_killed_mid_run_leaves_only_complete_files_and_a_rerun_completes_it() {
         };
         let cut = name
             .windows(marker.len())
-            .position(|w| w == marker.as_bytes())
-            .unwrap_or_else(|| panic!("{} is not one of pid {pid}'s temporaries", show(t)));
-        let number = &name[cut + marker.len()..];
+            .rposition(|w| w == marker)
+            .unwrap_or_else(|| panic!("{} is not a temporary of pid {pid}", show(t)));
+        let tail = &name[cut + marker.len()..];
+        let (run, number) = tail.split_at(16.min(tail.len()));
         assert!(
-            !number.is_empty() && number.iter().all(u8::is_ascii_digit),
+            run.iter().all(u8::is_ascii_hexdigit)
+                && number.len() > 1
+                && number[0] == b'-'
+                && number[1..].iter().all(u8::is_ascii_digit),
             "{}",
             show(t)
         );
+        runs.insert(run.to_vec());
         let meant = [dir, &name[..cut]].concat();
         assert!(
             names.contains(&meant),
@@ -1112,6 +1119,7 @@ fn a_copy_killed_mid_run_leaves_only_complete_files_and_a_rerun_completes_it() {
             show(t)
         );
     }
+    assert!(runs.len() <= 1, "one run left them all: {runs:?}");
     eprintln!(
         "{test}: killed with {complete} of {n} files in place, {} temporaries",
         left.len()

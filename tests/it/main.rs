@@ -44,6 +44,8 @@ mod partitions; // partitions of one loop device (losetup -P, or loop devices at
 #[cfg(target_os = "linux")]
 mod read; // the page cache (fincore) and sysfs queue settings
 #[cfg(target_os = "linux")]
+mod safety; // issue 30's cases: python3 holds locks, unshare a private /dev, btrfs corrupted for EIO
+#[cfg(target_os = "linux")]
 mod scale; // wait4, setrlimit, openat past PATH_MAX
 #[cfg(target_os = "linux")]
 mod shell; // bash runs the completion script, man renders the page

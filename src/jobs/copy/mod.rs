@@ -271,7 +271,7 @@ pub fn copy_with(
     // Roots made by hand get the protection `resolve_roots` gives: a directory copied into
     // itself would copy what it is copying.
     for root in roots {
-        if os::metadata(&root.source).is_ok_and(|m| m.is_dir())
+        if os::symlink_metadata(&root.source).is_ok_and(|m| m.is_dir())
             && roots::is_inside(&root.dest, &root.source)
         {
             return Err(ResolveError::IntoItself {
@@ -281,9 +281,20 @@ pub fn copy_with(
             .into());
         }
     }
-    // The destination must be writable before anything is read.
+    // The destination must be writable before anything is read; a file is not written
+    // through a dangling link (as `cp` refuses it), and the link is not replaced either.
     for root in roots {
-        let dir = match os::metadata(&root.source) {
+        let dangling = os::symlink_metadata(&root.dest).is_ok_and(|m| m.is_symlink())
+            && os::metadata(&root.dest).is_err();
+        if dangling {
+            return Err(CopyError::Destination {
+                path: root.dest.clone(),
+                source: io::Error::other("not writing through dangling symlink"),
+            });
+        }
+    }
+    for root in roots {
+        let dir = match os::symlink_metadata(&root.source) {
             Ok(m) if m.is_dir() => root.dest.clone(),
             _ => parent_of(&root.dest).to_path_buf(),
         };
@@ -298,7 +309,7 @@ pub fn copy_with(
     // One writer at a time in each destination.
     let dest_dirs: Vec<PathBuf> = roots
         .iter()
-        .map(|root| match os::metadata(&root.source) {
+        .map(|root| match os::symlink_metadata(&root.source) {
             Ok(m) if m.is_dir() => root.dest.clone(),
             _ => parent_of(&root.dest).to_path_buf(),
         })
@@ -547,7 +558,7 @@ pub fn copy_with(
             }
             Ok(clearance) => {
                 for root in roots {
-                    if os::metadata(&root.source).is_ok_and(|m| m.is_dir()) {
+                    if os::symlink_metadata(&root.source).is_ok_and(|m| m.is_dir()) {
                         summary.deleted += destructive::remove_extra(
                             &root.dest,
                             &wanted,
@@ -618,13 +629,15 @@ fn follow_dest_links(roots: &[CopyRoot]) -> Vec<CopyRoot> {
                     Err(_) => r.clone(),
                 };
             }
-            // A link to a file (or a dangling one), for a file: its target is written, as
-            // `cp` writes it.
-            match os::metadata(&r.source) {
-                Ok(m) if !m.is_dir() => match crate::atomic::through_links(&r.dest) {
-                    Ok(target) => CopyRoot::new(r.source.clone(), target),
-                    Err(_) => r.clone(),
-                },
+            // A link to a file, for a file: its target is written, as `cp` writes it
+            // (and, as `cp`, not through a dangling link: refused in `copy_with`).
+            match os::symlink_metadata(&r.source) {
+                Ok(m) if m.is_file() && os::metadata(&r.dest).is_ok() => {
+                    match crate::atomic::through_links(&r.dest) {
+                        Ok(target) => CopyRoot::new(r.source.clone(), target),
+                        Err(_) => r.clone(),
+                    }
+                }
                 _ => r.clone(),
             }
         })

@@ -99,7 +99,11 @@ pub fn resolve_roots(sources: &[PathBuf], dest: &Path) -> Result<Vec<CopyRoot>, 
             path: source.clone(),
             source: e,
         };
-        let is_dir = std::fs::metadata(source).map_err(stat_error)?.is_dir();
+        // A symlink named as a source is copied as the link it is (as `cp -a` and rsync copy
+        // it), unless named as a directory (`LINK/`, `LINK/.`): `lstat` follows it then.
+        let is_dir = std::fs::symlink_metadata(source)
+            .map_err(stat_error)?
+            .is_dir();
         let contents = names_contents(source);
         let target = if is_dir && contents || !is_dir && !dest_is_dir {
             dest.to_path_buf()

@@ -485,7 +485,7 @@ impl Job<'_> {
             if file.position() != region.start
                 && let Err(e) = file.seek_to(region.start)
             {
-                read_error.get_or_insert(e);
+                read_error.get_or_insert((io::Error::from(e), region.start));
             }
             let mut left = region.end - region.start;
             while left > 0 && read_error.is_none() {
@@ -502,7 +502,7 @@ impl Job<'_> {
                     Ok(n) => left -= n as u64,
                     Err(FillError::Write(e)) => return Err(e),
                     Err(FillError::Read(e)) => {
-                        read_error = Some(Error::io(path, e));
+                        read_error = Some((e, region.end - left));
                     }
                 }
             }
@@ -515,9 +515,19 @@ impl Job<'_> {
         self.summary.files += 1;
         self.summary.bytes += size;
 
-        if let Some(e) = read_error {
-            // Stored, with zeros where it could not be read: the archive stays valid.
-            self.fail(&e);
+        if let Some((e, at)) = read_error {
+            // Stored, with zeros where it could not be read: the archive stays valid, and
+            // the message says the member is not the file's content (as GNU tar says it).
+            let s = if missing == 1 { "" } else { "s" };
+            let why = io::Error::new(
+                e.kind(),
+                format!(
+                    "read error at byte {at}: {}; the member is padded with {missing} zero \
+                     byte{s} and is not this file's content",
+                    crate::error::describe_io(&e)
+                ),
+            );
+            self.fail(&Error::io(path, why));
             return Ok(Some((name, st)));
         }
         let changed = if missing > 0 {
