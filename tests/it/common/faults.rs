@@ -239,6 +239,14 @@ fn bmp(w: u32, h: u32, rng: &mut Rng) -> Vec<u8> {
     b
 }
 
+/// A directory of three small BMP images (a second filesystem for a tree).
+pub fn build_images(dir: &Path, rng: &mut Rng) {
+    for i in 0..3 {
+        let (w, h) = (1 + rng.below(40) as u32, 1 + rng.below(40) as u32);
+        write_file(&dir.join(format!("s{i}.bmp")), &bmp(w, h, rng), T0 + 70 + i);
+    }
+}
+
 /// Directories of the generated trees: nested, one with a space, one not UTF-8.
 const DIRS: [&[u8]; 7] = [
     b"a",
