@@ -110,13 +110,25 @@ impl FaultFs {
         Ok(())
     }
 
-    /// Grows or shrinks the backing file at its first read, if the spec says so.
-    fn change_while_read(&self, rel: &[u8], file: &File) {
+    /// Grows or shrinks the backing file at its first read, if the spec says so (through a
+    /// handle of its own: the reader's may be read-only).
+    fn change_while_read(&self, rel: &[u8]) {
         let grow = self.spec.strikes(Kind::Grow, rel);
         let shrink = !grow && self.spec.strikes(Kind::Shrink, rel);
         if !(grow || shrink) || !lock(&self.changed).insert(rel.to_vec()) {
             return;
         }
+        let file = match OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(self.nodes.backing(rel))
+        {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("faultfs: changing {}: {e}", String::from_utf8_lossy(rel));
+                return;
+            }
+        };
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         let done = if grow {
             let tail: Vec<u8> = (0..4096 + len % 5000).map(|i| (i * 7 + 1) as u8).collect();
@@ -518,7 +530,7 @@ impl Filesystem for FaultFs {
             let Handle::File { file, rel } = h else {
                 return Err(Errno::EISDIR);
             };
-            self.change_while_read(rel, file);
+            self.change_while_read(rel);
             if self.spec.strikes(Kind::ReadEio, rel) {
                 let len = file.metadata().map_err(errno)?.len();
                 let at = if len == 0 {
