@@ -75,7 +75,7 @@ const KNOWN_BUGS: &[(&str, Recognises)] = &[
     ),
     (
         "index nulls the known fields of a file it could not open or read (EIO, EACCES, \
-         ENOENT, ENOTDIR), with or without --rehash",
+         ENOENT, ENOTDIR, changed while read), with or without --rehash",
         |v| v.contains("(c) row ") && v.contains(" became None (error Some("),
     ),
     (
@@ -411,10 +411,11 @@ fn copy_delete_keeps_a_directory_in_the_way_until_the_file_replacing_it_is_read(
 #[test]
 #[ignore = "known bug: copy removes a user's file named like one of its temporaries"]
 fn copy_keeps_a_users_file_named_like_a_temporary() {
-    // 17: copy --delete --ignore-errors after errors; 28: copy (no --delete), ENOSPC.
+    // 17: copy --delete --ignore-errors after errors; 28: copy (no --delete), ENOSPC;
+    // 1291: copy (no --delete), no fault at all, exit 0 (the name is gone from the source).
     let test = test_name!();
     if ready(test) {
-        assert_seeds_hold(&[17, 28], true);
+        assert_seeds_hold(&[17, 28, 1291], true);
     }
 }
 
