@@ -44,6 +44,7 @@ const CI_SEEDS: std::ops::RangeInclusive<u64> = 1..=300;
 /// when the kill falls in its window, so some of these fail in some runs only):
 /// - directory in the way: 51, 71, 115, 138, 149, 165, 206, 265, 290 (and 555, 581, 638);
 /// - file in the way of a directory, killed between: 1667;
+/// - another run's live temporary: most copy seeds with one (8, 12, 20, 28, 32, 40, 56, …);
 /// - a user's temporary-like name: 15, 17, 28, 41, 53, 54, 59, 84, 101, 126, 143, 149,
 ///   165, 174, 192, 197, 206, 210, 224, 233, 256, 279, 287;
 /// - index fields nulled: 2, 3, 13, 23, 24, 35, 36, 42, 44, 46, 62, 64, 67, 69, 74, 78,
@@ -68,6 +69,10 @@ const KNOWN_BUGS: &[(&str, Recognises)] = &[
             v.contains("(a) swap-file deleted from the destination, though the source has it")
                 && v.contains("(exit None")
         },
+    ),
+    (
+        "copy removes the live temporary of another seekless run",
+        |v| v.contains(".live.tar.seekless-tmp-"),
     ),
     (
         "copy removes a user's file named like a temporary (.x.seekless-tmp-1-2)",
@@ -179,6 +184,9 @@ struct Scenario {
     /// Index only: a filesystem mounted at `sub` in the tree for the first run and the
     /// clean ones, not for the faulty run (a drive not mounted).
     sub_mount: bool,
+    /// Copy only: another seekless run (a `tar -f` into the destination) is alive, frozen,
+    /// with its temporary there, while the copy runs.
+    live_temp: bool,
 }
 
 fn scenario(seed: u64) -> Scenario {
@@ -227,6 +235,10 @@ fn scenario(seed: u64) -> Scenario {
     // From a generator of its own, so that adding it changed no other seed's scenario.
     let sub_mount =
         matches!(job, Job::Index | Job::IndexRehash) && Rng::new(seed ^ 0x50b_4d0c).below(3) == 0;
+    let live_temp = matches!(
+        job,
+        Job::CopyDelete | Job::CopyDeleteIgnoreErrors | Job::Copy
+    ) && Rng::new(seed ^ 0x11fe_7e40).below(4) == 0;
     Scenario {
         seed,
         job,
@@ -234,6 +246,7 @@ fn scenario(seed: u64) -> Scenario {
         dest,
         kill_at,
         sub_mount,
+        live_temp,
     }
 }
 
@@ -405,6 +418,17 @@ fn copy_delete_keeps_a_directory_in_the_way_until_the_file_replacing_it_is_read(
     let test = test_name!();
     if ready(test) {
         assert_seeds_hold(&[555, 581, 638], true);
+    }
+}
+
+#[test]
+#[ignore = "known bug: copy removes the live temporaries of other runs"]
+fn copy_keeps_the_temporary_of_another_run_that_is_alive() {
+    // A `tar -f` into the destination, frozen with its temporary there. 8: copy --delete
+    // --ignore-errors; 32: copy.
+    let test = test_name!();
+    if ready(test) {
+        assert_seeds_hold(&[8, 32], true);
     }
 }
 
@@ -668,6 +692,7 @@ impl<'a> Harness<'a> {
             );
             assert_exit(&o, 0);
         });
+        let live = self.s.live_temp.then(|| self.start_live_tar(&dst));
         let dst_before = snapshot(&dst);
 
         let mut args = flags.clone();
@@ -760,6 +785,21 @@ impl<'a> Harness<'a> {
                 }
             }
         }
+        if let Some((other, temp)) = live {
+            if !temp.exists() {
+                found.push(format!(
+                    "(a) {} removed: the temporary of another seekless run, alive (frozen)",
+                    show(temp.file_name().unwrap().as_bytes())
+                ));
+            }
+            let (code, err) = finish(other);
+            if code != Some(0) && found.is_empty() {
+                found.push(format!(
+                    "the other run (tar -f) failed after the copy: {err}"
+                ));
+            }
+            let _ = fs::remove_file(dst.join("live.tar"));
+        }
         if !found.is_empty() {
             return (found, f);
         }
@@ -791,6 +831,40 @@ impl<'a> Harness<'a> {
             &mut found,
         );
         (found, f)
+    }
+
+    /// Starts `seekless tar -f DST/live.tar` of a large sparse file and freezes it once its
+    /// temporary is in DST: a live temporary of another run. Returns the run and the
+    /// temporary's path.
+    fn start_live_tar(&self, dst: &Path) -> (Running, PathBuf) {
+        let big = self.t.join("back/live-src/big");
+        fs::create_dir_all(big.parent().unwrap()).unwrap();
+        fs::File::create(&big).unwrap().set_len(64 << 20).unwrap();
+        let child = seekless()
+            .arg("tar")
+            .arg("-f")
+            .arg(dst.join("live.tar"))
+            .arg(&big)
+            .env_remove("SEEKLESS_INJECT_FAULTS")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut run = Running(child);
+        let temp = || {
+            fs::read_dir(dst).unwrap().flatten().find_map(|e| {
+                let name = e.file_name();
+                (name.as_bytes().starts_with(b".live.tar.") && temp_named(name.as_bytes()))
+                    .then(|| e.path())
+            })
+        };
+        assert!(
+            freeze_when(&mut run.0, || temp().is_some()),
+            "the other run ended before its temporary was seen"
+        );
+        let path = temp().unwrap();
+        (run, path)
     }
 
     // -----------------------------------------------------------------------------------
