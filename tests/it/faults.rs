@@ -32,7 +32,7 @@ use std::process::Command;
 use crate::common::faults::*;
 use crate::common::*;
 
-/// The seeds CI runs (about 15 s on 2 CPUs).
+/// The seeds CI runs (about 20 s on 2 CPUs, shared).
 const CI_SEEDS: std::ops::RangeInclusive<u64> = 1..=300;
 
 /// Bugs known today, each recognised by what its violations say, so that the CI set keeps
