@@ -10,6 +10,8 @@
 #[cfg(target_os = "linux")]
 mod child;
 #[cfg(target_os = "linux")]
+pub mod faults;
+#[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 pub use child::*;
