@@ -2304,6 +2304,219 @@ fn a_catalog_inside_the_tree_keeps_its_locks_through_the_walk() {
     drop(reader);
 }
 
+/// Another program holding the catalog's write lock: a Python `sqlite3` connection that
+/// takes it with `BEGIN IMMEDIATE` when told to (trying again at once until it gets it:
+/// SQLite's own busy wait sleeps, and would miss the moments between a run's
+/// transactions) and keeps it until told to let go, or until dropped.
+struct LockHolder {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+const LOCK_HOLDER: &str = "
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)
+while True:
+    line = sys.stdin.readline()
+    if not line:
+        break
+    if line.strip() == 'take':
+        while True:
+            try:
+                c.execute('BEGIN IMMEDIATE')
+                break
+            except sqlite3.OperationalError:
+                pass
+        n = c.execute('SELECT count(*) FROM images').fetchone()[0]
+        print('locked', n, flush=True)
+    elif line.strip() == 'release':
+        c.execute('COMMIT')
+        print('released', flush=True)
+";
+
+impl LockHolder {
+    fn start(db: &Path) -> LockHolder {
+        let mut child = Command::new("python3")
+            .args(["-c", LOCK_HOLDER])
+            .arg(db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        LockHolder { child, out }
+    }
+
+    fn say(&mut self, what: &str) -> String {
+        use std::io::{BufRead, Write};
+        writeln!(self.child.stdin.as_mut().unwrap(), "{what}").unwrap();
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        line.trim().to_string()
+    }
+
+    /// Takes the lock as soon as it is free; returns the rows committed then.
+    fn take(&mut self) -> u64 {
+        let said = self.say("take");
+        let rows = said.strip_prefix("locked ").and_then(|n| n.parse().ok());
+        rows.unwrap_or_else(|| panic!("the lock holder said {said:?}"))
+    }
+
+    fn release(&mut self) {
+        assert_eq!(self.say("release"), "released");
+    }
+}
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// A run's stderr as it comes, collected by a thread.
+struct StderrSoFar(std::sync::Arc<std::sync::Mutex<String>>);
+
+impl StderrSoFar {
+    fn collect(child: &mut std::process::Child) -> StderrSoFar {
+        use std::io::Read;
+        let mut err = child.stderr.take().unwrap();
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let shared = text.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                shared
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        StderrSoFar(text)
+    }
+
+    fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// Starts an index run of `files` (one reader, 256-row transactions) and has `holder` take
+/// the catalog's write lock between two of its transactions: once some rows are committed
+/// and at least four more transactions' worth are to come (the run frozen at that point),
+/// at the run's next commit. Returns the run, its stderr and the rows committed when the
+/// lock was taken (some rows are still to come then: asserted).
+fn lock_mid_run(
+    db: &Path,
+    photos: &Path,
+    files: usize,
+    holder: &mut LockHolder,
+) -> (Running, StderrSoFar, u64) {
+    let mut run = start_index(db, photos);
+    let err = StderrSoFar::collect(&mut run.0);
+    let caught = freeze_when(&mut run.0, || {
+        committed_rows(db).is_some_and(|at| (1..=files as u64 - 1024).contains(&at))
+    });
+    assert!(caught, "the run ended before it was caught: {}", err.text());
+    thaw(&run.0);
+    let at = holder.take();
+    assert!(
+        at < files as u64,
+        "the lock was taken after the run's last commit"
+    );
+    (run, err, at)
+}
+
+/// Waits for the run to end by itself (a hang guard of five minutes).
+fn exit_code(run: &mut Running) -> Option<i32> {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = run.0.try_wait().unwrap() {
+            return status.code();
+        }
+        assert!(started.elapsed() < RUN_LIMIT, "the run never ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_lock_held_15_s_mid_run_by_another_program_is_waited_out_with_its_holder_named() {
+    let test = test_name!();
+    if !require_tool(test, "sqlite3") || !require_tool(test, "python3") {
+        return;
+    }
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    let n = 3000;
+    let files: Vec<PathBuf> = (0..n).map(|i| photos.join(format!("{i}.gif"))).collect();
+    gifs(&files);
+    let db = t.path().join("c.db");
+    let mut holder = LockHolder::start(&db);
+    let (mut run, err, _) = lock_mid_run(&db, &photos, n, &mut holder);
+    let locked = Instant::now();
+    let named = format!("locked by PID {} (", holder.child.id());
+    wait_for("the run's message naming the lock's holder", || {
+        err.text().contains(&named)
+    });
+    assert!(
+        err.text().contains("python3"),
+        "its command line: {}",
+        err.text()
+    );
+    // Held 15 s in all (the scenario of the issue: longer than SQLite's own 10 s wait).
+    std::thread::sleep(Duration::from_secs(15).saturating_sub(locked.elapsed()));
+    assert!(run.0.try_wait().unwrap().is_none(), "{}", err.text());
+    holder.release();
+    let code = exit_code(&mut run);
+    let text = err.text();
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("waiting for it (up to 60 s"), "{text}");
+    assert!(text.contains("lock was released after"), "{text}");
+    assert_eq!(committed_rows(&db), Some(n as u64));
+    let ended = one(
+        &db,
+        "SELECT count(*) AS n FROM scans WHERE ended IS NOT NULL",
+        "n",
+    );
+    assert_eq!(ended, json!(1));
+}
+
+#[test]
+fn a_lock_held_past_the_wait_stops_the_run_with_exit_1_keeping_committed_rows() {
+    let test = test_name!();
+    if !require_tool(test, "sqlite3") || !require_tool(test, "python3") {
+        return;
+    }
+    let t = scratch!();
+    let photos = t.path().join("photos");
+    let n = 3000;
+    let files: Vec<PathBuf> = (0..n).map(|i| photos.join(format!("{i}.gif"))).collect();
+    gifs(&files);
+    let db = t.path().join("c.db");
+    let mut holder = LockHolder::start(&db);
+    let (mut run, err, at) = lock_mid_run(&db, &photos, n, &mut holder);
+    // Held until the run ends by itself: it must (the issue's run hung 754 s, silent).
+    let code = exit_code(&mut run);
+    let text = err.text();
+    assert_eq!(code, Some(1), "{text}");
+    let holder_named = format!("locked by PID {} (", holder.child.id());
+    assert!(text.contains(&holder_named), "{text}");
+    assert!(text.contains("python3"), "its command line: {text}");
+    assert!(text.contains(" s: stopped (rows committed before are kept"), "{text}");
+    holder.release();
+    assert_eq!(
+        committed_rows(&db),
+        Some(at),
+        "the rows committed before the lock are kept, none after"
+    );
+    // The next run goes on from them.
+    let again = index(&db, &[photos.as_os_str()]);
+    assert_exit(&again, 0);
+    assert_eq!(committed_rows(&db), Some(n as u64));
+}
+
 // ---------------------------------------------------------------------------------------
 // 10. Someone else's database.
 

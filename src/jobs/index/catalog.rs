@@ -110,6 +110,16 @@ const CACHE_KIB: i64 = 32 << 10;
 /// Time one transaction may stay open, at most: a crash loses no more than this.
 const BATCH_TIME: Duration = Duration::from_secs(1);
 
+/// How long one write waits, in all, for the catalog's write lock while another program
+/// holds it (a database browser, a script in `BEGIN IMMEDIATE`), before the run stops with
+/// an error, keeping every row committed before. Each wait starts again from zero: a lock
+/// held 50 s, released, then taken again for 50 s is waited out twice.
+pub const LOCK_WAIT: Duration = Duration::from_secs(60);
+
+/// SQLite's own wait for the lock in one attempt ([`LOCK_WAIT`] is made of these): between
+/// two, the holder is looked up again.
+const LOCK_TRY: Duration = Duration::from_secs(2);
+
 /// Why the catalog cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -158,6 +168,17 @@ pub enum CatalogError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// Another program held the catalog's write lock for [`LOCK_WAIT`]: the run stopped.
+    /// Every row committed before is kept.
+    #[error("{}: the catalog stayed locked by {holder} for {} s: stopped (rows committed before are kept; the next run goes on from them)", .path.display(), .waited.as_secs())]
+    Locked {
+        /// The catalog.
+        path: PathBuf,
+        /// Who held the lock: "PID N (command line)", or "another program".
+        holder: String,
+        /// How long this run waited.
+        waited: Duration,
+    },
     /// The thread that writes the catalog's rows could not be started (threads are
     /// scarce: a pids or address-space limit); nothing was read.
     #[error("{}: cannot start the catalog's writer thread: {}", .path.display(), crate::error::describe_io(.source))]
@@ -189,6 +210,140 @@ fn describe(e: &(dyn std::error::Error + 'static)) -> String {
         crate::error::describe_io(e)
     } else {
         e.to_string()
+    }
+}
+
+/// Begins a write transaction on `conn`, the catalog at `path`: `BEGIN IMMEDIATE`, so the
+/// write lock is taken before anything is written (in WAL mode a commit then never waits).
+/// While another program holds the lock, `waiting` hears who (again when that changes),
+/// and the attempt is repeated for up to [`LOCK_WAIT`] in all; then the run stops
+/// ([`CatalogError::Locked`]).
+fn begin<'c>(
+    conn: &'c Connection,
+    path: &Path,
+    waiting: &dyn Fn(&str),
+) -> Result<rusqlite::Transaction<'c>, CatalogError> {
+    let started = Instant::now();
+    let mut told: Option<String> = None;
+    loop {
+        let e = match rusqlite::Transaction::new_unchecked(
+            conn,
+            rusqlite::TransactionBehavior::Immediate,
+        ) {
+            Ok(tx) => {
+                if told.is_some() {
+                    waiting(&format!(
+                        "the catalog's lock was released after {} s: writing on",
+                        started.elapsed().as_secs()
+                    ));
+                }
+                return Ok(tx);
+            }
+            Err(e) => e,
+        };
+        if !is_busy(&e) {
+            return Err(CatalogError::io(path, e));
+        }
+        let holder = lock_holder(path);
+        let waited = started.elapsed();
+        if waited >= LOCK_WAIT {
+            return Err(CatalogError::Locked {
+                path: path.to_path_buf(),
+                holder,
+                waited,
+            });
+        }
+        if told.as_ref() != Some(&holder) {
+            waiting(&format!(
+                "the catalog is locked by {holder}: waiting for it (up to {} s in all, then \
+                 the run stops)",
+                LOCK_WAIT.as_secs()
+            ));
+            told = Some(holder);
+        }
+    }
+}
+
+/// Whether SQLite gave up waiting for a lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Who holds the write lock of the catalog at `path`, as "PID N (its command line)", or
+/// "another program" where that cannot be known. SQLite locks with POSIX (`fcntl`) locks:
+/// in WAL mode the writer's is byte 120 of the `-shm` file, in rollback mode a write lock
+/// on the database file; Linux lists them in `/proc/locks` by inode (only the inode is
+/// compared: the device there is the superblock's, which is not always `st_dev`).
+fn lock_holder(path: &Path) -> String {
+    lock_holder_pid(path)
+        .map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            // Arguments joined by spaces, on one line (a script given with `-c` has many).
+            let text = String::from_utf8_lossy(&cmdline).replace(|c: char| c.is_control(), " ");
+            let mut command = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if command.chars().count() > 200 {
+                command = command.chars().take(200).collect::<String>() + "…";
+            }
+            if command.is_empty() {
+                format!("PID {pid}")
+            } else {
+                format!("PID {pid} ({command})")
+            }
+        })
+        .unwrap_or_else(|| "another program".to_string())
+}
+
+/// The process holding a POSIX write lock on the catalog's database or `-shm` file (the
+/// WAL writer's byte first), other than this one.
+fn lock_holder_pid(path: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let shm = {
+            let mut p = path.as_os_str().to_owned();
+            p.push("-shm");
+            std::fs::metadata(PathBuf::from(p)).ok().map(|m| m.ino())
+        };
+        let db = std::fs::metadata(path).ok().map(|m| m.ino());
+        let locks = std::fs::read_to_string("/proc/locks").ok()?;
+        let own = std::process::id();
+        let mut other = None;
+        for line in locks.lines() {
+            // "1: POSIX  ADVISORY  WRITE 1234 08:01:5678 120 120"; a blocked waiter's line
+            // has "->" before its type.
+            let f: Vec<&str> = line.split_whitespace().filter(|w| *w != "->").collect();
+            let Some(at) = f.iter().position(|w| *w == "POSIX") else {
+                continue;
+            };
+            if line.contains("->") || f.get(at + 2) != Some(&"WRITE") {
+                continue;
+            }
+            let Some(pid) = f.get(at + 3).and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            let ino = f
+                .get(at + 4)
+                .and_then(|d| d.rsplit(':').next())
+                .and_then(|i| i.parse::<u64>().ok());
+            if pid == own || ino.is_none() {
+                continue;
+            }
+            if ino == shm && f.get(at + 5) == Some(&"120") {
+                return Some(pid);
+            }
+            if ino == shm || ino == db {
+                other.get_or_insert(pid);
+            }
+        }
+        other
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
     }
 }
 
@@ -314,18 +469,17 @@ impl WriterLock {
     }
 
     /// Opens the database (creating, upgrading or marking its schema) and starts a scan.
-    pub fn open(self) -> Result<Catalog, CatalogError> {
+    /// While another program holds its write lock, `waiting` hears of it (see [`begin`]).
+    pub fn open(self, waiting: &dyn Fn(&str)) -> Result<Catalog, CatalogError> {
         let path = self.path.as_path();
         let io = |e: rusqlite::Error| CatalogError::io(path, e);
-        let mut conn = Connection::open(path).map_err(io)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(io)?;
+        let conn = Connection::open(path).map_err(io)?;
+        conn.busy_timeout(LOCK_TRY).map_err(io)?;
         // The schema is created, upgraded or marked in one transaction: a crash leaves the
         // old one. What the file holds is looked at again inside it (it may have been
         // replaced during the walk), before anything is written; a new catalog gets its
         // mark in the same transaction, before WAL mode is set.
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(io)?;
+        let tx = begin(&conn, path, waiting)?;
         let contents = contents(&tx).map_err(io)?;
         let version = contents.user_version;
         judge(path, &contents, self.found == Found::New)?;
@@ -352,9 +506,11 @@ impl WriterLock {
             .map_err(io)?;
         conn.pragma_update(None, "cache_size", -CACHE_KIB)
             .map_err(io)?;
-        conn.execute("INSERT INTO scans (started) VALUES (?1)", [now()])
+        let tx = begin(&conn, path, waiting)?;
+        tx.execute("INSERT INTO scans (started) VALUES (?1)", [now()])
             .map_err(io)?;
-        let scan = conn.last_insert_rowid();
+        let scan = tx.last_insert_rowid();
+        tx.commit().map_err(io)?;
         Ok(Catalog {
             conn,
             path: self.path,
@@ -677,7 +833,7 @@ impl Catalog {
     /// that do not walk in between).
     #[cfg(test)]
     pub fn open(path: &Path) -> Result<Catalog, CatalogError> {
-        WriterLock::take(path)?.open()
+        WriterLock::take(path)?.open(&|_| {})
     }
 
     fn err(&self, e: rusqlite::Error) -> CatalogError {
@@ -715,17 +871,19 @@ impl Catalog {
 
     /// Moves rows to new paths, records the device number of unchanged files whose
     /// filesystem now has another one (a disk plugged in again, a remount), and deletes
-    /// rows of files that are gone, in one transaction.
+    /// rows of files that are gone, in one transaction (waiting for a lock another program
+    /// holds as [`begin`] says).
     pub fn relocate(
         &mut self,
         moved: &[(i64, Vec<u8>)],
         new_dev: &[(i64, u64)],
         removed: &[i64],
+        waiting: &dyn Fn(&str),
     ) -> Result<(), CatalogError> {
         let path = self.path.clone();
         let err = |e: rusqlite::Error| CatalogError::io(&path, e);
         let scan = self.scan;
-        let tx = self.conn.transaction().map_err(err)?;
+        let tx = begin(&self.conn, &path, waiting)?;
         {
             let mut delete = tx
                 .prepare_cached("DELETE FROM images WHERE id = ?1")
@@ -760,10 +918,13 @@ impl Catalog {
     /// Writes rows as `next` hands them over, committing every [`BATCH_ROWS`] rows, and
     /// at the latest [`BATCH_TIME`] after the first uncommitted row came, whether or not
     /// another row comes: `next(timeout)` returns a row, `Timeout` when none came within
-    /// `timeout`, or `Disconnected` when there are no more.
+    /// `timeout`, or `Disconnected` when there are no more. A lock another program holds is
+    /// waited for as [`begin`] says (rows wait meanwhile); if it is held too long, the rows
+    /// of the batch not yet committed are lost, those committed before are kept.
     pub fn write_all(
         &mut self,
         mut next: impl FnMut(Duration) -> Result<Row, RecvTimeoutError>,
+        waiting: &dyn Fn(&str),
     ) -> Result<(), CatalogError> {
         let path = self.path.clone();
         let err = |e: rusqlite::Error| CatalogError::io(&path, e);
@@ -776,7 +937,7 @@ impl Catalog {
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => return Ok(()),
             };
-            let tx = self.conn.transaction().map_err(err)?;
+            let tx = begin(&self.conn, &path, waiting)?;
             let started = Instant::now();
             let mut more = true;
             {
@@ -869,25 +1030,29 @@ impl Catalog {
     }
 
     /// Records the scan's counts and end.
-    pub fn finish(&self, counts: &super::IndexSummary) -> Result<(), CatalogError> {
-        self.conn
-            .execute(
-                "UPDATE scans SET ended = ?2, seen = ?3, added = ?4, changed = ?5, moved = ?6,
+    pub fn finish(
+        &self,
+        counts: &super::IndexSummary,
+        waiting: &dyn Fn(&str),
+    ) -> Result<(), CatalogError> {
+        let tx = begin(&self.conn, &self.path, waiting)?;
+        tx.execute(
+            "UPDATE scans SET ended = ?2, seen = ?3, added = ?4, changed = ?5, moved = ?6,
                  unchanged = ?7, removed = ?8, failed = ?9 WHERE id = ?1",
-                params![
-                    self.scan,
-                    now(),
-                    counts.seen as i64,
-                    counts.added as i64,
-                    counts.changed as i64,
-                    counts.moved as i64,
-                    counts.unchanged as i64,
-                    counts.removed as i64,
-                    counts.failed as i64,
-                ],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
+            params![
+                self.scan,
+                now(),
+                counts.seen as i64,
+                counts.added as i64,
+                counts.changed as i64,
+                counts.moved as i64,
+                counts.unchanged as i64,
+                counts.removed as i64,
+                counts.failed as i64,
+            ],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))
     }
 }
 

@@ -308,7 +308,9 @@ pub fn index_with(
     let plan = Plan::build(&walked, plan_opts, &recorder);
     let mut unseen = crate::sync::into_inner(recorder.paths);
     let unopened = crate::sync::into_inner(unopened);
-    let mut catalog = lock.open()?;
+    // A lock another program holds on the catalog is waited for, with a message.
+    let waiting = |what: &str| reporter.warning(Some(&opts.db), what);
+    let mut catalog = lock.open(&waiting)?;
     let mut summary = IndexSummary::default();
 
     // Decide per file: unchanged, moved, or to be read.
@@ -448,9 +450,12 @@ pub fn index_with(
     }
     let removed: Vec<i64> = gone.into_values().collect();
     summary.removed = removed.len() as u64;
-    catalog.relocate(&moved, &new_dev, &removed)?;
+    catalog.relocate(&moved, &new_dev, &removed, &waiting)?;
     let mut failed_rows = failed_rows.into_iter();
-    catalog.write_all(|_| failed_rows.next().ok_or(RecvTimeoutError::Disconnected))?;
+    catalog.write_all(
+        |_| failed_rows.next().ok_or(RecvTimeoutError::Disconnected),
+        &waiting,
+    )?;
     drop(known);
 
     // Read what must be read, in physical order; one writer thread writes the rows.
@@ -459,20 +464,29 @@ pub fn index_with(
     let (tx, rx) = crossbeam_channel::bounded::<Row>(WRITER_QUEUE);
     let written = std::thread::scope(|s| {
         // The writer's time in SQLite: its whole time but its waits for rows.
+        // It owns the receiving end: when it stops (a database error, a lock held too
+        // long), the workers' sends fail at once and the read stops, rather than a worker
+        // blocking forever on a full queue nobody empties.
         let writer = std::thread::Builder::new().spawn_scoped(s, || {
+            // Moved in (not borrowed): dropped when the writer ends.
+            let rx = rx;
             let started = Instant::now();
-            let mut waiting = Duration::ZERO;
-            let result = catalog.write_all(|timeout| {
-                let asked = Instant::now();
-                let row = if timeout == Duration::MAX {
-                    rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
-                } else {
-                    rx.recv_timeout(timeout)
-                };
-                waiting += asked.elapsed();
-                row
-            });
-            (result, started.elapsed().saturating_sub(waiting))
+            let mut idle = Duration::ZERO;
+            let result = catalog.write_all(
+                |timeout| {
+                    let asked = Instant::now();
+                    let row = if timeout == Duration::MAX {
+                        rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                    } else {
+                        rx.recv_timeout(timeout)
+                    };
+                    idle += asked.elapsed();
+                    row
+                },
+                &waiting,
+            );
+            drop(rx);
+            (result, started.elapsed().saturating_sub(idle))
         });
         // Threads can be scarce (a pids or address-space limit): then nothing is read.
         let writer = match writer {
@@ -535,7 +549,7 @@ pub fn index_with(
         }
     });
     written?;
-    catalog.finish(&summary)?;
+    catalog.finish(&summary, &waiting)?;
     Ok(summary)
 }
 
