@@ -2304,6 +2304,125 @@ fn a_catalog_inside_the_tree_keeps_its_locks_through_the_walk() {
     drop(reader);
 }
 
+/// Flips a byte in the middle of the data of the file whose content starts with `head`
+/// (unique), in the btrfs image under it: btrfs's data checksum then turns every read of
+/// that block into EIO once the page cache is dropped (a remount).
+fn corrupt_btrfs_data(lfs: &LoopFs, file: &Path, head: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    std::fs::File::open(file).unwrap().sync_all().unwrap();
+    let image = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&lfs.image)
+        .unwrap();
+    let bytes = std::fs::read(&lfs.image).unwrap();
+    let found: Vec<usize> = bytes
+        .windows(head.len())
+        .enumerate()
+        .filter(|(_, w)| *w == head)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "the file's data is in the image once (single profile)"
+    );
+    let at = (found[0] + 8000) as u64;
+    let mut b = [0u8];
+    image.read_exact_at(&mut b, at).unwrap();
+    b[0] ^= 0xff;
+    image.write_all_at(&b, at).unwrap();
+}
+
+#[test]
+fn rehash_of_a_file_failing_with_eio_keeps_its_known_fields_beside_the_error() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "sqlite3") || !require_tool(test, "mkfs.btrfs") {
+        return;
+    }
+    let t = scratch!();
+    let lfs = LoopFs::new(test, "btrfs", 128);
+    let photos = lfs.path("photos");
+    // 1×1 GIFs followed by 16 KiB of random bytes: data blocks of their own (not inlined
+    // in btrfs's metadata), with a pattern found once in the image.
+    let mut rng = Rng::new(30);
+    let (bad, good) = (photos.join("bad.gif"), photos.join("good.gif"));
+    let mut heads = Vec::new();
+    for p in [&bad, &good] {
+        std::fs::create_dir_all(&photos).unwrap();
+        let mut bytes = b"GIF89a\x01\0\x01\0\0\0\0;".to_vec();
+        let random = rng.bytes(16 << 10);
+        heads.push(random[..64].to_vec());
+        bytes.extend_from_slice(&random);
+        std::fs::write(p, bytes).unwrap();
+    }
+    let db = t.path().join("c.db");
+    assert_exit(&index(&db, &[photos.as_os_str()]), 0);
+    let bad_sql = format!(
+        "SELECT {CATALOG_COLUMNS}, error FROM images WHERE path = '{}'",
+        bad.display()
+    );
+    let before = query(&db, &bad_sql);
+    assert_eq!(before[0]["format"], json!("gif"), "{before:?}");
+    assert!(before[0]["blake3"].is_string(), "{before:?}");
+
+    corrupt_btrfs_data(&lfs, &bad, &heads[0]);
+    lfs.remount();
+    let eio = std::fs::read(&bad).unwrap_err();
+    assert_eq!(eio.raw_os_error(), Some(libc::EIO), "{eio}");
+
+    // --rehash: the read fails; what was known stays, with the error beside it.
+    let rehash = index(&db, &[os("--rehash"), photos.as_os_str()]);
+    assert_exit(&rehash, 1);
+    let after = query(&db, &bad_sql);
+    let error = after[0]["error"].as_str().unwrap_or_default().to_string();
+    assert!(error.starts_with("read failed: "), "{error}");
+    assert!(
+        error.contains("the other fields are from its last read"),
+        "{error}"
+    );
+    // The device number is the file's now (btrfs gives another at each mount).
+    let mut kept = after[0].clone();
+    kept["error"] = Value::Null;
+    kept["dev"] = before[0]["dev"].clone();
+    assert_eq!(kept, before[0], "every field but the error as before");
+
+    // The next run reads it again (not unchanged), fails again, keeps the fields.
+    let again = index(&db, &[os("--summary"), photos.as_os_str()]);
+    assert_exit(&again, 1);
+    let counts = closing_counts(&again);
+    assert_eq!(
+        (counts["changed"], counts["unchanged"], counts["failed"]),
+        (1, 1, 1),
+        "{}",
+        closing_line(&again)
+    );
+    assert_eq!(query(&db, &bad_sql), after);
+
+    // Its mtime changed (its blocks did not: still EIO): the fields stay, with the size
+    // and mtime they describe, and the error says the file changed since.
+    let f = std::fs::File::options().write(true).open(&bad).unwrap();
+    f.set_modified(std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000))
+        .unwrap();
+    drop(f);
+    assert_exit(&index(&db, &[photos.as_os_str()]), 1);
+    let changed = query(&db, &bad_sql);
+    let error = changed[0]["error"].as_str().unwrap_or_default().to_string();
+    assert!(
+        error.contains(
+            "it changed since its last read (now 16398 bytes, mtime_ns 1000000000000000)"
+        ),
+        "{error}"
+    );
+    let mut kept = changed[0].clone();
+    kept["error"] = Value::Null;
+    kept["dev"] = before[0]["dev"].clone();
+    assert_eq!(
+        kept, before[0],
+        "size and mtime_ns as read, with the fields"
+    );
+}
+
 /// Another program holding the catalog's write lock: a Python `sqlite3` connection that
 /// takes it with `BEGIN IMMEDIATE` when told to (trying again at once until it gets it:
 /// SQLite's own busy wait sleeps, and would miss the moments between a run's
@@ -2504,7 +2623,10 @@ fn a_lock_held_past_the_wait_stops_the_run_with_exit_1_keeping_committed_rows() 
     let holder_named = format!("locked by PID {} (", holder.child.id());
     assert!(text.contains(&holder_named), "{text}");
     assert!(text.contains("python3"), "its command line: {text}");
-    assert!(text.contains(" s: stopped (rows committed before are kept"), "{text}");
+    assert!(
+        text.contains(" s: stopped (rows committed before are kept"),
+        "{text}"
+    );
     holder.release();
     assert_eq!(
         committed_rows(&db),

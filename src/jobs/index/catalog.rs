@@ -355,8 +355,9 @@ pub(crate) struct Known {
     pub ino: u64,
     pub size: u64,
     pub mtime_ns: i64,
-    /// The file was read (its content hash is known); rows of files that could not be
-    /// read are retried.
+    /// The file was read (its content hash is known) by the last run that looked at it;
+    /// rows of files that could not be read are retried (those that keep the fields of an
+    /// earlier read too: their error starts with [`READ_FAILED`]).
     pub read: bool,
     /// The longest side of its thumbnail (or of the thumbnail's recorded failure), if any.
     pub thumb_size: Option<u32>,
@@ -845,12 +846,13 @@ impl Catalog {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT i.path_bytes, i.id, i.dev, i.ino, i.size, i.mtime_ns, i.blake3 IS NOT NULL,
+                "SELECT i.path_bytes, i.id, i.dev, i.ino, i.size, i.mtime_ns,
+                     i.blake3 IS NOT NULL AND substr(coalesce(i.error, ''), 1, ?1) IS NOT ?2,
                      t.size FROM images i LEFT JOIN thumbs t ON t.image = i.id",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map([], |r| {
+            .query_map(params![READ_FAILED.len() as i64, READ_FAILED], |r| {
                 Ok((
                     r.get::<_, Vec<u8>>(0)?,
                     Known {
@@ -948,10 +950,13 @@ impl Catalog {
                 let mut n = 0;
                 loop {
                     let i = &row.info;
-                    // A thumbnail of other content goes (kept when the content is the same).
-                    stale
-                        .execute(params![row.path_bytes, row.blake3])
-                        .map_err(err)?;
+                    // A thumbnail of other content goes (kept when the content is the same,
+                    // and when the file could not be read: the row keeps what was known).
+                    if row.blake3.is_some() {
+                        stale
+                            .execute(params![row.path_bytes, row.blake3])
+                            .map_err(err)?;
+                    }
                     let phash = row
                         .visual
                         .as_ref()
@@ -1056,6 +1061,17 @@ impl Catalog {
     }
 }
 
+/// The marker at the start of the `error` of a row whose file could not be read (or opened)
+/// while the catalog knew its content from an earlier read: the row keeps what was known,
+/// and is read again next run (`known` does not take it as read).
+pub(crate) const READ_FAILED: &str = "read failed: ";
+
+/// Writes a row. A file that could not be read (no content hash: `excluded.blake3 IS NULL`)
+/// whose row knew its content keeps every field of that content (size and mtime_ns
+/// included, so that the row stays one coherent description of what was read; the
+/// thumbnail and perceptual hash too), its path, device and inode are updated, and its
+/// error says what failed, after [`READ_FAILED`], and whether the file changed (size or
+/// mtime) since those fields were read. Otherwise every field is the new row's.
 const UPSERT: &str = "
 INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, format, ext_mismatch, width,
     height, taken, make, model, lens, orientation, exposure_time, f_number, iso,
@@ -1063,16 +1079,38 @@ INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, format, ext_mism
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
     ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
 ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
-    ino = excluded.ino, size = excluded.size, mtime_ns = excluded.mtime_ns,
-    format = excluded.format, ext_mismatch = excluded.ext_mismatch, width = excluded.width,
-    height = excluded.height, taken = excluded.taken, make = excluded.make,
-    model = excluded.model, lens = excluded.lens, orientation = excluded.orientation,
-    exposure_time = excluded.exposure_time, f_number = excluded.f_number,
-    iso = excluded.iso, focal_length = excluded.focal_length, gps_lat = excluded.gps_lat,
-    gps_lon = excluded.gps_lon, gps_alt = excluded.gps_alt, blake3 = excluded.blake3,
-    error = excluded.error, scan = excluded.scan,
+    ino = excluded.ino,
+    size = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.size, excluded.size),
+    mtime_ns = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.mtime_ns, excluded.mtime_ns),
+    format = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.format, excluded.format),
+    ext_mismatch = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.ext_mismatch, excluded.ext_mismatch),
+    width = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.width, excluded.width),
+    height = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.height, excluded.height),
+    taken = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.taken, excluded.taken),
+    make = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.make, excluded.make),
+    model = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.model, excluded.model),
+    lens = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.lens, excluded.lens),
+    orientation = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.orientation, excluded.orientation),
+    exposure_time = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.exposure_time, excluded.exposure_time),
+    f_number = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.f_number, excluded.f_number),
+    iso = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.iso, excluded.iso),
+    focal_length = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.focal_length, excluded.focal_length),
+    gps_lat = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.gps_lat, excluded.gps_lat),
+    gps_lon = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.gps_lon, excluded.gps_lon),
+    gps_alt = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.gps_alt, excluded.gps_alt),
+    blake3 = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.blake3, excluded.blake3),
+    error = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL,
+        'read failed: ' || coalesce(excluded.error, 'unknown error') ||
+        iif(images.size = excluded.size AND images.mtime_ns = excluded.mtime_ns,
+            '; the other fields are from its last read',
+            '; it changed since its last read (now ' || excluded.size || ' bytes, mtime_ns ' ||
+            excluded.mtime_ns || '): the other fields, size and mtime_ns included, are of ' ||
+            'its content then'),
+        excluded.error),
+    scan = excluded.scan,
     phash = CASE WHEN excluded.phash IS NOT NULL THEN excluded.phash
-                 WHEN images.blake3 IS excluded.blake3 THEN images.phash END
+                 WHEN images.blake3 IS excluded.blake3 OR excluded.blake3 IS NULL
+                     THEN images.phash END
 RETURNING id
 ";
 
@@ -1145,6 +1183,133 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(19_723), (2024, 1, 1));
         assert_eq!(civil_from_days(20_425), (2025, 12, 3));
+    }
+
+    /// Writes `rows` in one batch.
+    fn write(catalog: &mut Catalog, rows: Vec<Row>) {
+        let mut rows = rows.into_iter();
+        catalog
+            .write_all(
+                |_| rows.next().ok_or(RecvTimeoutError::Disconnected),
+                &|_| {},
+            )
+            .unwrap();
+    }
+
+    fn row(size: u64, mtime_ns: i64, read: bool) -> Row {
+        let mut info = ImageInfo::default();
+        if read {
+            info.format = Some("jpeg");
+            info.width = Some(640);
+            info.height = Some(480);
+            info.make = Some("Canon".into());
+        } else {
+            info.error = Some("Input/output error".into());
+        }
+        Row {
+            path_bytes: b"/p/a.jpg".to_vec(),
+            dev: 1,
+            ino: 2,
+            size,
+            mtime_ns,
+            info,
+            blake3: read.then(|| "ab".repeat(32)),
+            visual: read.then(|| (256, Visual::none("no decoder"))),
+        }
+    }
+
+    fn fields(
+        db: &Path,
+    ) -> (
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+        i64,
+        i64,
+    ) {
+        let conn = Connection::open(db).unwrap();
+        conn.query_row(
+            "SELECT format, width, blake3, error, size, mtime_ns FROM images",
+            [],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_row_that_failed_to_read_keeps_what_was_known_says_so_and_is_read_again() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        let mut catalog = Catalog::open(&db).unwrap();
+        write(&mut catalog, vec![row(1000, 7, true)]);
+        let hash = Some("ab".repeat(32));
+        assert_eq!(
+            fields(&db),
+            (Some("jpeg".into()), Some(640), hash.clone(), None, 1000, 7)
+        );
+        assert!(catalog.known().unwrap()[b"/p/a.jpg".as_slice()].read);
+
+        // The same file, unreadable now (EIO): every field stays, the error beside them.
+        write(&mut catalog, vec![row(1000, 7, false)]);
+        let (format, width, blake3, error, size, mtime) = fields(&db);
+        assert_eq!(
+            (format, width, blake3, size, mtime),
+            (Some("jpeg".into()), Some(640), hash.clone(), 1000, 7)
+        );
+        let error = error.unwrap();
+        assert!(error.starts_with(READ_FAILED), "{error}");
+        assert!(error.contains("Input/output error"), "{error}");
+        assert!(
+            error.ends_with("the other fields are from its last read"),
+            "{error}"
+        );
+        let known = &catalog.known().unwrap()[b"/p/a.jpg".as_slice()];
+        assert!(!known.read, "retried next run, not taken as unchanged");
+        assert_eq!(known.thumb_size, Some(256), "its thumbnail's record stays");
+
+        // Changed since (another size and mtime), then unreadable: the fields stay with
+        // the size and mtime they describe, and the error says the file changed.
+        write(&mut catalog, vec![row(2000, 9, false)]);
+        let (format, _, blake3, error, size, mtime) = fields(&db);
+        assert_eq!(
+            (format, blake3, size, mtime),
+            (Some("jpeg".into()), hash, 1000, 7)
+        );
+        let error = error.unwrap();
+        assert!(
+            error.contains("changed since its last read (now 2000 bytes"),
+            "{error}"
+        );
+        assert!(!catalog.known().unwrap()[b"/p/a.jpg".as_slice()].read);
+
+        // Read again: the new content's fields, no error.
+        write(&mut catalog, vec![row(2000, 9, true)]);
+        assert_eq!(fields(&db).3, None);
+        assert!(catalog.known().unwrap()[b"/p/a.jpg".as_slice()].read);
+
+        // A file never read that fails: nothing to keep, the error as it was.
+        let mut never = row(5, 5, false);
+        never.path_bytes = b"/p/b.jpg".to_vec();
+        write(&mut catalog, vec![never]);
+        let conn = Connection::open(&db).unwrap();
+        let (blake3, error): (Option<String>, String) = conn
+            .query_row(
+                "SELECT blake3, error FROM images WHERE path = '/p/b.jpg'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((blake3, error.as_str()), (None, "Input/output error"));
     }
 
     #[test]
