@@ -1949,6 +1949,101 @@ fn an_unmounted_root_is_an_error_that_keeps_its_rows_unless_pruned() {
     remount();
 }
 
+/// A bind mount made by a test, undone (lazily, if busy) when dropped.
+struct BindMount(PathBuf);
+
+impl BindMount {
+    fn new(from: &Path, at: &Path) -> BindMount {
+        run(Command::new("mount").arg("--bind").arg(from).arg(at));
+        BindMount(at.to_path_buf())
+    }
+
+    fn unmount(&mut self) {
+        run(Command::new("umount").arg(&self.0));
+        self.0 = PathBuf::new();
+    }
+}
+
+impl Drop for BindMount {
+    fn drop(&mut self) {
+        if !self.0.as_os_str().is_empty() {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
+#[test]
+fn a_drive_unmounted_below_a_root_is_an_error_that_keeps_its_rows_unless_pruned() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "sqlite3") {
+        return;
+    }
+    let fs = LoopFs::new(test, "ext4", 32);
+    let t = scratch!();
+    let db = t.path().join("c.db");
+    let root = t.path().join("root");
+    let sub = root.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    // On the drive, mounted at root/sub: files at its top and deeper.
+    let on_drive: Vec<PathBuf> = ["a.gif", "b.gif", "deep/er/c.gif"]
+        .iter()
+        .map(|r| fs.path(r))
+        .collect();
+    gifs(&on_drive);
+    let mut mount = BindMount::new(&fs.mnt, &sub);
+    // On the root's own filesystem: a file, and a directory that is emptied.
+    let top = root.join("top.gif");
+    let plain: Vec<PathBuf> = ["plain/d.gif", "plain/e.gif"]
+        .iter()
+        .map(|r| root.join(r))
+        .collect();
+    gifs(&[vec![top.clone()], plain.clone()].concat());
+    assert_exit(&index(&db, &[root.as_os_str()]), 0);
+    let rows = row_paths(&db);
+    assert_eq!(rows.len(), 6, "{rows:?}");
+
+    // Not mounted any more, and plain/ emptied on the root's own filesystem.
+    mount.unmount();
+    for p in &plain {
+        std::fs::remove_file(p).unwrap();
+    }
+    let unmounted = index(&db, &[os("--summary"), root.as_os_str()]);
+    assert_exit(&unmounted, 1);
+    let err = stderr(&unmounted);
+    assert!(
+        err.contains(&format!(
+            "seekless: {}: an empty directory now, was the mount point of another filesystem \
+             with 3 rows in the catalog: kept (is the drive mounted? --prune removes them)",
+            sub.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(err.matches("mount point").count(), 1, "one error: {err}");
+    assert_eq!(
+        closing_counts(&unmounted)["removed"],
+        2,
+        "plain/'s rows: {err}"
+    );
+    let shown_drive: Vec<String> = ["a.gif", "b.gif", "deep/er/c.gif"]
+        .iter()
+        .map(|r| sub.join(r).display().to_string())
+        .collect();
+    let mut expected = [shown_drive.clone(), vec![top.display().to_string()]].concat();
+    expected.sort();
+    assert_eq!(row_paths(&db), expected, "the drive's rows are kept");
+
+    // With --prune they go, with a warning.
+    let pruned = index(&db, &[os("--summary"), os("--prune"), root.as_os_str()]);
+    assert_exit(&pruned, 0);
+    assert!(
+        stderr(&pruned).contains("removed (--prune)"),
+        "{}",
+        stderr(&pruned)
+    );
+    assert_eq!(closing_counts(&pruned)["removed"], 3);
+    assert_eq!(row_paths(&db), vec![top.display().to_string()]);
+}
+
 /// Unmounts `mnt` and detaches `device` when dropped.
 struct Attached {
     device: String,
