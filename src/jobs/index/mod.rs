@@ -75,8 +75,10 @@ pub struct IndexOptions {
     pub read: ReadOptions,
     /// Threads hashing and parsing.
     pub workers: usize,
-    /// Remove the rows under a root that does not exist or is an empty directory (without
-    /// it, such a root is an error and its rows stay: most likely a drive not mounted).
+    /// Remove the rows under a root that does not exist or is an empty directory, and under
+    /// a mount point below a root whose filesystem is not there any more (without it, such
+    /// a root or mount point is an error and its rows stay: most likely a drive not
+    /// mounted).
     pub prune: bool,
     /// Make a thumbnail and a perceptual hash of each image read ([`thumb`]); unchanged
     /// images without a thumbnail of this size are read once more to get one.
