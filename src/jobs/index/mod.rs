@@ -517,11 +517,18 @@ pub fn index_with(
             }
         }
     }
-    // Rows under a mount point whose filesystem is not there any more stay (an error).
+    // Rows under a mount point whose filesystem is not there any more stay (an error);
+    // those under a missing or empty root were told of above (pruned, or unseen).
     let gone_ids: HashSet<i64> = gone.values().copied().collect();
+    let absent: Vec<&Vec<u8>> = roots
+        .iter()
+        .zip(&root_bytes)
+        .filter(|((_, state), _)| *state != RootState::Present)
+        .map(|(_, bytes)| bytes)
+        .collect();
     let candidates: Vec<(&[u8], u64, i64)> = known
         .iter()
-        .filter(|(_, k)| gone_ids.contains(&k.id))
+        .filter(|(bytes, k)| gone_ids.contains(&k.id) && !absent.iter().any(|r| under(bytes, r)))
         .map(|(bytes, k)| (bytes.as_slice(), k.dev, k.id))
         .collect();
     let kept = vanished_mounts(&candidates, opts.prune, reporter);
