@@ -2519,9 +2519,8 @@ fn rehash_of_a_file_failing_with_eio_keeps_its_known_fields_beside_the_error() {
 }
 
 /// Another program holding the catalog's write lock: a Python `sqlite3` connection that
-/// takes it with `BEGIN IMMEDIATE` when told to (trying again at once until it gets it:
-/// SQLite's own busy wait sleeps, and would miss the moments between a run's
-/// transactions) and keeps it until told to let go, or until dropped.
+/// takes it with `BEGIN IMMEDIATE` when told to (trying again at once until it gets it)
+/// and keeps it until told to let go, or until dropped.
 struct LockHolder {
     child: std::process::Child,
     out: std::io::BufReader<std::process::ChildStdout>,
@@ -2617,30 +2616,44 @@ impl StderrSoFar {
     }
 }
 
-/// Starts an index run of `files` (one reader, 256-row transactions) and has `holder` take
-/// the catalog's write lock between two of its transactions: once some rows are committed
-/// and at least four more transactions' worth are to come (the run frozen at that point),
-/// at the run's next commit. Returns the run, its stderr and the rows committed when the
-/// lock was taken (some rows are still to come then: asserted).
-fn lock_mid_run(
-    db: &Path,
-    photos: &Path,
-    files: usize,
-    holder: &mut LockHolder,
-) -> (Running, StderrSoFar, u64) {
-    let mut run = start_index(db, photos);
-    let err = StderrSoFar::collect(&mut run.0);
-    let caught = freeze_when(&mut run.0, || {
-        committed_rows(db).is_some_and(|at| (1..=files as u64 - 1024).contains(&at))
-    });
-    assert!(caught, "the run ended before it was caught: {}", err.text());
-    thaw(&run.0);
-    let at = holder.take();
-    assert!(
-        at < files as u64,
-        "the lock was taken after the run's last commit"
+/// Starts an index run (one reader, 256-row transactions, in the order given) of 300 files,
+/// then one that holds the read (`seekless-fault-pause…`, debug builds), then 600 more; once
+/// the first 300 rows are committed (the writer is then idle, out of any transaction),
+/// `holder` takes the catalog's write lock, and the read goes on. Returns the run (901
+/// files) and its stderr as it comes.
+fn lock_mid_run(t: &Path, db: &Path, holder: &mut LockHolder) -> (Running, StderrSoFar) {
+    let (before, after) = (t.join("before"), t.join("after"));
+    gifs(
+        &(0..300)
+            .map(|i| before.join(format!("{i}.gif")))
+            .collect::<Vec<_>>(),
     );
-    (run, err, at)
+    gifs(
+        &(0..600)
+            .map(|i| after.join(format!("{i}.gif")))
+            .collect::<Vec<_>>(),
+    );
+    let pause = t.join("slow/seekless-fault-pause.gif");
+    gifs(std::slice::from_ref(&pause));
+    let mut run = start_index_with_faults(
+        db,
+        &[
+            os("--locate"),
+            os("given"),
+            os("-j"),
+            os("1"),
+            before.as_os_str(),
+            pause.as_os_str(),
+            after.as_os_str(),
+        ],
+    );
+    let err = StderrSoFar::collect(&mut run.0);
+    wait_for("the commit of the 300 rows read before the pause", || {
+        committed_rows(db) == Some(300)
+    });
+    assert_eq!(holder.take(), 300);
+    std::fs::write(t.join("slow/seekless-fault-pause.gif.go"), b"").unwrap();
+    (run, err)
 }
 
 /// Waits for the run to end by itself (a hang guard of five minutes).
@@ -2662,13 +2675,9 @@ fn a_lock_held_15_s_mid_run_by_another_program_is_waited_out_with_its_holder_nam
         return;
     }
     let t = scratch!();
-    let photos = t.path().join("photos");
-    let n = 3000;
-    let files: Vec<PathBuf> = (0..n).map(|i| photos.join(format!("{i}.gif"))).collect();
-    gifs(&files);
     let db = t.path().join("c.db");
     let mut holder = LockHolder::start(&db);
-    let (mut run, err, _) = lock_mid_run(&db, &photos, n, &mut holder);
+    let (mut run, err) = lock_mid_run(t.path(), &db, &mut holder);
     let locked = Instant::now();
     let named = format!("locked by PID {} (", holder.child.id());
     wait_for("the run's message naming the lock's holder", || {
@@ -2688,7 +2697,7 @@ fn a_lock_held_15_s_mid_run_by_another_program_is_waited_out_with_its_holder_nam
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("waiting for it (up to 60 s"), "{text}");
     assert!(text.contains("lock was released after"), "{text}");
-    assert_eq!(committed_rows(&db), Some(n as u64));
+    assert_eq!(committed_rows(&db), Some(901));
     let ended = one(
         &db,
         "SELECT count(*) AS n FROM scans WHERE ended IS NOT NULL",
@@ -2704,13 +2713,9 @@ fn a_lock_held_past_the_wait_stops_the_run_with_exit_1_keeping_committed_rows() 
         return;
     }
     let t = scratch!();
-    let photos = t.path().join("photos");
-    let n = 3000;
-    let files: Vec<PathBuf> = (0..n).map(|i| photos.join(format!("{i}.gif"))).collect();
-    gifs(&files);
     let db = t.path().join("c.db");
     let mut holder = LockHolder::start(&db);
-    let (mut run, err, at) = lock_mid_run(&db, &photos, n, &mut holder);
+    let (mut run, err) = lock_mid_run(t.path(), &db, &mut holder);
     // Held until the run ends by itself: it must (the run hung 754 s, silent).
     let code = exit_code(&mut run);
     let text = err.text();
@@ -2725,13 +2730,19 @@ fn a_lock_held_past_the_wait_stops_the_run_with_exit_1_keeping_committed_rows() 
     holder.release();
     assert_eq!(
         committed_rows(&db),
-        Some(at),
+        Some(300),
         "the rows committed before the lock are kept, none after"
     );
     // The next run goes on from them.
-    let again = index(&db, &[photos.as_os_str()]);
+    let again = index(
+        &db,
+        &[
+            t.path().join("before").as_os_str(),
+            t.path().join("after").as_os_str(),
+        ],
+    );
     assert_exit(&again, 0);
-    assert_eq!(committed_rows(&db), Some(n as u64));
+    assert_eq!(committed_rows(&db), Some(900));
 }
 
 // ---------------------------------------------------------------------------------------
