@@ -2617,10 +2617,11 @@ impl StderrSoFar {
 }
 
 /// Starts an index run (one reader, 256-row transactions, in the order given) of 300 files,
-/// then one that holds the read (`seekless-fault-pause…`, debug builds), then 600 more; once
-/// the first 300 rows are committed (the writer is then idle, out of any transaction),
-/// `holder` takes the catalog's write lock, and the read goes on. Returns the run (901
-/// files) and its stderr as it comes.
+/// then one that holds the read (`seekless-fault-pause…`, debug builds), then 1,500 more
+/// (more than the writer's queue holds: a writer that stops must not leave the reader
+/// blocked on a full queue); once the first 300 rows are committed (the writer is then
+/// idle, out of any transaction), `holder` takes the catalog's write lock, and the read
+/// goes on. Returns the run (1,801 files) and its stderr as it comes.
 fn lock_mid_run(t: &Path, db: &Path, holder: &mut LockHolder) -> (Running, StderrSoFar) {
     let (before, after) = (t.join("before"), t.join("after"));
     gifs(
@@ -2629,7 +2630,7 @@ fn lock_mid_run(t: &Path, db: &Path, holder: &mut LockHolder) -> (Running, Stder
             .collect::<Vec<_>>(),
     );
     gifs(
-        &(0..600)
+        &(0..1500)
             .map(|i| after.join(format!("{i}.gif")))
             .collect::<Vec<_>>(),
     );
@@ -2656,14 +2657,17 @@ fn lock_mid_run(t: &Path, db: &Path, holder: &mut LockHolder) -> (Running, Stder
     (run, err)
 }
 
-/// Waits for the run to end by itself (a hang guard of five minutes).
+/// Waits for the run to end by itself: within three minutes (the lock wait is 60 s).
 fn exit_code(run: &mut Running) -> Option<i32> {
     let started = Instant::now();
     loop {
         if let Some(status) = run.0.try_wait().unwrap() {
             return status.code();
         }
-        assert!(started.elapsed() < RUN_LIMIT, "the run never ended");
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "the run never ended"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -2697,7 +2701,7 @@ fn a_lock_held_15_s_mid_run_by_another_program_is_waited_out_with_its_holder_nam
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("waiting for it (up to 60 s"), "{text}");
     assert!(text.contains("lock was released after"), "{text}");
-    assert_eq!(committed_rows(&db), Some(901));
+    assert_eq!(committed_rows(&db), Some(1801));
     let ended = one(
         &db,
         "SELECT count(*) AS n FROM scans WHERE ended IS NOT NULL",
@@ -2742,7 +2746,7 @@ fn a_lock_held_past_the_wait_stops_the_run_with_exit_1_keeping_committed_rows() 
         ],
     );
     assert_exit(&again, 0);
-    assert_eq!(committed_rows(&db), Some(900));
+    assert_eq!(committed_rows(&db), Some(1800));
 }
 
 // ---------------------------------------------------------------------------------------
