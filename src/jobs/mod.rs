@@ -17,7 +17,9 @@ pub mod tar;
 /// starts with `seekless-fault-shrink` is cut to half its size, and one starting with
 /// `seekless-fault-grow` gets 1000 bytes more, and before it is read (index) one starting
 /// with `seekless-fault-stall` holds its reader for two minutes (a slow file, for tests of
-/// what is committed meanwhile) — in unit tests always, in debug builds of the binary when
+/// what is committed meanwhile), and one starting with `seekless-fault-pause` holds it until
+/// a file of its name with `.go` appended exists (two minutes at most: a test chooses the
+/// moment the read goes on) — in unit tests always, in debug builds of the binary when
 /// `SEEKLESS_INJECT_FAULTS=1`. Release builds have no such hook.
 #[cfg(any(test, debug_assertions))]
 pub(crate) fn fault_point(path: &std::path::Path) {
@@ -38,6 +40,13 @@ pub(crate) fn fault_point(path: &std::path::Path) {
         let _ = std::io::Write::write_all(&mut f, &[b'+'; 1000]);
     } else if name.starts_with("seekless-fault-stall") {
         std::thread::sleep(std::time::Duration::from_secs(120));
+    } else if name.starts_with("seekless-fault-pause") {
+        let mut go = path.as_os_str().to_owned();
+        go.push(".go");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !std::path::Path::new(&go).exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 }
 

@@ -1949,6 +1949,101 @@ fn an_unmounted_root_is_an_error_that_keeps_its_rows_unless_pruned() {
     remount();
 }
 
+/// A bind mount made by a test, undone (lazily, if busy) when dropped.
+struct BindMount(PathBuf);
+
+impl BindMount {
+    fn new(from: &Path, at: &Path) -> BindMount {
+        run(Command::new("mount").arg("--bind").arg(from).arg(at));
+        BindMount(at.to_path_buf())
+    }
+
+    fn unmount(&mut self) {
+        run(Command::new("umount").arg(&self.0));
+        self.0 = PathBuf::new();
+    }
+}
+
+impl Drop for BindMount {
+    fn drop(&mut self) {
+        if !self.0.as_os_str().is_empty() {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
+#[test]
+fn a_drive_unmounted_below_a_root_is_an_error_that_keeps_its_rows_unless_pruned() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "sqlite3") {
+        return;
+    }
+    let fs = LoopFs::new(test, "ext4", 32);
+    let t = scratch!();
+    let db = t.path().join("c.db");
+    let root = t.path().join("root");
+    let sub = root.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    // On the drive, mounted at root/sub: files at its top and deeper.
+    let on_drive: Vec<PathBuf> = ["a.gif", "b.gif", "deep/er/c.gif"]
+        .iter()
+        .map(|r| fs.path(r))
+        .collect();
+    gifs(&on_drive);
+    let mut mount = BindMount::new(&fs.mnt, &sub);
+    // On the root's own filesystem: a file, and a directory that is emptied.
+    let top = root.join("top.gif");
+    let plain: Vec<PathBuf> = ["plain/d.gif", "plain/e.gif"]
+        .iter()
+        .map(|r| root.join(r))
+        .collect();
+    gifs(&[vec![top.clone()], plain.clone()].concat());
+    assert_exit(&index(&db, &[root.as_os_str()]), 0);
+    let rows = row_paths(&db);
+    assert_eq!(rows.len(), 6, "{rows:?}");
+
+    // Not mounted any more, and plain/ emptied on the root's own filesystem.
+    mount.unmount();
+    for p in &plain {
+        std::fs::remove_file(p).unwrap();
+    }
+    let unmounted = index(&db, &[os("--summary"), root.as_os_str()]);
+    assert_exit(&unmounted, 1);
+    let err = stderr(&unmounted);
+    assert!(
+        err.contains(&format!(
+            "seekless: {}: an empty directory now, was the mount point of another filesystem \
+             with 3 rows in the catalog: kept (is the drive mounted? --prune removes them)",
+            sub.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(err.matches("mount point").count(), 1, "one error: {err}");
+    assert_eq!(
+        closing_counts(&unmounted)["removed"],
+        2,
+        "plain/'s rows: {err}"
+    );
+    let shown_drive: Vec<String> = ["a.gif", "b.gif", "deep/er/c.gif"]
+        .iter()
+        .map(|r| sub.join(r).display().to_string())
+        .collect();
+    let mut expected = [shown_drive.clone(), vec![top.display().to_string()]].concat();
+    expected.sort();
+    assert_eq!(row_paths(&db), expected, "the drive's rows are kept");
+
+    // With --prune they go, with a warning.
+    let pruned = index(&db, &[os("--summary"), os("--prune"), root.as_os_str()]);
+    assert_exit(&pruned, 0);
+    assert!(
+        stderr(&pruned).contains("removed (--prune)"),
+        "{}",
+        stderr(&pruned)
+    );
+    assert_eq!(closing_counts(&pruned)["removed"], 3);
+    assert_eq!(row_paths(&db), vec![top.display().to_string()]);
+}
+
 /// Unmounts `mnt` and detaches `device` when dropped.
 struct Attached {
     device: String,
@@ -2302,6 +2397,356 @@ fn a_catalog_inside_the_tree_keeps_its_locks_through_the_walk() {
     }
     drop(run);
     drop(reader);
+}
+
+/// Flips a byte in the middle of the data of the file whose content starts with `head`
+/// (unique), in the btrfs image under it: btrfs's data checksum then turns every read of
+/// that block into EIO once the page cache is dropped (a remount).
+fn corrupt_btrfs_data(lfs: &LoopFs, file: &Path, head: &[u8]) {
+    use std::os::unix::fs::FileExt;
+    std::fs::File::open(file).unwrap().sync_all().unwrap();
+    let image = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&lfs.image)
+        .unwrap();
+    let bytes = std::fs::read(&lfs.image).unwrap();
+    let found: Vec<usize> = bytes
+        .windows(head.len())
+        .enumerate()
+        .filter(|(_, w)| *w == head)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "the file's data is in the image once (single profile)"
+    );
+    let at = (found[0] + 8000) as u64;
+    let mut b = [0u8];
+    image.read_exact_at(&mut b, at).unwrap();
+    b[0] ^= 0xff;
+    image.write_all_at(&b, at).unwrap();
+}
+
+#[test]
+fn rehash_of_a_file_failing_with_eio_keeps_its_known_fields_beside_the_error() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "sqlite3") || !require_tool(test, "mkfs.btrfs") {
+        return;
+    }
+    let t = scratch!();
+    let lfs = LoopFs::new(test, "btrfs", 128);
+    let photos = lfs.path("photos");
+    // 1×1 GIFs followed by 16 KiB of random bytes: data blocks of their own (not inlined
+    // in btrfs's metadata), with a pattern found once in the image.
+    let mut rng = Rng::new(30);
+    let (bad, good) = (photos.join("bad.gif"), photos.join("good.gif"));
+    let mut heads = Vec::new();
+    for p in [&bad, &good] {
+        std::fs::create_dir_all(&photos).unwrap();
+        let mut bytes = b"GIF89a\x01\0\x01\0\0\0\0;".to_vec();
+        let random = rng.bytes(16 << 10);
+        heads.push(random[..64].to_vec());
+        bytes.extend_from_slice(&random);
+        std::fs::write(p, bytes).unwrap();
+    }
+    let db = t.path().join("c.db");
+    assert_exit(&index(&db, &[photos.as_os_str()]), 0);
+    let bad_sql = format!(
+        "SELECT {CATALOG_COLUMNS}, error FROM images WHERE path = '{}'",
+        bad.display()
+    );
+    let before = query(&db, &bad_sql);
+    assert_eq!(before[0]["format"], json!("gif"), "{before:?}");
+    assert!(before[0]["blake3"].is_string(), "{before:?}");
+
+    corrupt_btrfs_data(&lfs, &bad, &heads[0]);
+    lfs.remount();
+    let eio = std::fs::read(&bad).unwrap_err();
+    assert_eq!(eio.raw_os_error(), Some(libc::EIO), "{eio}");
+
+    // --rehash: the read fails; what was known stays, with the error beside it.
+    let rehash = index(&db, &[os("--rehash"), photos.as_os_str()]);
+    assert_exit(&rehash, 1);
+    let after = query(&db, &bad_sql);
+    let error = after[0]["error"].as_str().unwrap_or_default().to_string();
+    assert!(error.starts_with("read failed: "), "{error}");
+    assert!(
+        error.contains("the other fields are from its last read"),
+        "{error}"
+    );
+    // The device number is the file's now (btrfs gives another at each mount).
+    let mut kept = after[0].clone();
+    kept["error"] = Value::Null;
+    kept["dev"] = before[0]["dev"].clone();
+    assert_eq!(kept, before[0], "every field but the error as before");
+
+    // The next run reads it again (not unchanged), fails again, keeps the fields.
+    let again = index(&db, &[os("--summary"), photos.as_os_str()]);
+    assert_exit(&again, 1);
+    let counts = closing_counts(&again);
+    assert_eq!(
+        (counts["changed"], counts["unchanged"], counts["failed"]),
+        (1, 1, 1),
+        "{}",
+        closing_line(&again)
+    );
+    assert_eq!(query(&db, &bad_sql), after);
+
+    // Its mtime changed (its blocks did not: still EIO): the fields stay, with the size
+    // and mtime they describe, and the error says the file changed since.
+    let f = std::fs::File::options().write(true).open(&bad).unwrap();
+    f.set_modified(std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000))
+        .unwrap();
+    drop(f);
+    assert_exit(&index(&db, &[photos.as_os_str()]), 1);
+    let changed = query(&db, &bad_sql);
+    let error = changed[0]["error"].as_str().unwrap_or_default().to_string();
+    assert!(
+        error.contains(
+            "it changed since its last read (now 16398 bytes, mtime_ns 1000000000000000)"
+        ),
+        "{error}"
+    );
+    let mut kept = changed[0].clone();
+    kept["error"] = Value::Null;
+    kept["dev"] = before[0]["dev"].clone();
+    assert_eq!(
+        kept, before[0],
+        "size and mtime_ns as read, with the fields"
+    );
+}
+
+/// Another program holding the catalog's write lock: a Python `sqlite3` connection that
+/// takes it with `BEGIN IMMEDIATE` when told to (trying again at once until it gets it)
+/// and keeps it until told to let go, or until dropped.
+struct LockHolder {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+}
+
+const LOCK_HOLDER: &str = "
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)
+while True:
+    line = sys.stdin.readline()
+    if not line:
+        break
+    if line.strip() == 'take':
+        while True:
+            try:
+                c.execute('BEGIN IMMEDIATE')
+                break
+            except sqlite3.OperationalError:
+                pass
+        n = c.execute('SELECT count(*) FROM images').fetchone()[0]
+        print('locked', n, flush=True)
+    elif line.strip() == 'release':
+        c.execute('COMMIT')
+        print('released', flush=True)
+";
+
+impl LockHolder {
+    fn start(db: &Path) -> LockHolder {
+        let mut child = Command::new("python3")
+            .args(["-c", LOCK_HOLDER])
+            .arg(db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = std::io::BufReader::new(child.stdout.take().unwrap());
+        LockHolder { child, out }
+    }
+
+    fn say(&mut self, what: &str) -> String {
+        use std::io::{BufRead, Write};
+        writeln!(self.child.stdin.as_mut().unwrap(), "{what}").unwrap();
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        line.trim().to_string()
+    }
+
+    /// Takes the lock as soon as it is free; returns the rows committed then.
+    fn take(&mut self) -> u64 {
+        let said = self.say("take");
+        let rows = said.strip_prefix("locked ").and_then(|n| n.parse().ok());
+        rows.unwrap_or_else(|| panic!("the lock holder said {said:?}"))
+    }
+
+    fn release(&mut self) {
+        assert_eq!(self.say("release"), "released");
+    }
+}
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// A run's stderr as it comes, collected by a thread.
+struct StderrSoFar(std::sync::Arc<std::sync::Mutex<String>>);
+
+impl StderrSoFar {
+    fn collect(child: &mut std::process::Child) -> StderrSoFar {
+        use std::io::Read;
+        let mut err = child.stderr.take().unwrap();
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let shared = text.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                shared
+                    .lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        StderrSoFar(text)
+    }
+
+    fn text(&self) -> String {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// Starts an index run (one reader, 256-row transactions, in the order given) of 300 files,
+/// then one that holds the read (`seekless-fault-pause…`, debug builds), then 1,500 more
+/// (more than the writer's queue holds: a writer that stops must not leave the reader
+/// blocked on a full queue); once the first 300 rows are committed (the writer is then
+/// idle, out of any transaction), `holder` takes the catalog's write lock, and the read
+/// goes on. Returns the run (1,801 files) and its stderr as it comes.
+fn lock_mid_run(t: &Path, db: &Path, holder: &mut LockHolder) -> (Running, StderrSoFar) {
+    let (before, after) = (t.join("before"), t.join("after"));
+    gifs(
+        &(0..300)
+            .map(|i| before.join(format!("{i}.gif")))
+            .collect::<Vec<_>>(),
+    );
+    gifs(
+        &(0..1500)
+            .map(|i| after.join(format!("{i}.gif")))
+            .collect::<Vec<_>>(),
+    );
+    let pause = t.join("slow/seekless-fault-pause.gif");
+    gifs(std::slice::from_ref(&pause));
+    let mut run = start_index_with_faults(
+        db,
+        &[
+            os("--locate"),
+            os("given"),
+            os("-j"),
+            os("1"),
+            before.as_os_str(),
+            pause.as_os_str(),
+            after.as_os_str(),
+        ],
+    );
+    let err = StderrSoFar::collect(&mut run.0);
+    wait_for("the commit of the 300 rows read before the pause", || {
+        committed_rows(db) == Some(300)
+    });
+    assert_eq!(holder.take(), 300);
+    std::fs::write(t.join("slow/seekless-fault-pause.gif.go"), b"").unwrap();
+    (run, err)
+}
+
+/// Waits for the run to end by itself: within three minutes (the lock wait is 60 s).
+fn exit_code(run: &mut Running) -> Option<i32> {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = run.0.try_wait().unwrap() {
+            return status.code();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(180),
+            "the run never ended"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_lock_held_15_s_mid_run_by_another_program_is_waited_out_with_its_holder_named() {
+    let test = test_name!();
+    if !require_tool(test, "sqlite3") || !require_tool(test, "python3") {
+        return;
+    }
+    let t = scratch!();
+    let db = t.path().join("c.db");
+    let mut holder = LockHolder::start(&db);
+    let (mut run, err) = lock_mid_run(t.path(), &db, &mut holder);
+    let locked = Instant::now();
+    let named = format!("locked by PID {} (", holder.child.id());
+    wait_for("the run's message naming the lock's holder", || {
+        err.text().contains(&named)
+    });
+    assert!(
+        err.text().contains("python3"),
+        "its command line: {}",
+        err.text()
+    );
+    // Held 15 s in all (the scenario of the issue: longer than SQLite's own 10 s wait).
+    std::thread::sleep(Duration::from_secs(15).saturating_sub(locked.elapsed()));
+    assert!(run.0.try_wait().unwrap().is_none(), "{}", err.text());
+    holder.release();
+    let code = exit_code(&mut run);
+    let text = err.text();
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("waiting for it (up to 60 s"), "{text}");
+    assert!(text.contains("lock was released after"), "{text}");
+    assert_eq!(committed_rows(&db), Some(1801));
+    let ended = one(
+        &db,
+        "SELECT count(*) AS n FROM scans WHERE ended IS NOT NULL",
+        "n",
+    );
+    assert_eq!(ended, json!(1));
+}
+
+#[test]
+fn a_lock_held_past_the_wait_stops_the_run_with_exit_1_keeping_committed_rows() {
+    let test = test_name!();
+    if !require_tool(test, "sqlite3") || !require_tool(test, "python3") {
+        return;
+    }
+    let t = scratch!();
+    let db = t.path().join("c.db");
+    let mut holder = LockHolder::start(&db);
+    let (mut run, err) = lock_mid_run(t.path(), &db, &mut holder);
+    // Held until the run ends by itself: it must (the issue's run hung 754 s, silent).
+    let code = exit_code(&mut run);
+    let text = err.text();
+    assert_eq!(code, Some(1), "{text}");
+    let holder_named = format!("locked by PID {} (", holder.child.id());
+    assert!(text.contains(&holder_named), "{text}");
+    assert!(text.contains("python3"), "its command line: {text}");
+    assert!(
+        text.contains(" s: stopped (rows committed before are kept"),
+        "{text}"
+    );
+    holder.release();
+    assert_eq!(
+        committed_rows(&db),
+        Some(300),
+        "the rows committed before the lock are kept, none after"
+    );
+    // The next run goes on from them.
+    let again = index(
+        &db,
+        &[
+            t.path().join("before").as_os_str(),
+            t.path().join("after").as_os_str(),
+        ],
+    );
+    assert_exit(&again, 0);
+    assert_eq!(committed_rows(&db), Some(1800));
 }
 
 // ---------------------------------------------------------------------------------------

@@ -111,6 +111,16 @@ const CACHE_KIB: i64 = 32 << 10;
 /// Time one transaction may stay open, at most: a crash loses no more than this.
 const BATCH_TIME: Duration = Duration::from_secs(1);
 
+/// How long one write waits, in all, for the catalog's write lock while another program
+/// holds it (a database browser, a script in `BEGIN IMMEDIATE`), before the run stops with
+/// an error, keeping every row committed before. Each wait starts again from zero: a lock
+/// held 50 s, released, then taken again for 50 s is waited out twice.
+pub const LOCK_WAIT: Duration = Duration::from_secs(60);
+
+/// SQLite's own wait for the lock in one attempt ([`LOCK_WAIT`] is made of these): between
+/// two, the holder is looked up again.
+const LOCK_TRY: Duration = Duration::from_secs(2);
+
 /// Why the catalog cannot be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -159,6 +169,17 @@ pub enum CatalogError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// Another program held the catalog's write lock for [`LOCK_WAIT`]: the run stopped.
+    /// Every row committed before is kept.
+    #[error("{}: the catalog stayed locked by {holder} for {} s: stopped (rows committed before are kept; the next run goes on from them)", .path.display(), .waited.as_secs())]
+    Locked {
+        /// The catalog.
+        path: PathBuf,
+        /// Who held the lock: "PID N (command line)", or "another program".
+        holder: String,
+        /// How long this run waited.
+        waited: Duration,
+    },
     /// The thread that writes the catalog's rows could not be started (threads are
     /// scarce: a pids or address-space limit); nothing was read.
     #[error("{}: cannot start the catalog's writer thread: {}", .path.display(), crate::error::describe_io(.source))]
@@ -193,6 +214,140 @@ fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     }
 }
 
+/// Begins a write transaction on `conn`, the catalog at `path`: `BEGIN IMMEDIATE`, so the
+/// write lock is taken before anything is written (in WAL mode a commit then never waits).
+/// While another program holds the lock, `waiting` hears who (again when that changes),
+/// and the attempt is repeated for up to [`LOCK_WAIT`] in all; then the run stops
+/// ([`CatalogError::Locked`]).
+fn begin<'c>(
+    conn: &'c Connection,
+    path: &Path,
+    waiting: &dyn Fn(&str),
+) -> Result<rusqlite::Transaction<'c>, CatalogError> {
+    let started = Instant::now();
+    let mut told: Option<String> = None;
+    loop {
+        let e = match rusqlite::Transaction::new_unchecked(
+            conn,
+            rusqlite::TransactionBehavior::Immediate,
+        ) {
+            Ok(tx) => {
+                if told.is_some() {
+                    waiting(&format!(
+                        "the catalog's lock was released after {} s: writing on",
+                        started.elapsed().as_secs()
+                    ));
+                }
+                return Ok(tx);
+            }
+            Err(e) => e,
+        };
+        if !is_busy(&e) {
+            return Err(CatalogError::io(path, e));
+        }
+        let holder = lock_holder(path);
+        let waited = started.elapsed();
+        if waited >= LOCK_WAIT {
+            return Err(CatalogError::Locked {
+                path: path.to_path_buf(),
+                holder,
+                waited,
+            });
+        }
+        if told.as_ref() != Some(&holder) {
+            waiting(&format!(
+                "the catalog is locked by {holder}: waiting for it (up to {} s in all, then \
+                 the run stops)",
+                LOCK_WAIT.as_secs()
+            ));
+            told = Some(holder);
+        }
+    }
+}
+
+/// Whether SQLite gave up waiting for a lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// Who holds the write lock of the catalog at `path`, as "PID N (its command line)", or
+/// "another program" where that cannot be known. SQLite locks with POSIX (`fcntl`) locks:
+/// in WAL mode the writer's is byte 120 of the `-shm` file, in rollback mode a write lock
+/// on the database file; Linux lists them in `/proc/locks` by inode (only the inode is
+/// compared: the device there is the superblock's, which is not always `st_dev`).
+fn lock_holder(path: &Path) -> String {
+    lock_holder_pid(path)
+        .map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            // Arguments joined by spaces, on one line (a script given with `-c` has many).
+            let text = String::from_utf8_lossy(&cmdline).replace(|c: char| c.is_control(), " ");
+            let mut command = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if command.chars().count() > 200 {
+                command = command.chars().take(200).collect::<String>() + "…";
+            }
+            if command.is_empty() {
+                format!("PID {pid}")
+            } else {
+                format!("PID {pid} ({command})")
+            }
+        })
+        .unwrap_or_else(|| "another program".to_string())
+}
+
+/// The process holding a POSIX write lock on the catalog's database or `-shm` file (the
+/// WAL writer's byte first), other than this one.
+fn lock_holder_pid(path: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let shm = {
+            let mut p = path.as_os_str().to_owned();
+            p.push("-shm");
+            std::fs::metadata(PathBuf::from(p)).ok().map(|m| m.ino())
+        };
+        let db = std::fs::metadata(path).ok().map(|m| m.ino());
+        let locks = std::fs::read_to_string("/proc/locks").ok()?;
+        let own = std::process::id();
+        let mut other = None;
+        for line in locks.lines() {
+            // "1: POSIX  ADVISORY  WRITE 1234 08:01:5678 120 120"; a blocked waiter's line
+            // has "->" before its type.
+            let f: Vec<&str> = line.split_whitespace().filter(|w| *w != "->").collect();
+            let Some(at) = f.iter().position(|w| *w == "POSIX") else {
+                continue;
+            };
+            if line.contains("->") || f.get(at + 2) != Some(&"WRITE") {
+                continue;
+            }
+            let Some(pid) = f.get(at + 3).and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            let ino = f
+                .get(at + 4)
+                .and_then(|d| d.rsplit(':').next())
+                .and_then(|i| i.parse::<u64>().ok());
+            if pid == own || ino.is_none() {
+                continue;
+            }
+            if ino == shm && f.get(at + 5) == Some(&"120") {
+                return Some(pid);
+            }
+            if ino == shm || ino == db {
+                other.get_or_insert(pid);
+            }
+        }
+        other
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
 /// What an earlier run recorded about a path.
 #[derive(Clone, Debug)]
 pub(crate) struct Known {
@@ -201,8 +356,9 @@ pub(crate) struct Known {
     pub ino: u64,
     pub size: u64,
     pub mtime_ns: i64,
-    /// The file was read (its content hash is known); rows of files that could not be
-    /// read are retried.
+    /// The file was read (its content hash is known) by the last run that looked at it;
+    /// rows of files that could not be read are retried (those that keep the fields of an
+    /// earlier read too: their error starts with [`READ_FAILED`]).
     pub read: bool,
     /// The longest side of its thumbnail (or of the thumbnail's recorded failure), if any.
     pub thumb_size: Option<u32>,
@@ -315,18 +471,17 @@ impl WriterLock {
     }
 
     /// Opens the database (creating, upgrading or marking its schema) and starts a scan.
-    pub fn open(self) -> Result<Catalog, CatalogError> {
+    /// While another program holds its write lock, `waiting` hears of it (see [`begin`]).
+    pub fn open(self, waiting: &dyn Fn(&str)) -> Result<Catalog, CatalogError> {
         let path = self.path.as_path();
         let io = |e: rusqlite::Error| CatalogError::io(path, e);
-        let mut conn = Connection::open(path).map_err(io)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(io)?;
+        let conn = Connection::open(path).map_err(io)?;
+        conn.busy_timeout(LOCK_TRY).map_err(io)?;
         // The schema is created, upgraded or marked in one transaction: a crash leaves the
         // old one. What the file holds is looked at again inside it (it may have been
         // replaced during the walk), before anything is written; a new catalog gets its
         // mark in the same transaction, before WAL mode is set.
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(io)?;
+        let tx = begin(&conn, path, waiting)?;
         let contents = contents(&tx).map_err(io)?;
         let version = contents.user_version;
         judge(path, &contents, self.found == Found::New)?;
@@ -353,9 +508,11 @@ impl WriterLock {
             .map_err(io)?;
         conn.pragma_update(None, "cache_size", -CACHE_KIB)
             .map_err(io)?;
-        conn.execute("INSERT INTO scans (started) VALUES (?1)", [now()])
+        let tx = begin(&conn, path, waiting)?;
+        tx.execute("INSERT INTO scans (started) VALUES (?1)", [now()])
             .map_err(io)?;
-        let scan = conn.last_insert_rowid();
+        let scan = tx.last_insert_rowid();
+        tx.commit().map_err(io)?;
         Ok(Catalog {
             conn,
             path: self.path,
@@ -678,7 +835,7 @@ impl Catalog {
     /// that do not walk in between).
     #[cfg(test)]
     pub fn open(path: &Path) -> Result<Catalog, CatalogError> {
-        WriterLock::take(path)?.open()
+        WriterLock::take(path)?.open(&|_| {})
     }
 
     fn err(&self, e: rusqlite::Error) -> CatalogError {
@@ -690,12 +847,13 @@ impl Catalog {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT i.path_bytes, i.id, i.dev, i.ino, i.size, i.mtime_ns, i.blake3 IS NOT NULL,
+                "SELECT i.path_bytes, i.id, i.dev, i.ino, i.size, i.mtime_ns,
+                     i.blake3 IS NOT NULL AND substr(coalesce(i.error, ''), 1, ?1) IS NOT ?2,
                      t.size FROM images i LEFT JOIN thumbs t ON t.image = i.id",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
-            .query_map([], |r| {
+            .query_map(params![READ_FAILED.len() as i64, READ_FAILED], |r| {
                 Ok((
                     r.get::<_, Vec<u8>>(0)?,
                     Known {
@@ -716,17 +874,19 @@ impl Catalog {
 
     /// Moves rows to new paths, records the device number of unchanged files whose
     /// filesystem now has another one (a disk plugged in again, a remount), and deletes
-    /// rows of files that are gone, in one transaction.
+    /// rows of files that are gone, in one transaction (waiting for a lock another program
+    /// holds as [`begin`] says).
     pub fn relocate(
         &mut self,
         moved: &[(i64, Vec<u8>)],
         new_dev: &[(i64, u64)],
         removed: &Forget,
+        waiting: &dyn Fn(&str),
     ) -> Result<(), CatalogError> {
         let path = self.path.clone();
         let err = |e: rusqlite::Error| CatalogError::io(&path, e);
         let scan = self.scan;
-        let tx = self.conn.transaction().map_err(err)?;
+        let tx = begin(&self.conn, &path, waiting)?;
         {
             let mut delete = tx
                 .prepare_cached("DELETE FROM images WHERE id = ?1")
@@ -761,10 +921,13 @@ impl Catalog {
     /// Writes rows as `next` hands them over, committing every [`BATCH_ROWS`] rows, and
     /// at the latest [`BATCH_TIME`] after the first uncommitted row came, whether or not
     /// another row comes: `next(timeout)` returns a row, `Timeout` when none came within
-    /// `timeout`, or `Disconnected` when there are no more.
+    /// `timeout`, or `Disconnected` when there are no more. A lock another program holds is
+    /// waited for as [`begin`] says (rows wait meanwhile); if it is held too long, the rows
+    /// of the batch not yet committed are lost, those committed before are kept.
     pub fn write_all(
         &mut self,
         mut next: impl FnMut(Duration) -> Result<Row, RecvTimeoutError>,
+        waiting: &dyn Fn(&str),
     ) -> Result<(), CatalogError> {
         let path = self.path.clone();
         let err = |e: rusqlite::Error| CatalogError::io(&path, e);
@@ -777,7 +940,7 @@ impl Catalog {
                 Err(RecvTimeoutError::Timeout) => continue,
                 Err(RecvTimeoutError::Disconnected) => return Ok(()),
             };
-            let tx = self.conn.transaction().map_err(err)?;
+            let tx = begin(&self.conn, &path, waiting)?;
             let started = Instant::now();
             let mut more = true;
             {
@@ -788,10 +951,13 @@ impl Catalog {
                 let mut n = 0;
                 loop {
                     let i = &row.info;
-                    // A thumbnail of other content goes (kept when the content is the same).
-                    stale
-                        .execute(params![row.path_bytes, row.blake3])
-                        .map_err(err)?;
+                    // A thumbnail of other content goes (kept when the content is the same,
+                    // and when the file could not be read: the row keeps what was known).
+                    if row.blake3.is_some() {
+                        stale
+                            .execute(params![row.path_bytes, row.blake3])
+                            .map_err(err)?;
+                    }
                     let phash = row
                         .visual
                         .as_ref()
@@ -870,28 +1036,43 @@ impl Catalog {
     }
 
     /// Records the scan's counts and end.
-    pub fn finish(&self, counts: &super::IndexSummary) -> Result<(), CatalogError> {
-        self.conn
-            .execute(
-                "UPDATE scans SET ended = ?2, seen = ?3, added = ?4, changed = ?5, moved = ?6,
+    pub fn finish(
+        &self,
+        counts: &super::IndexSummary,
+        waiting: &dyn Fn(&str),
+    ) -> Result<(), CatalogError> {
+        let tx = begin(&self.conn, &self.path, waiting)?;
+        tx.execute(
+            "UPDATE scans SET ended = ?2, seen = ?3, added = ?4, changed = ?5, moved = ?6,
                  unchanged = ?7, removed = ?8, failed = ?9 WHERE id = ?1",
-                params![
-                    self.scan,
-                    now(),
-                    counts.seen as i64,
-                    counts.added as i64,
-                    counts.changed as i64,
-                    counts.moved as i64,
-                    counts.unchanged as i64,
-                    counts.removed as i64,
-                    counts.failed as i64,
-                ],
-            )
-            .map_err(|e| self.err(e))?;
-        Ok(())
+            params![
+                self.scan,
+                now(),
+                counts.seen as i64,
+                counts.added as i64,
+                counts.changed as i64,
+                counts.moved as i64,
+                counts.unchanged as i64,
+                counts.removed as i64,
+                counts.failed as i64,
+            ],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))
     }
 }
 
+/// The marker at the start of the `error` of a row whose file could not be read (or opened)
+/// while the catalog knew its content from an earlier read: the row keeps what was known,
+/// and is read again next run (`known` does not take it as read).
+pub(crate) const READ_FAILED: &str = "read failed: ";
+
+/// Writes a row. A file that could not be read (no content hash: `excluded.blake3 IS NULL`)
+/// whose row knew its content keeps every field of that content (size and mtime_ns
+/// included, so that the row stays one coherent description of what was read; the
+/// thumbnail and perceptual hash too), its path, device and inode are updated, and its
+/// error says what failed, after [`READ_FAILED`], and whether the file changed (size or
+/// mtime) since those fields were read. Otherwise every field is the new row's.
 const UPSERT: &str = "
 INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, format, ext_mismatch, width,
     height, taken, make, model, lens, orientation, exposure_time, f_number, iso,
@@ -899,16 +1080,38 @@ INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, format, ext_mism
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
     ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
 ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
-    ino = excluded.ino, size = excluded.size, mtime_ns = excluded.mtime_ns,
-    format = excluded.format, ext_mismatch = excluded.ext_mismatch, width = excluded.width,
-    height = excluded.height, taken = excluded.taken, make = excluded.make,
-    model = excluded.model, lens = excluded.lens, orientation = excluded.orientation,
-    exposure_time = excluded.exposure_time, f_number = excluded.f_number,
-    iso = excluded.iso, focal_length = excluded.focal_length, gps_lat = excluded.gps_lat,
-    gps_lon = excluded.gps_lon, gps_alt = excluded.gps_alt, blake3 = excluded.blake3,
-    error = excluded.error, scan = excluded.scan,
+    ino = excluded.ino,
+    size = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.size, excluded.size),
+    mtime_ns = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.mtime_ns, excluded.mtime_ns),
+    format = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.format, excluded.format),
+    ext_mismatch = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.ext_mismatch, excluded.ext_mismatch),
+    width = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.width, excluded.width),
+    height = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.height, excluded.height),
+    taken = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.taken, excluded.taken),
+    make = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.make, excluded.make),
+    model = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.model, excluded.model),
+    lens = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.lens, excluded.lens),
+    orientation = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.orientation, excluded.orientation),
+    exposure_time = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.exposure_time, excluded.exposure_time),
+    f_number = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.f_number, excluded.f_number),
+    iso = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.iso, excluded.iso),
+    focal_length = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.focal_length, excluded.focal_length),
+    gps_lat = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.gps_lat, excluded.gps_lat),
+    gps_lon = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.gps_lon, excluded.gps_lon),
+    gps_alt = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.gps_alt, excluded.gps_alt),
+    blake3 = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.blake3, excluded.blake3),
+    error = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL,
+        'read failed: ' || coalesce(excluded.error, 'unknown error') ||
+        iif(images.size = excluded.size AND images.mtime_ns = excluded.mtime_ns,
+            '; the other fields are from its last read',
+            '; it changed since its last read (now ' || excluded.size || ' bytes, mtime_ns ' ||
+            excluded.mtime_ns || '): the other fields, size and mtime_ns included, are of ' ||
+            'its content then'),
+        excluded.error),
+    scan = excluded.scan,
     phash = CASE WHEN excluded.phash IS NOT NULL THEN excluded.phash
-                 WHEN images.blake3 IS excluded.blake3 THEN images.phash END
+                 WHEN images.blake3 IS excluded.blake3 OR excluded.blake3 IS NULL
+                     THEN images.phash END
 RETURNING id
 ";
 
@@ -981,6 +1184,133 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(19_723), (2024, 1, 1));
         assert_eq!(civil_from_days(20_425), (2025, 12, 3));
+    }
+
+    /// Writes `rows` in one batch.
+    fn write(catalog: &mut Catalog, rows: Vec<Row>) {
+        let mut rows = rows.into_iter();
+        catalog
+            .write_all(
+                |_| rows.next().ok_or(RecvTimeoutError::Disconnected),
+                &|_| {},
+            )
+            .unwrap();
+    }
+
+    fn row(size: u64, mtime_ns: i64, read: bool) -> Row {
+        let mut info = ImageInfo::default();
+        if read {
+            info.format = Some("jpeg");
+            info.width = Some(640);
+            info.height = Some(480);
+            info.make = Some("Canon".into());
+        } else {
+            info.error = Some("Input/output error".into());
+        }
+        Row {
+            path_bytes: b"/p/a.jpg".to_vec(),
+            dev: 1,
+            ino: 2,
+            size,
+            mtime_ns,
+            info,
+            blake3: read.then(|| "ab".repeat(32)),
+            visual: read.then(|| (256, Visual::none("no decoder"))),
+        }
+    }
+
+    fn fields(
+        db: &Path,
+    ) -> (
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+        i64,
+        i64,
+    ) {
+        let conn = Connection::open(db).unwrap();
+        conn.query_row(
+            "SELECT format, width, blake3, error, size, mtime_ns FROM images",
+            [],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_row_that_failed_to_read_keeps_what_was_known_says_so_and_is_read_again() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        let mut catalog = Catalog::open(&db).unwrap();
+        write(&mut catalog, vec![row(1000, 7, true)]);
+        let hash = Some("ab".repeat(32));
+        assert_eq!(
+            fields(&db),
+            (Some("jpeg".into()), Some(640), hash.clone(), None, 1000, 7)
+        );
+        assert!(catalog.known().unwrap()[b"/p/a.jpg".as_slice()].read);
+
+        // The same file, unreadable now (EIO): every field stays, the error beside them.
+        write(&mut catalog, vec![row(1000, 7, false)]);
+        let (format, width, blake3, error, size, mtime) = fields(&db);
+        assert_eq!(
+            (format, width, blake3, size, mtime),
+            (Some("jpeg".into()), Some(640), hash.clone(), 1000, 7)
+        );
+        let error = error.unwrap();
+        assert!(error.starts_with(READ_FAILED), "{error}");
+        assert!(error.contains("Input/output error"), "{error}");
+        assert!(
+            error.ends_with("the other fields are from its last read"),
+            "{error}"
+        );
+        let known = &catalog.known().unwrap()[b"/p/a.jpg".as_slice()];
+        assert!(!known.read, "retried next run, not taken as unchanged");
+        assert_eq!(known.thumb_size, Some(256), "its thumbnail's record stays");
+
+        // Changed since (another size and mtime), then unreadable: the fields stay with
+        // the size and mtime they describe, and the error says the file changed.
+        write(&mut catalog, vec![row(2000, 9, false)]);
+        let (format, _, blake3, error, size, mtime) = fields(&db);
+        assert_eq!(
+            (format, blake3, size, mtime),
+            (Some("jpeg".into()), hash, 1000, 7)
+        );
+        let error = error.unwrap();
+        assert!(
+            error.contains("changed since its last read (now 2000 bytes"),
+            "{error}"
+        );
+        assert!(!catalog.known().unwrap()[b"/p/a.jpg".as_slice()].read);
+
+        // Read again: the new content's fields, no error.
+        write(&mut catalog, vec![row(2000, 9, true)]);
+        assert_eq!(fields(&db).3, None);
+        assert!(catalog.known().unwrap()[b"/p/a.jpg".as_slice()].read);
+
+        // A file never read that fails: nothing to keep, the error as it was.
+        let mut never = row(5, 5, false);
+        never.path_bytes = b"/p/b.jpg".to_vec();
+        write(&mut catalog, vec![never]);
+        let conn = Connection::open(&db).unwrap();
+        let (blake3, error): (Option<String>, String) = conn
+            .query_row(
+                "SELECT blake3, error FROM images WHERE path = '/p/b.jpg'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((blake3, error.as_str()), (None, "Input/output error"));
     }
 
     #[test]

@@ -76,8 +76,10 @@ pub struct IndexOptions {
     pub read: ReadOptions,
     /// Threads hashing and parsing.
     pub workers: usize,
-    /// Remove the rows under a root that does not exist or is an empty directory (without
-    /// it, such a root is an error and its rows stay: most likely a drive not mounted).
+    /// Remove the rows under a root that does not exist or is an empty directory, and under
+    /// a mount point below a root whose filesystem is not there any more (without it, such
+    /// a root or mount point is an error and its rows stay: most likely a drive not
+    /// mounted).
     pub prune: bool,
     /// Make a thumbnail and a perceptual hash of each image read ([`thumb`]); unchanged
     /// images without a thumbnail of this size are read once more to get one.
@@ -179,6 +181,73 @@ enum RootState {
     Empty,
 }
 
+/// Of the rows about to be removed as gone (`gone`: path, recorded device, id), those of a
+/// drive that is not mounted where it was: the deepest directory on each row's path that
+/// still exists is empty and on another device than the row's file was. That directory
+/// was, most likely, the mount point of the row's filesystem; now it is an empty
+/// directory of its parent's (a drive unplugged, `umount`, `umount -l` during the run).
+/// Such rows are kept (their ids returned), with one error per directory, as a missing
+/// root's are; with `prune` they go, with a warning. A directory emptied on the same
+/// filesystem is not this: its rows go. (A file system that got another device number
+/// since the last run, and whose directory was emptied meanwhile, is taken for a vanished
+/// mount: the error then asks for `--prune`, never the other way round.)
+fn vanished_mounts(
+    gone: &[(&[u8], u64, i64)],
+    prune: bool,
+    reporter: &dyn Reporter,
+) -> HashSet<i64> {
+    use crate::path_bytes::path_from_bytes;
+    /// What a directory on a row's path is: missing, or there (its device, whether it is
+    /// an empty directory).
+    fn look(dir: &Path) -> Option<(u64, bool)> {
+        match crate::os::metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            // There, but unknown: not taken for a vanished mount.
+            Err(_) => Some((u64::MAX, false)),
+            Ok(m) => {
+                let dev = crate::os::file_id(dir, None, &m).map_or(u64::MAX, |id| id.dev);
+                let empty = m.is_dir()
+                    && matches!(crate::os::read_dir(dir).map(|mut d| d.next()), Ok(None));
+                Some((dev, empty))
+            }
+        }
+    }
+    let mut seen: HashMap<PathBuf, Option<(u64, bool)>> = HashMap::new();
+    // The vanished mount points, with the ids of their rows.
+    let mut vanished: HashMap<PathBuf, Vec<i64>> = HashMap::new();
+    for &(bytes, dev, id) in gone {
+        let path = path_from_bytes(bytes);
+        let deepest = path.ancestors().skip(1).find_map(|dir| {
+            let found = *seen.entry(dir.to_path_buf()).or_insert_with(|| look(dir));
+            found.map(|f| (dir, f))
+        });
+        if let Some((dir, (dir_dev, true))) = deepest
+            && dir_dev != dev
+        {
+            vanished.entry(dir.to_path_buf()).or_default().push(id);
+        }
+    }
+    let mut dirs: Vec<_> = vanished.into_iter().collect();
+    dirs.sort();
+    let mut kept = HashSet::new();
+    for (dir, ids) in dirs {
+        let rows = ids.len();
+        let rows_word = if rows == 1 { "row" } else { "rows" };
+        let what = format!(
+            "an empty directory now, was the mount point of another filesystem with {rows} \
+             {rows_word} in the catalog"
+        );
+        if prune {
+            reporter.warning(Some(&dir), &format!("{what}: removed (--prune)"));
+        } else {
+            let why = format!("{what}: kept (is the drive mounted? --prune removes them)");
+            reporter.error(&Error::io(&dir, std::io::Error::other(why)));
+            kept.extend(ids);
+        }
+    }
+    kept
+}
+
 /// A root as the catalog names it: absolute, symbolic links and `..` resolved once for
 /// the root (never per file below it). A directory is made canonical whole; a file (or a
 /// path that does not exist) keeps its own name, joined to its directory made canonical
@@ -263,7 +332,9 @@ pub fn index_with(
     let plan = Plan::build(&walked, plan_opts, &recorder);
     let mut clearance = recorder.clearance_outside_unseen();
     let unopened = crate::sync::into_inner(unopened);
-    let mut catalog = lock.open()?;
+    // A lock another program holds on the catalog is waited for, with a message.
+    let waiting = |what: &str| reporter.warning(Some(&opts.db), what);
+    let mut catalog = lock.open(&waiting)?;
     let mut summary = IndexSummary::default();
 
     // Decide per file: unchanged, moved, or to be read.
@@ -408,13 +479,31 @@ pub fn index_with(
             }
         }
     }
-    // What moved is not forgotten.
+    // Rows under a mount point whose filesystem is not there any more stay (an error);
+    // those under a missing or empty root were told of above (pruned, or unseen).
+    let gone_ids: HashSet<i64> = gone.values().copied().collect();
+    let absent: Vec<&Vec<u8>> = roots
+        .iter()
+        .zip(&root_bytes)
+        .filter(|((_, state), _)| *state != RootState::Present)
+        .map(|(_, bytes)| bytes)
+        .collect();
+    let candidates: Vec<(&[u8], u64, i64)> = known
+        .iter()
+        .filter(|(bytes, k)| gone_ids.contains(&k.id) && !absent.iter().any(|r| under(bytes, r)))
+        .map(|(bytes, k)| (bytes.as_slice(), k.dev, k.id))
+        .collect();
+    let kept = vanished_mounts(&candidates, opts.prune, reporter);
+    // What moved is not forgotten, nor what a vanished mount point keeps.
     let left: HashSet<i64> = gone.into_values().collect();
-    forget.retain(|id| left.contains(&id));
+    forget.retain(|id| left.contains(&id) && !kept.contains(&id));
     summary.removed = forget.len() as u64;
-    catalog.relocate(&moved, &new_dev, &forget)?;
+    catalog.relocate(&moved, &new_dev, &forget, &waiting)?;
     let mut failed_rows = failed_rows.into_iter();
-    catalog.write_all(|_| failed_rows.next().ok_or(RecvTimeoutError::Disconnected))?;
+    catalog.write_all(
+        |_| failed_rows.next().ok_or(RecvTimeoutError::Disconnected),
+        &waiting,
+    )?;
     drop(known);
 
     // Read what must be read, in physical order; one writer thread writes the rows.
@@ -423,20 +512,29 @@ pub fn index_with(
     let (tx, rx) = crossbeam_channel::bounded::<Row>(WRITER_QUEUE);
     let written = std::thread::scope(|s| {
         // The writer's time in SQLite: its whole time but its waits for rows.
+        // It owns the receiving end: when it stops (a database error, a lock held too
+        // long), the workers' sends fail at once and the read stops, rather than a worker
+        // blocking forever on a full queue nobody empties.
         let writer = std::thread::Builder::new().spawn_scoped(s, || {
+            // Moved in (not borrowed): dropped when the writer ends.
+            let rx = rx;
             let started = Instant::now();
-            let mut waiting = Duration::ZERO;
-            let result = catalog.write_all(|timeout| {
-                let asked = Instant::now();
-                let row = if timeout == Duration::MAX {
-                    rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
-                } else {
-                    rx.recv_timeout(timeout)
-                };
-                waiting += asked.elapsed();
-                row
-            });
-            (result, started.elapsed().saturating_sub(waiting))
+            let mut idle = Duration::ZERO;
+            let result = catalog.write_all(
+                |timeout| {
+                    let asked = Instant::now();
+                    let row = if timeout == Duration::MAX {
+                        rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                    } else {
+                        rx.recv_timeout(timeout)
+                    };
+                    idle += asked.elapsed();
+                    row
+                },
+                &waiting,
+            );
+            drop(rx);
+            (result, started.elapsed().saturating_sub(idle))
         });
         // Threads can be scarce (a pids or address-space limit): then nothing is read.
         let writer = match writer {
@@ -499,7 +597,7 @@ pub fn index_with(
         }
     });
     written?;
-    catalog.finish(&summary)?;
+    catalog.finish(&summary, &waiting)?;
     Ok(summary)
 }
 
@@ -775,6 +873,69 @@ mod tests {
         assert_eq!(
             (p.rows, p.decode, p.hash),
             (0, Duration::ZERO, Duration::ZERO)
+        );
+    }
+
+    /// Collects what a run reports.
+    #[derive(Default)]
+    struct Said(std::sync::Mutex<Vec<String>>);
+
+    impl Reporter for Said {
+        fn error(&self, err: &Error) {
+            crate::sync::lock(&self.0).push(format!("error {err}"));
+        }
+        fn warning(&self, path: Option<&Path>, what: &str) {
+            crate::sync::lock(&self.0).push(format!("warning {path:?}: {what}"));
+        }
+    }
+
+    #[test]
+    fn rows_under_an_empty_directory_of_another_device_are_kept_as_a_vanished_mount() {
+        let t = tempfile::tempdir().unwrap();
+        let (mnt, emptied, full) = (
+            t.path().join("mnt"),
+            t.path().join("emptied"),
+            t.path().join("full"),
+        );
+        for d in [&mnt, &emptied, &full] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(full.join("other.gif"), b"x").unwrap();
+        let meta = std::fs::metadata(t.path()).unwrap();
+        let here = crate::os::file_id(t.path(), None, &meta).unwrap().dev;
+        let elsewhere = here.wrapping_add(1);
+        let bytes = |p: PathBuf| path_to_bytes(&p).into_owned();
+        let paths = [
+            bytes(mnt.join("a.gif")),
+            bytes(mnt.join("deep/er/b.gif")),
+            bytes(emptied.join("c.gif")),
+            bytes(full.join("d.gif")),
+        ];
+        let gone: Vec<(&[u8], u64, i64)> = vec![
+            // Another device under an empty directory: a drive not mounted.
+            (&paths[0], elsewhere, 1),
+            (&paths[1], elsewhere, 2),
+            // The same device: files deleted, the directory emptied.
+            (&paths[2], here, 3),
+            // Another device, but the directory is not empty: deleted.
+            (&paths[3], elsewhere, 4),
+        ];
+        let said = Said::default();
+        let kept = vanished_mounts(&gone, false, &said);
+        assert_eq!(kept, HashSet::from([1, 2]));
+        let said = crate::sync::into_inner(said.0);
+        assert_eq!(said.len(), 1, "one error per directory: {said:?}");
+        assert!(
+            said[0].contains("mnt") && said[0].contains("with 2 rows"),
+            "{said:?}"
+        );
+
+        let said = Said::default();
+        assert!(vanished_mounts(&gone, true, &said).is_empty(), "--prune");
+        let said = crate::sync::into_inner(said.0);
+        assert!(
+            said[0].starts_with("warning") && said[0].contains("--prune"),
+            "{said:?}"
         );
     }
 
