@@ -37,16 +37,26 @@ const NAME_MAX: usize = 255;
 /// Symbolic links followed to an output before giving up (as the kernel's `ELOOP`).
 const MAX_LINKS: usize = 40;
 
-/// This process's RUN: random, so that a name proves nothing about who made it and two
-/// processes (in two PID namespaces, on two hosts sharing a disk) never share one.
+/// This process's RUN: its process id (8 hex digits) and 32 random bits (8 more), so that
+/// two processes (in two PID namespaces, on two hosts sharing a disk) never share one. The
+/// process id is a hint only, for the instant between a temporary's creation and its lock
+/// ([`temp_pid`]).
 fn run_id() -> u64 {
     static RUN: OnceLock<u64> = OnceLock::new();
     *RUN.get_or_init(|| {
         use std::hash::{BuildHasher, Hasher};
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
         h.write_u32(std::process::id());
-        h.finish()
+        (u64::from(std::process::id()) << 32) | (h.finish() & 0xffff_ffff)
     })
+}
+
+/// The process id in a temporary's RUN, if `name` is a temporary.
+pub(crate) fn temp_pid(name: &OsStr) -> Option<u32> {
+    let bytes = path_to_bytes(Path::new(name));
+    let at = temp_mark_at(&bytes)?;
+    let run = &bytes[at + TEMP_MARK.len()..][..8];
+    u32::from_str_radix(std::str::from_utf8(run).ok()?, 16).ok()
 }
 
 /// A file being written under a temporary name beside its final name;
@@ -102,7 +112,7 @@ impl AtomicFile {
             ));
         }
         let removed = remove_dead_temps(parent_of(&target), ours);
-        let (temp, file) = OwnTemp::create_file(&target, old.as_ref().map(|_| 0o600))?;
+        let (temp, file) = OwnTemp::create_file_locked(&target, old.as_ref().map(|_| 0o600))?;
         if let Some(old) = &old {
             os::keep_owner_and_mode(&file, old)?;
         }
@@ -422,6 +432,17 @@ mod tests {
         // Unix names are bytes and are cut to fit; elsewhere they are left whole.
         #[cfg(unix)]
         assert!(name.len() <= 255, "{name:?}");
+    }
+
+    #[test]
+    fn a_temporary_names_the_process_that_made_it() {
+        let t = temp_beside(Path::new("/x/a"));
+        assert_eq!(temp_pid(t.file_name().unwrap()), Some(std::process::id()));
+        assert_eq!(
+            temp_pid(".a.seekless-tmp-000004d2abcdef01-3".as_ref()),
+            Some(1234)
+        );
+        assert_eq!(temp_pid(".a.seekless-tmp-12-3".as_ref()), None);
     }
 
     #[test]

@@ -299,6 +299,10 @@ pub(crate) fn remove_extra(
                 }
                 continue;
             }
+            // Another run's temporary that may be alive is its own, not an extra entry.
+            if is_temp(&entry.file_name()) && !matches!(temp_state(&path), TempState::Dead(_)) {
+                continue;
+            }
             match remove_tree(&path, clearance) {
                 Ok(()) => removed += 1,
                 Err(e) => {
@@ -331,6 +335,11 @@ fn remove_tree_on(
     let kept = |why: String| Error::io(path, io::Error::other(format!("not deleted: {why}")));
     if let Some(why) = clearance.spares(path, &meta) {
         return Err(kept(why.into()));
+    }
+    if path.file_name().is_some_and(is_temp) && !matches!(temp_state(path), TempState::Dead(_)) {
+        return Err(kept(
+            "it is the temporary of a run that may be alive".into(),
+        ));
     }
     if !meta.is_dir() {
         // The one place a copy's extra file is removed.
@@ -404,14 +413,11 @@ impl OwnTemp {
 
     /// A new, empty regular file beside `dest` (created exclusively; `mode` where given,
     /// else the usual one for a new file), locked while the returned descriptor is open.
+    /// Another run can see it unlocked for an instant after it is made; a caller in a
+    /// destination no other run writes into (`copy`, under its [`DestinationLock`]) needs
+    /// no more. [`create_file_locked`](Self::create_file_locked) closes that instant.
     pub(crate) fn create_file(dest: &Path, mode: Option<u32>) -> io::Result<(OwnTemp, File)> {
-        if dest.file_name().is_none() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "not a file name",
-            ));
-        }
-        let path = temp_beside(dest);
+        let path = temp_name(dest)?;
         let mut opts = fs::OpenOptions::new();
         opts.write(true).create_new(true);
         #[cfg(unix)]
@@ -427,6 +433,26 @@ impl OwnTemp {
         // which only leaves it behind after a crash.
         let _ = file.try_lock();
         Ok((temp, file))
+    }
+
+    /// [`create_file`](Self::create_file), never seen unlocked by another run: on Linux the
+    /// file is made without a name (`O_TMPFILE`), locked, and only then linked under its
+    /// name; where that cannot be done, as `create_file`. For outputs, where another run
+    /// may be writing the same file at the same time.
+    pub(crate) fn create_file_locked(
+        dest: &Path,
+        mode: Option<u32>,
+    ) -> io::Result<(OwnTemp, File)> {
+        #[cfg(target_os = "linux")]
+        {
+            let path = temp_name(dest)?;
+            match os::create_locked_then_named(&path, mode.unwrap_or(0o666)) {
+                Ok(file) => return Ok((OwnTemp::new(path, dest), file)),
+                Err(e) if os::is_unsupported(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Self::create_file(dest, mode)
     }
 
     /// A symlink to `target` beside `dest`.
@@ -501,9 +527,25 @@ impl Drop for OwnTemp {
     }
 }
 
-/// Makes the directory `dest` where a non-directory stands: the source has a directory
-/// there, which this run saw (`source`), and the entry it replaces is not a source.
-pub(crate) fn replace_with_directory(dest: &Path, source: &crate::walk::Other) -> io::Result<()> {
+/// A fresh temporary name beside `dest`, which must name a file.
+fn temp_name(dest: &Path) -> io::Result<PathBuf> {
+    if dest.file_name().is_none() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a file name",
+        ));
+    }
+    Ok(temp_beside(dest))
+}
+
+/// Makes the directory `dest`, the copy of `source` (a directory this run saw). Where
+/// something else stands (a file, a link), it is replaced only with a clearance that
+/// neither shields nor spares it.
+pub(crate) fn make_directory(
+    dest: &Path,
+    source: &crate::walk::Other,
+    clearance: Option<&Clearance>,
+) -> io::Result<()> {
     if !source.metadata.is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -512,9 +554,21 @@ pub(crate) fn replace_with_directory(dest: &Path, source: &crate::walk::Other) -
     }
     match os::symlink_metadata(dest) {
         Ok(m) if m.is_dir() => return Ok(()),
-        // A file or link in the way of a directory the source has.
-        #[allow(clippy::disallowed_methods)]
-        Ok(_) => os::with_path(dest, |p| fs::remove_file(p))?,
+        Ok(m) => {
+            let refused = match clearance {
+                None => Some("something else is in the way"),
+                Some(c) if c.shields(dest) => Some("the run could not see everything there"),
+                Some(c) => c.spares(dest, &m),
+            };
+            if let Some(why) = refused {
+                return Err(io::Error::other(format!(
+                    "not replaced by a directory: {why}"
+                )));
+            }
+            // The one place a file or link in the way of a directory is removed.
+            #[allow(clippy::disallowed_methods)]
+            os::with_path(dest, |p| fs::remove_file(p))?;
+        }
         Err(_) => {}
     }
     os::with_path(dest, |p| fs::create_dir(p))
@@ -569,10 +623,26 @@ fn temp_state(path: &Path) -> TempState {
         return TempState::Unknown;
     }
     match file.try_lock() {
+        // Free: dead, unless it was made a moment ago by a process that still runs (it
+        // may be between making the file and locking it: a FUSE create takes a while).
+        Ok(()) if just_made_by_a_running_process(path, &file) => TempState::Alive,
         Ok(()) => TempState::Dead(file),
         Err(fs::TryLockError::WouldBlock) => TempState::Alive,
         Err(fs::TryLockError::Error(_)) => TempState::Unknown,
     }
+}
+
+/// How long after its creation an unlocked temporary whose process runs is still taken for
+/// alive: far longer than making and locking a file takes.
+const JUST_MADE: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn just_made_by_a_running_process(path: &Path, file: &File) -> bool {
+    let young = file
+        .metadata()
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t.elapsed().map_or(true, |age| age < JUST_MADE));
+    let pid = path.file_name().and_then(crate::atomic::temp_pid);
+    young && pid.is_none_or(os::process_exists)
 }
 
 /// Who is writing `dest` under a temporary of its own right now, if anyone: another
@@ -788,6 +858,16 @@ mod tests {
         std::mem::forget(dead);
         drop(dead_file);
         assert!(live_writer(&dest, |_| true).is_some());
+        // Unlocked but made a moment ago by a process that runs (this one): it may be
+        // between making the file and locking it.
+        assert!(remove_dead_temps(t.path(), |_| true).is_empty());
+        let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        fs::File::options()
+            .write(true)
+            .open(&dead_path)
+            .unwrap()
+            .set_modified(an_hour_ago)
+            .unwrap();
         let removed = remove_dead_temps(t.path(), |_| true);
         assert_eq!(removed, vec![dead_path]);
         assert!(lookalike.exists() && live.path().exists());

@@ -25,7 +25,7 @@
 //! - copying: [`clone_file`], [`copy_range`], [`make_node`], [`set_xattr`],
 //!   [`remove_xattr`] ([`is_unsupported`]), [`sync_directory`], [`sync_filesystem`],
 //!   [`sync_filesystem_of`];
-//! - replacing files: [`check_writable`], [`lock_holder`];
+//! - replacing files: [`check_writable`], [`lock_holder`], [`process_exists`];
 //! - locking: [`MANDATORY_LOCKS`]; URIs: [`uri_path_bytes`];
 //! - walking: [`open_block_device`] and [`read_dir_ahead`] (Linux; elsewhere never); [`metadata`], [`symlink_metadata`]
 //!   and [`read_dir`] for paths of any length (Linux; elsewhere the standard library's).
@@ -45,7 +45,9 @@ pub(crate) use attrs::{
 pub(crate) use paths::{member_name_bytes, uri_path_bytes};
 #[cfg(unix)]
 pub(crate) use process::stdout_if_same;
-pub(crate) use process::{MANDATORY_LOCKS, check_writable, lock_holder};
+pub(crate) use process::{MANDATORY_LOCKS, check_writable, lock_holder, process_exists};
+#[cfg(target_os = "linux")]
+pub(crate) use write::create_locked_then_named;
 pub(crate) use write::{
     HAS_SYNCFS, clone_file, copy_range, make_node, make_symlink, remove_xattr, set_xattr,
     sync_directory, sync_filesystem, sync_filesystem_of, write_all_at,

@@ -43,6 +43,27 @@ pub(crate) fn check_writable(path: &Path) -> io::Result<()> {
     }
 }
 
+/// Whether process `pid` exists here (`kill(pid, 0)` succeeds, or fails only for want of
+/// permission). Anything unclear (pid 0, a number beyond `pid_t`) counts as running.
+#[cfg(unix)]
+pub(crate) fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 sends nothing; it only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Elsewhere every process counts as running.
+#[cfg(not(unix))]
+pub(crate) fn process_exists(_pid: u32) -> bool {
+    true
+}
+
 /// Whether a file's locks are mandatory here (Windows): a byte range another handle has
 /// locked cannot be read through this one. Elsewhere (Unix) locks are advisory.
 pub(crate) const MANDATORY_LOCKS: bool = cfg!(not(unix));

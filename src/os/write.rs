@@ -280,3 +280,61 @@ pub(crate) fn write_all_at(file: &File, mut data: &[u8], mut at: u64) -> io::Res
     }
     Ok(())
 }
+
+/// Makes a regular file at `path` (which must not exist) that no one sees unlocked: made
+/// without a name in its directory (`O_TMPFILE`), locked (`flock`), then linked under
+/// `path`. `Unsupported` where the kernel or filesystem cannot make unnamed files (or
+/// `/proc` is missing); nothing is left behind then.
+#[cfg(target_os = "linux")]
+pub(crate) fn create_locked_then_named(path: &Path, mode: u32) -> io::Result<File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let unsupported = |e: io::Error| match e.raw_os_error() {
+        Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL | libc::ENOENT) => {
+            io::Error::new(io::ErrorKind::Unsupported, e)
+        }
+        _ => e,
+    };
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let file = super::with_path(dir, |d| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .mode(mode)
+            .custom_flags(libc::O_TMPFILE)
+            .open(d)
+    })
+    .map_err(unsupported)?;
+    let _ = file.try_lock();
+    let proc_name = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    with_c_path(path, |c| {
+        // SAFETY: both paths are NUL-terminated strings that outlive the call; linkat only
+        // gives the open file a name.
+        let rc = unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                proc_name.as_ptr(),
+                libc::AT_FDCWD,
+                c.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            let e = io::Error::last_os_error();
+            // No /proc: the file had no name and goes with its descriptor.
+            Err(
+                if e.raw_os_error() == Some(libc::ENOENT) && !Path::new("/proc/self").exists() {
+                    io::Error::new(io::ErrorKind::Unsupported, e)
+                } else {
+                    e
+                },
+            )
+        }
+    })?;
+    Ok(file)
+}

@@ -389,6 +389,17 @@ impl<'a, V: Visitor> Walker<'a, V> {
             Ok(m) => m,
             Err(e) => return self.fail(Error::io(&path, e)),
         };
+        if !meta.is_dir() {
+            // Listed as a directory, something else now: what it is was not seen when it
+            // was listed, and is not taken for either.
+            let now = if meta.is_file() {
+                "regular file"
+            } else {
+                describe_type(&meta.file_type())
+            };
+            let why = format!("listed as a directory, now a {now}: not walked");
+            return self.fail(Error::io(&path, std::io::Error::other(why)));
+        }
         let id = match os::file_id(&path, None, &meta) {
             Ok(id) => id,
             Err(e) => return self.fail(Error::io(&path, e)),
@@ -435,6 +446,15 @@ impl<'a, V: Visitor> Walker<'a, V> {
                 return None;
             }
         };
+        if meta.is_dir() {
+            // A directory now, listed as a file: its contents were not seen (an error, so
+            // nothing is deleted or forgotten for want of them).
+            self.fail(Error::io(
+                &path,
+                std::io::Error::other("listed as a file, now a directory: not walked"),
+            ));
+            return None;
+        }
         if !meta.is_file() {
             // Replaced by something else since the directory was read.
             self.skip_special(&path, &meta.file_type());

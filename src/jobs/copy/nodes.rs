@@ -14,12 +14,17 @@ use crate::report::Reporter;
 use crate::walk::Other;
 
 /// Makes directory `dest` (its parents exist), the copy of the source directory `source`.
-/// Returns whether it existed already. A non-directory in its place is replaced.
-pub(super) fn make_dir(dest: &Path, source: &Other) -> io::Result<bool> {
+/// Returns whether it existed already. A non-directory in its place is replaced, given a
+/// clearance.
+pub(super) fn make_dir(
+    dest: &Path,
+    source: &Other,
+    clearance: Option<&destructive::Clearance>,
+) -> io::Result<bool> {
     if os::symlink_metadata(dest).is_ok_and(|m| m.is_dir()) {
         return Ok(true);
     }
-    match destructive::replace_with_directory(dest, source) {
+    match destructive::make_directory(dest, source, clearance) {
         Ok(()) => Ok(false),
         Err(e)
             if e.kind() == io::ErrorKind::AlreadyExists

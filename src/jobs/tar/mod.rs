@@ -524,7 +524,14 @@ impl Job<'_> {
                 format!(
                     "read error at byte {at}: {}; the member is padded with {missing} zero \
                      byte{s} and is not this file's content",
-                    crate::error::describe_io(&e)
+                    // The error may carry this path already: its words only.
+                    match e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
+                        Some(inner) => match inner.io_error() {
+                            Some(io) => crate::error::describe_io(io),
+                            None => inner.kind().to_string(),
+                        },
+                        None => crate::error::describe_io(&e),
+                    }
                 ),
             );
             self.fail(&Error::io(path, why));

@@ -514,6 +514,7 @@ pub fn run_maybe_killed(cmd: &mut Command, log: &Path, kill_at: Option<usize>) -
     Ended {
         code: if killed { None } else { status.code() },
         killed,
-        stderr: fs::read_to_string(&err_path).unwrap_or_default(),
+        // Lossy: names that are not UTF-8 are printed as their bytes.
+        stderr: String::from_utf8_lossy(&fs::read(&err_path).unwrap_or_default()).into_owned(),
     }
 }
