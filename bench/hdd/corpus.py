@@ -782,7 +782,7 @@ def copy_targets(a):
                 continue
             if c is None:
                 continue
-            fresh = name in ("sl-copy", "sl-copy-late-sync")
+            fresh = name in ("sl-copy", "sl-copy-late-sync", "sl-copy-before")
             want_copied, want_skipped = (nfiles, 0) if fresh else (0, nfiles)
             ok = (c.get("failed") == 0 and c.get("updated") == 0 and not c.get("stopped")
                   and (nfiles is None or (c.get("copied") == want_copied and c.get("skipped") == want_skipped))
