@@ -102,6 +102,10 @@ mod atomic;
 
 mod os;
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub use atomic::AtomicFile;
 pub use disk::{Disk, DiskBasis, DiskIndex, DiskKind, DiskVerdict, device_name};
 pub use error::{Change, Error, ErrorKind};
