@@ -104,6 +104,10 @@ mod destructive;
 
 mod os;
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub use atomic::AtomicFile;
 pub use disk::{Disk, DiskBasis, DiskIndex, DiskKind, DiskVerdict, device_name};
 pub use error::{Change, Error, ErrorKind};

@@ -332,6 +332,46 @@ fn exif_date(date: &str, subsec: Option<&str>, offset: Option<&str>) -> Option<S
     Some(out)
 }
 
+/// Each parser alone, and [`inspect`] without its panic guard, for the fuzz targets
+/// (`crate::fuzzing`): what they find is thrown away, only panics, hangs and memory count.
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzzing {
+    use std::hint::black_box;
+
+    pub(crate) fn inspect(data: &[u8], ext: Option<&str>, complete: bool) {
+        black_box(super::inspect_inner(data, ext, complete));
+    }
+    pub(crate) fn jpeg(data: &[u8]) {
+        let layout = super::jpeg::read(data);
+        if let Some(block) = layout.exif {
+            let _ = black_box(super::tiff::read(block));
+        }
+        black_box(layout);
+    }
+    pub(crate) fn tiff(data: &[u8]) {
+        let _ = black_box(super::tiff::read(data));
+    }
+    pub(crate) fn png(data: &[u8], complete: bool) {
+        black_box(super::png::read(data, complete));
+    }
+    pub(crate) fn webp(data: &[u8]) {
+        black_box(super::webp::read(data));
+    }
+    pub(crate) fn bmp(data: &[u8], complete: bool) {
+        black_box(super::bmp::read(data, complete));
+    }
+    pub(crate) fn xmp(data: &[u8]) {
+        if let Some(packet) = super::xmp::packet(data) {
+            for name in ["tiff:Orientation", "exif:DateTimeOriginal", "tiff:Make"] {
+                black_box(super::xmp::property(packet, name).and_then(|v| super::xmp::date(&v)));
+            }
+        }
+        if let Ok(text) = std::str::from_utf8(data) {
+            black_box(super::xmp::date(text));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,131 @@
+//! Entry points for the fuzz targets under `fuzz/` (see `docs/fuzzing.md`): each parser of
+//! untrusted bytes, taking the bytes a fuzzer makes up. Built only with the `fuzzing`
+//! feature; not part of the library's interface.
+//!
+//! Each function throws away what the parser finds: what counts is that it returns, in
+//! bounded time and memory, without a panic. Where a parser promises more than that (a
+//! decoded image's size, a manifest line that parses back to what was written), the
+//! function checks it and panics if it does not hold.
+
+use std::path::PathBuf;
+
+use crate::jobs::digest::Algorithm;
+use crate::jobs::index::inspect::fuzzing as parsers;
+use crate::jobs::manifest::{Checklist, format_line, parse_line};
+
+/// The DC-only JPEG decoder ([`crate::jobs::index::dc_jpeg::decode`]). An image it gives
+/// has `width * height` RGB pixels, an eighth of the frame's size on each side.
+pub fn dc_jpeg(data: &[u8]) {
+    if let Some(image) = crate::jobs::index::dc_jpeg::decode(data) {
+        let pixels = image.width as usize * image.height as usize;
+        assert_eq!(
+            image.rgb.len(),
+            pixels * 3,
+            "{}×{}",
+            image.width,
+            image.height
+        );
+        assert!(pixels > 0);
+    }
+}
+
+/// The JPEG segment walk of `inspect`, and the EXIF block it finds read as TIFF.
+pub fn jpeg(data: &[u8]) {
+    parsers::jpeg(data);
+}
+
+/// The TIFF structure reader (a TIFF file's IFD0, every format's EXIF block).
+pub fn tiff(data: &[u8]) {
+    parsers::tiff(data);
+}
+
+/// The PNG chunk walk, for a whole file and for the head of a huge one.
+pub fn png(data: &[u8]) {
+    parsers::png(data, true);
+    parsers::png(data, false);
+}
+
+/// The WebP chunk walk.
+pub fn webp(data: &[u8]) {
+    parsers::webp(data);
+}
+
+/// The BMP header reader, for a whole file and for the head of a huge one.
+pub fn bmp(data: &[u8]) {
+    parsers::bmp(data, true);
+    parsers::bmp(data, false);
+}
+
+/// The XMP packet search, its property lookups and its date parser.
+pub fn xmp(data: &[u8]) {
+    parsers::xmp(data);
+}
+
+/// [`crate::jobs::index::inspect::inspect`] without its panic guard: the format told by
+/// content, then that format's parsers. The first byte picks the extension and whether
+/// the data is the whole file; the rest is the file.
+pub fn inspect(data: &[u8]) {
+    let Some((&pick, data)) = data.split_first() else {
+        return;
+    };
+    let exts = [
+        None,
+        Some("jpg"),
+        Some("png"),
+        Some("tif"),
+        Some("webp"),
+        Some("bmp"),
+        Some("heic"),
+        Some("cr2"),
+    ];
+    let ext = exts[usize::from(pick) % exts.len()];
+    parsers::inspect(data, ext, pick & 0x80 == 0);
+}
+
+/// Checksum manifests as `hash --check` reads them: every line parsed, for each of the
+/// algorithms, and every listed file judged. A line written by [`format_line`] for a parsed
+/// name and digest parses back to them.
+pub fn manifest(data: &[u8]) {
+    for algo in [Algorithm::Blake3, Algorithm::Md5] {
+        let mut list = Checklist::new(algo);
+        list.add_manifest(data, false, |_| {})
+            .expect("reading from memory does not fail");
+        list.add_manifest(data, true, |_| {})
+            .expect("reading from memory does not fail");
+        let files = list.files();
+        assert_eq!(list.pending().len(), list.awaiting());
+        for (i, file) in files.iter().enumerate() {
+            let digest = (i % 2 == 0).then_some("00");
+            let verdicts = list.judge(file, digest);
+            assert!(!verdicts.is_empty(), "{file:?} listed but not judged");
+        }
+        assert_eq!(list.awaiting(), 0);
+        for i in 0..list.stdin_lines() {
+            list.judge_stdin(i, None);
+        }
+    }
+    for line in data.split(|&b| b == b'\n') {
+        let Some(entry) = parse_line(line) else {
+            continue;
+        };
+        // What was read, written again, reads back the same.
+        let name = crate::path_to_bytes(&entry.path).into_owned();
+        let again = parse_line(&format_line(&entry.hex, &name));
+        let again = again.expect("a line format_line wrote parses");
+        assert_eq!((&again.hex, &again.path), (&entry.hex, &entry.path));
+    }
+}
+
+/// `--files-from` lists, newline- and NUL-separated: no name is empty or holds its
+/// separator.
+pub fn path_list(data: &[u8]) {
+    for nul in [false, true] {
+        let sep = if nul { 0 } else { b'\n' };
+        let list: Vec<PathBuf> =
+            crate::read_path_list(data, nul).expect("reading from memory does not fail");
+        for path in &list {
+            let bytes = crate::path_to_bytes(path);
+            assert!(!bytes.is_empty() && !bytes.contains(&sep));
+        }
+    }
+}
