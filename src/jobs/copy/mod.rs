@@ -21,7 +21,7 @@
 //! (directories, links, special files, metadata refresh), `content` (the workers that
 //! write file content), `commit` (durable before renamed, a batch at a time), `verify`,
 //! `target` (destination metadata and leftovers). What may be removed or replaced is not
-//! decided here: [`destructive`](crate::destructive) owns it, given what the run saw.
+//! decided here: `src/destructive.rs` owns it, given what the run saw.
 //!
 //! ```
 //! use seekless::jobs::copy::{CopyOptions, CopyRoot, copy};

@@ -169,7 +169,7 @@ pub enum CatalogError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// Another program held the catalog's write lock for [`LOCK_WAIT`]: the run stopped.
+    /// Another program held the catalog's write lock for a minute in all: the run stopped.
     /// Every row committed before is kept.
     #[error("{}: the catalog stayed locked by {holder} for {} s: stopped (rows committed before are kept; the next run goes on from them)", .path.display(), .waited.as_secs())]
     Locked {
