@@ -56,7 +56,7 @@ const KNOWN_BUGS: &[(&str, Recognises)] = &[
         },
     ),
     (
-        "copy --delete replaces a file in the way of a directory before it fills the directory: \
+        "copy replaces a file in the way of a directory before it fills the directory: \
          a kill between the removal and the mkdir leaves neither (the run had the evidence to \
          replace it; the next run makes the directory)",
         |v| {

@@ -371,39 +371,45 @@ fn tar_f_through_a_link_replaces_the_target_and_keeps_the_link_as_gnu_tar_does()
     }
 }
 
-/// `script` run by `sh` in a mount namespace of its own with a fresh `/dev` holding only
-/// `/dev/stdout` (a link to `/proc/self/fd/1`): whatever a run does to `/dev/stdout`
-/// stays there. Returns its output.
-fn with_private_dev(script: &str) -> std::process::Output {
-    output_within(
+/// `seekless ARGS` run in `dir` by `sh` in a mount namespace of its own with a fresh
+/// `/dev` holding only `/dev/stdout` (a link to `/proc/self/fd/1`), standard output
+/// redirected to `dir/out`: whatever the run does to `/dev/stdout` stays there. Asserts
+/// it succeeded and left `/dev/stdout` a link; returns `dir/out`.
+fn to_dev_stdout(test: &str, dir: &Path, args: &str) -> PathBuf {
+    if !require_root(test) || !require_tool(test, "unshare") {
+        return PathBuf::new();
+    }
+    let out = dir.join("out");
+    let o = output_within(
         Command::new("unshare")
             .args(["--mount", "--propagation", "private", "sh", "-c"])
             .arg(format!(
-                "mount -t tmpfs none /dev && ln -s /proc/self/fd/1 /dev/stdout && {script}; \
+                "mount -t tmpfs none /dev && ln -s /proc/self/fd/1 /dev/stdout && \
+                 \"$SEEKLESS\" {args} > out; \
                  rc=$?; test -L /dev/stdout || echo 'STDOUT REPLACED' >&2; exit $rc"
             ))
+            .current_dir(dir)
             .env("SEEKLESS", env!("CARGO_BIN_EXE_seekless"))
             .env_remove("SEEKLESS_INJECT_FAULTS"),
         RUN_LIMIT,
-    )
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("STDOUT REPLACED"), "{}", stderr(&o));
+    out
 }
 
 #[test]
 fn tar_f_dev_stdout_writes_into_standard_output_and_never_replaces_it() {
     let test = test_name!();
-    if !require_root(test) || !require_tool(test, "unshare") || !require_tool(test, "tar") {
+    if !require_tool(test, "tar") {
         return;
     }
     let t = scratch!();
     put(t.path(), b"d/a", b"alpha");
-    let out = t.path().join("out.tar");
-    let o = with_private_dev(&format!(
-        "cd '{}' && \"$SEEKLESS\" tar -f /dev/stdout d > '{}'",
-        t.path().display(),
-        out.display()
-    ));
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("STDOUT REPLACED"), "{}", stderr(&o));
+    let out = to_dev_stdout(test, t.path(), "tar -f /dev/stdout d");
+    if out.as_os_str().is_empty() {
+        return;
+    }
     let listed = run(Command::new("tar").arg("-tf").arg(&out));
     let mut names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
         .lines()
@@ -416,19 +422,15 @@ fn tar_f_dev_stdout_writes_into_standard_output_and_never_replaces_it() {
 #[test]
 fn copy_manifest_dev_stdout_writes_into_standard_output_and_never_replaces_it() {
     let test = test_name!();
-    if !require_root(test) || !require_tool(test, "unshare") || !require_tool(test, "b3sum") {
+    if !require_tool(test, "b3sum") {
         return;
     }
     let t = scratch!();
     put(t.path(), b"src/a", b"alpha");
-    let out = t.path().join("manifest");
-    let o = with_private_dev(&format!(
-        "cd '{}' && \"$SEEKLESS\" copy --manifest /dev/stdout src/ dest > '{}'",
-        t.path().display(),
-        out.display()
-    ));
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(!stderr(&o).contains("STDOUT REPLACED"), "{}", stderr(&o));
+    let out = to_dev_stdout(test, t.path(), "copy --manifest /dev/stdout src/ dest");
+    if out.as_os_str().is_empty() {
+        return;
+    }
     let manifest = fs::read_to_string(&out).unwrap();
     assert!(manifest.contains("src/a"), "{manifest:?}");
     let check = run(Command::new("b3sum")

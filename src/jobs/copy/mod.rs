@@ -342,22 +342,13 @@ pub fn copy_with(
             wanted.insert(dest.clone());
         }
         if other.metadata.is_dir() {
-            // Something else where the source has a directory: replaced only by `delete`,
-            // and only while the run has seen everything (the walk is over: what it could
-            // not see is known).
+            // Something else where the source has a directory: replaced, as rsync replaces
+            // it, but only while the run has seen everything (the walk is over: what it
+            // could not see is known).
             let in_the_way = os::symlink_metadata(&dest).is_ok_and(|m| !m.is_dir());
-            let clearance = match (in_the_way, opts.delete) {
-                (false, _) => None,
-                (true, false) => {
-                    let why = "a file is in the way of this directory (--delete replaces it)";
-                    fail(
-                        &mut summary,
-                        reporter,
-                        Error::io(&dest, io::Error::other(why)),
-                    );
-                    continue;
-                }
-                (true, true) => match watch.clearance(false) {
+            let clearance = match in_the_way {
+                false => None,
+                true => match watch.clearance(false) {
                     Ok(c) => Some(c.translated(|p| map.dest_side(p)).sparing(&sources)),
                     Err(_) => {
                         let why = "a file is in the way of this directory; not replaced after \
