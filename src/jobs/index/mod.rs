@@ -775,11 +775,15 @@ fn identity(f: &PlannedFile) -> [i64; 4] {
 
 /// Whether `path` is `root` or lies under it.
 fn under(path: &[u8], root: &[u8]) -> bool {
+    // A path's bytes separate components with `/`, and on Windows with `\` too.
+    let sep = |b: u8| b == b'/' || (cfg!(windows) && b == b'\\');
     let root = match root {
-        [rest @ .., b'/'] if !rest.is_empty() => rest,
+        [rest @ .., last] if !rest.is_empty() && sep(*last) => rest,
         r => r,
     };
-    path == root || (path.starts_with(root) && path.get(root.len()) == Some(&b'/')) || root == b"/"
+    path == root
+        || (path.starts_with(root) && path.get(root.len()).is_some_and(|&b| sep(b)))
+        || root == b"/"
 }
 
 /// A modification time as nanoseconds since the epoch (0 when unknown).
@@ -947,5 +951,9 @@ mod tests {
         assert!(!under(b"/a/bc/d.jpg", b"/a/b"));
         assert!(under(b"/x.jpg", b"/"));
         assert!(!under(b"other/x.jpg", b"dir"));
+        // Windows paths separate with `\\` too (the one rule, portable).
+        assert_eq!(under(b"C:\\p\\a.jpg", b"C:\\p"), cfg!(windows));
+        assert_eq!(under(b"C:\\p\\a.jpg", b"C:\\"), cfg!(windows));
+        assert!(!under(b"C:\\pq\\a.jpg", b"C:\\p"));
     }
 }
