@@ -784,21 +784,10 @@ impl<'a> Harness<'a> {
     /// temporary is in DST: a live temporary of another run. Returns the run and the
     /// temporary's path.
     fn start_live_tar(&self, dst: &Path) -> (Running, PathBuf) {
+        // Real data (not a hole) for it to read and write, so that it stays a while.
         let big = self.t.join("back/live-src/big");
         fs::create_dir_all(big.parent().unwrap()).unwrap();
-        fs::File::create(&big).unwrap().set_len(64 << 20).unwrap();
-        let child = seekless()
-            .arg("tar")
-            .arg("-f")
-            .arg(dst.join("live.tar"))
-            .arg(&big)
-            .env_remove("SEEKLESS_INJECT_FAULTS")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut run = Running(child);
+        fs::write(&big, vec![0x5au8; 32 << 20]).unwrap();
         let temp = || {
             fs::read_dir(dst).unwrap().flatten().find_map(|e| {
                 let name = e.file_name();
@@ -806,12 +795,28 @@ impl<'a> Harness<'a> {
                     .then(|| e.path())
             })
         };
-        assert!(
-            freeze_when(&mut run.0, || temp().is_some()),
-            "the other run ended before its temporary was seen"
-        );
-        let path = temp().unwrap();
-        (run, path)
+        // Run in slices until its temporary is there; one that finished within a slice
+        // (a loaded machine) is started again.
+        for _ in 0..5 {
+            let child = seekless()
+                .arg("tar")
+                .arg("-f")
+                .arg(dst.join("live.tar"))
+                .arg(&big)
+                .env_remove("SEEKLESS_INJECT_FAULTS")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut run = Running(child);
+            if freeze_when(&mut run.0, || temp().is_some()) {
+                let path = temp().unwrap();
+                return (run, path);
+            }
+            let _ = fs::remove_file(dst.join("live.tar"));
+        }
+        panic!("the other run ended before its temporary was seen, five times");
     }
 
     // -----------------------------------------------------------------------------------
