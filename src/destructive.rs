@@ -538,14 +538,15 @@ fn temp_name(dest: &Path) -> io::Result<PathBuf> {
     Ok(temp_beside(dest))
 }
 
-/// Makes the directory `dest`, the copy of `source` (a directory this run saw). Where
-/// something else stands (a file, a link), it is replaced only with a clearance that
-/// neither shields nor spares it.
+/// Makes the directory `dest`, the copy of `source` (a directory this run saw); returns
+/// whether it made one (false: one was there). Where something else stands (a file, a
+/// link), it is replaced only with a clearance (the walk saw everything) that neither
+/// shields nor spares it.
 pub(crate) fn make_directory(
     dest: &Path,
     source: &crate::walk::Other,
     clearance: Option<&Clearance>,
-) -> io::Result<()> {
+) -> io::Result<bool> {
     if !source.metadata.is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -553,16 +554,16 @@ pub(crate) fn make_directory(
         ));
     }
     match os::symlink_metadata(dest) {
-        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(m) if m.is_dir() => return Ok(false),
         Ok(m) => {
             let refused = match clearance {
-                None => Some("something else is in the way"),
+                None => Some("errors in this run"),
                 Some(c) if c.shields(dest) => Some("the run could not see everything there"),
                 Some(c) => c.spares(dest, &m),
             };
             if let Some(why) = refused {
                 return Err(io::Error::other(format!(
-                    "not replaced by a directory: {why}"
+                    "a file is in the way of this directory; not replaced: {why}"
                 )));
             }
             // The one place a file or link in the way of a directory is removed.
@@ -571,7 +572,7 @@ pub(crate) fn make_directory(
         }
         Err(_) => {}
     }
-    os::with_path(dest, |p| fs::create_dir(p))
+    os::with_path(dest, |p| fs::create_dir(p)).map(|()| true)
 }
 
 /// Removes, from `dir`, the temporaries that `which` names and whose run has provably

@@ -515,11 +515,6 @@ fn every_source_form_is_placed_as_cp_a_and_rsync_a_place_it() {
         let want = placed(like, &cwd, form, &dest);
         let got = placed("seekless", &cwd, form, &dest);
         assert_eq!(got, want, "{form} (from {}) as {like}", cwd.display());
-        // And both tools agree wherever they agree with each other.
-        let other = if like == "cp" { "rsync" } else { "cp" };
-        if placed(other, &cwd, form, &dest) == want {
-            assert_eq!(got, want, "{form} as {other}");
-        }
     }
 }
 

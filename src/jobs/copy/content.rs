@@ -62,6 +62,8 @@ pub(super) struct Placed {
     pub(super) new: bool,
     pub(super) written: u64,
     pub(super) cloned: u64,
+    /// A directory is in its place, to be replaced at the end ([`Action::OverDirectory`]).
+    pub(super) over_dir: bool,
     /// (destination, BLAKE3 of the source), for `verify`.
     pub(super) check: Option<(PathBuf, String)>,
 }
@@ -266,11 +268,12 @@ impl Shared<'_> {
                     new: false,
                     written,
                     cloned: 0,
+                    over_dir: false,
                     check: self.opts.verify.then(|| (dest.clone(), ours)),
                 };
                 return self.finish(src, &dest, temp, &st, complete && unchanged, placed);
             }
-            Action::Copy | Action::Update | Action::Skip => {}
+            Action::Copy | Action::Update | Action::OverDirectory | Action::Skip => {}
         }
 
         let temp = AtomicFile::create_private(&dest).map_err(|e| Error::io(&dest, e))?;
@@ -315,6 +318,7 @@ impl Shared<'_> {
             new: action == Action::Copy,
             written,
             cloned,
+            over_dir: action == Action::OverDirectory,
             check: check
                 .filter(|_| self.opts.verify)
                 .map(|c| (dest.clone(), c)),
@@ -351,10 +355,11 @@ impl Shared<'_> {
         if self.opts.fsync {
             temp.file().sync_all().map_err(io)?;
         }
-        // A directory in the way (`delete`): replaced at the end of the run, and only if the
-        // run saw everything there; meanwhile the copy waits, on the disk. (Without
-        // `delete`, the rename fails (EISDIR) and the file is reported.)
-        if self.opts.delete && os::symlink_metadata(dest).is_ok_and(|m| m.is_dir()) {
+        // A directory in the way (`delete`, decided when planned): replaced at the end of the
+        // run, and only if the run saw everything there; meanwhile the copy waits, on the
+        // disk. (One that appeared since makes the rename fail (EISDIR), and the file is
+        // reported.)
+        if placed.over_dir {
             let durable = Durable::synced(temp.file()).map_err(io)?;
             if let Some(temp) = temp.into_temp() {
                 lock(&self.over_dirs).push(OverDir {

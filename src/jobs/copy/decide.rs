@@ -10,6 +10,9 @@ pub(super) enum Action {
     Copy,
     /// At the destination, different: copy over it.
     Update,
+    /// A directory at the destination (`delete`): copy, and put the copy in place over the
+    /// directory at the end of the run, if the run saw everything there.
+    OverDirectory,
     /// Same size at the destination; compare content (`checksum`).
     Compare,
     /// Unchanged; read only to hash it (`hash`).
@@ -57,6 +60,7 @@ pub(super) fn action(
 ) -> Action {
     match existing {
         None => Action::Copy,
+        Some(d) if d.is_dir => Action::OverDirectory,
         Some(d) if !d.is_file => Action::Update,
         Some(d) if d.len != size => Action::Update,
         Some(_) if rules.checksum => Action::Compare,
@@ -97,6 +101,19 @@ mod tests {
             ..file(10, 5)
         };
         assert_eq!(action(10, at(5), Some(&symlink), quick), Action::Update);
+    }
+
+    #[test]
+    fn a_directory_in_the_way_is_copied_over_at_the_end() {
+        let dir = Existing {
+            is_file: false,
+            is_dir: true,
+            ..file(0, 5)
+        };
+        assert_eq!(
+            action(10, at(5), Some(&dir), Rules::default()),
+            Action::OverDirectory
+        );
     }
 
     #[test]

@@ -331,7 +331,13 @@ pub fn copy_with(
     let as_root = os::is_root();
     let mut summary = CopySummary::default();
 
-    // Directories first, then symlinks and special files.
+    // Directories first, then symlinks and special files. Something else where the
+    // source has a directory is replaced, as rsync replaces it, but only while the run has
+    // seen everything (the walk is over: what it could not see is known).
+    let dir_clearance = watch
+        .clearance(false)
+        .ok()
+        .map(|c| c.translated(|p| map.dest_side(p)).sparing(&sources));
     let mut dirs: Vec<(PathBuf, Other)> = Vec::new();
     let mut wanted: HashSet<PathBuf> = HashSet::new();
     for other in plan.others() {
@@ -342,27 +348,7 @@ pub fn copy_with(
             wanted.insert(dest.clone());
         }
         if other.metadata.is_dir() {
-            // Something else where the source has a directory: replaced, as rsync replaces
-            // it, but only while the run has seen everything (the walk is over: what it
-            // could not see is known).
-            let in_the_way = os::symlink_metadata(&dest).is_ok_and(|m| !m.is_dir());
-            let clearance = match in_the_way {
-                false => None,
-                true => match watch.clearance(false) {
-                    Ok(c) => Some(c.translated(|p| map.dest_side(p)).sparing(&sources)),
-                    Err(_) => {
-                        let why = "a file is in the way of this directory; not replaced after \
-                                   errors";
-                        fail(
-                            &mut summary,
-                            reporter,
-                            Error::io(&dest, io::Error::other(why)),
-                        );
-                        continue;
-                    }
-                },
-            };
-            match make_dir(&dest, other, clearance.as_ref()) {
+            match make_dir(&dest, other, dir_clearance.as_ref()) {
                 Ok(existed) => {
                     if existed {
                         summary.leftovers_removed += target::remove_leftovers(&dest);

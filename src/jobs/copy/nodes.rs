@@ -21,11 +21,8 @@ pub(super) fn make_dir(
     source: &Other,
     clearance: Option<&destructive::Clearance>,
 ) -> io::Result<bool> {
-    if os::symlink_metadata(dest).is_ok_and(|m| m.is_dir()) {
-        return Ok(true);
-    }
     match destructive::make_directory(dest, source, clearance) {
-        Ok(()) => Ok(false),
+        Ok(made) => Ok(!made),
         Err(e)
             if e.kind() == io::ErrorKind::AlreadyExists
                 && os::metadata(dest).is_ok_and(|m| m.is_dir()) =>
