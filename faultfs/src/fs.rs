@@ -17,9 +17,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fuser::{
     AccessFlags, Errno, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
-    WriteFlags,
+    InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
+    Request, TimeOrNow, WriteFlags,
 };
 
 use crate::log::{FaultLog, lock};
@@ -640,6 +640,69 @@ impl Filesystem for FaultFs {
             Some(Ok(())) => reply.ok(),
             Some(Err(e)) => reply.error(e),
             None => reply.error(Errno::EBADF),
+        }
+    }
+
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
+        // flock(2) on a file through the mount is done on the file below, so that a lock
+        // taken here and one taken on the backing filesystem are one lock, as with the
+        // filesystem itself (and as mergerfs does). Without it the kernel keeps locks of its
+        // own for the mount, which another view of the same files never sees. (Directories
+        // it keeps to itself in any case.)
+        let _ = config.add_capabilities(InitFlags::FUSE_FLOCK_LOCKS);
+        Ok(())
+    }
+
+    fn setlk(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _lock_owner: LockOwner,
+        _start: u64,
+        _end: u64,
+        typ: i32,
+        _pid: u32,
+        sleep: bool,
+        reply: ReplyEmpty,
+    ) {
+        // Only flock(2) reaches here (FUSE_FLOCK_LOCKS without FUSE_POSIX_LOCKS).
+        let op = match typ {
+            libc::F_RDLCK => libc::LOCK_SH,
+            libc::F_WRLCK => libc::LOCK_EX,
+            _ => libc::LOCK_UN,
+        };
+        // A second descriptor of the same open file: the lock is that open file's.
+        let fd = self
+            .nodes
+            .with(fh.0, |h| -> Result<std::os::fd::OwnedFd, Errno> {
+                // (The kernel keeps flock(2) on a FUSE directory to itself.)
+                let Handle::File { file, .. } = h else {
+                    return Err(Errno::ENOLCK);
+                };
+                file.try_clone().map(Into::into).map_err(errno)
+            });
+        let fd = match fd {
+            Some(Ok(fd)) => fd,
+            Some(Err(e)) => return reply.error(e),
+            None => return reply.error(Errno::EBADF),
+        };
+        let lock = move |op: libc::c_int| {
+            // SAFETY: `fd` is an open descriptor owned by this closure.
+            check(unsafe { libc::flock(fd.as_raw_fd(), op) })
+        };
+        if sleep && op != libc::LOCK_UN {
+            // Waiting here would stop the session, and with it the release that frees the
+            // lock: wait on a thread of its own.
+            std::thread::spawn(move || match lock(op) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            });
+        } else {
+            match lock(op | libc::LOCK_NB) {
+                Ok(()) => reply.ok(),
+                Err(e) => reply.error(e),
+            }
         }
     }
 

@@ -362,6 +362,77 @@ fn faultfs_without_faults_reads_and_writes_as_the_disk_below() {
     );
 }
 
+#[test]
+fn faultfs_locks_are_the_locks_of_the_files_below() {
+    // A `tar -f` writing on the disk below and a copy looking through the mount must see
+    // one lock on a temporary, as on one filesystem. (The kernel keeps flock(2) on a FUSE
+    // directory to itself: a destination directory's lock is the mount's own.)
+    let test = test_name!();
+    if !ready(test) {
+        return;
+    }
+    let t = scratch_dir_in(test, shm_or_tmp());
+    let back = t.path().join("back");
+    fs::create_dir_all(&back).unwrap();
+    fs::write(back.join("file"), b"x").unwrap();
+    let log = t.path().join("log.jsonl");
+    let mnt = t.path().join("mnt");
+    let mount = FaultMount::new(&back, &mnt, &FaultArgs::default(), &log);
+    let open = |p: &Path| fs::File::open(p).unwrap();
+    let name = "file";
+    {
+        // Held below: refused through the mount, and free again once let go.
+        let below = open(&back.join(name));
+        below.try_lock().unwrap();
+        let through = open(&mnt.join(name));
+        assert!(
+            matches!(through.try_lock(), Err(fs::TryLockError::WouldBlock)),
+            "{name}: a lock held below is not seen through the mount"
+        );
+        drop(below);
+        through.try_lock().unwrap();
+        // Held through the mount: refused below, shared locks excepted.
+        assert!(
+            matches!(
+                open(&back.join(name)).try_lock(),
+                Err(fs::TryLockError::WouldBlock)
+            ),
+            "{name}: a lock held through the mount is not seen below"
+        );
+        through.unlock().unwrap();
+        open(&back.join(name)).try_lock().unwrap();
+        // A blocking lock through the mount waits for the one below to be let go.
+        let below = open(&back.join(name));
+        below.lock().unwrap();
+        let path = mnt.join(name);
+        let waiter = std::thread::spawn(move || {
+            let f = fs::File::open(path).unwrap();
+            f.lock().unwrap();
+        });
+        // It waits below, where the system lists it ("->") until the lock is let go.
+        let ino = std::os::unix::fs::MetadataExt::ino(&fs::metadata(back.join(name)).unwrap());
+        let waiting = || {
+            fs::read_to_string("/proc/locks").unwrap().lines().any(|l| {
+                l.contains("->")
+                    && l.split_whitespace()
+                        .any(|w| w.ends_with(&format!(":{ino}")))
+            })
+        };
+        let start = std::time::Instant::now();
+        while !waiting() {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(30),
+                "{name}: a blocking lock through the mount never waited below"
+            );
+            std::thread::yield_now();
+        }
+        assert!(!waiter.is_finished(), "{name}: took a lock that was held");
+        drop(below);
+        waiter.join().unwrap();
+    }
+    mount.unmount();
+}
+
 // Regression tests: seeds that found a bug, named after what must hold. Each is ignored
 // until the fix lands (`cargo test --test it faults -- --ignored` runs them).
 
@@ -812,6 +883,16 @@ impl<'a> Harness<'a> {
             let mut run = Running(child);
             if freeze_when(&mut run.0, || temp().is_some()) {
                 let path = temp().unwrap();
+                // Made long ago as far as its time says: only its lock tells it is alive
+                // (an unlocked temporary a few seconds old is given the benefit of doubt).
+                let an_hour_ago =
+                    std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+                fs::File::options()
+                    .write(true)
+                    .open(&path)
+                    .unwrap()
+                    .set_modified(an_hour_ago)
+                    .unwrap();
                 return (run, path);
             }
             let _ = fs::remove_file(dst.join("live.tar"));
