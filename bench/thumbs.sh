@@ -19,7 +19,7 @@
 # both, and `CPU-bound rate` = 2 CPUs / CPU seconds per image is what each reaches with
 # both CPUs to itself. Then seekless's own `--summary` of one more run (where
 # its time went), and the JPEG decoders considered, one thread each
-# (examples/thumb_decoders.rs).
+# (crates/catalog/examples/thumb_decoders.rs).
 #
 #   bench/thumbs.sh [SET...]          (default: origin 12mp)
 #   REPS=N (default 3); BASE=DIR (default /var/tmp/seekless-bench-thumbs);
@@ -154,6 +154,6 @@ for set in "${sets[@]}"; do
         echo "-- the decoders considered, one thread ($set)"
         features=()
         [ "${TURBOJPEG:-0}" = 1 ] && features=(--features bench-turbojpeg)
-        cargo run --release -q "${features[@]}" --example thumb_decoders -- "$src"
+        cargo run --release -q -p seekless-catalog "${features[@]}" --example thumb_decoders -- "$src"
     fi
 done

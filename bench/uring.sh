@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 24.6: does io_uring pay for many small files on a solid-state disk?
-# examples/uring_hash.rs (statx + openat + read + close through io_uring, many files in
+# crates/core/examples/uring_hash.rs (statx + openat + read + close through io_uring, many files in
 # flight, BLAKE3 on worker threads) against the present engine over the same file list,
 # cold (root: sync + drop_caches before every run) and warm (one warm-up read of every
 # file before every run), contenders in turn round after round:
@@ -49,7 +49,7 @@ for name in names:
 PY
     sync; touch "$dir/.complete-$files"
 fi
-cargo build --release -q -p seekless --bin seekless --example uring_hash --example hash_in_physical_order
+cargo build --release -q -p seekless --bin seekless && cargo build --release -q -p seekless-core --example uring_hash --example hash_in_physical_order
 bin=$PWD/target/release/seekless
 ex=$PWD/target/release/examples
 work=$(mktemp -d /dev/shm/seekless-bench-uring.XXXXXX)

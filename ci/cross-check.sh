@@ -104,6 +104,9 @@ install_packages() {
             "${missing[@]}"
 }
 
+# The crates of seekless (the fault harness and the disk emulator are Linux FUSE programs).
+packages_of_seekless=(-p seekless -p seekless-core -p seekless-jobs -p seekless-catalog)
+
 # Debian's toolchain, not rustup's (which is first on PATH and has no cross std).
 cross_cargo() {
     # The project's Cargo.toml optimises dependencies in dev builds (its native tests hash
@@ -134,10 +137,10 @@ windows_tests() (
     export CARGO_FEATURE_PURE=1
     export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
     export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=/usr/lib/wine/wine64
-    # Every test target of the package: lib and bin unit tests, tests/it (its Linux-only
-    # modules are compiled out), and the doc tests (Cargo runs them for the target, through
-    # the same runner, since 1.89).
-    cross_cargo test -p seekless --target x86_64-pc-windows-gnu
+    # Every test target of the four crates: lib and bin unit tests, tests/it (its
+    # Linux-only modules are compiled out), and the doc tests (Cargo runs them for the
+    # target, through the same runner, since 1.89).
+    cross_cargo test "${packages_of_seekless[@]}" --target x86_64-pc-windows-gnu
 )
 
 macos_check() (
@@ -152,15 +155,15 @@ macos_check() (
     # SQLite's C source (the default `bundled-sqlite` feature) cannot be compiled without a
     # macOS C compiler either; without the feature the build script only names the
     # system library, which a type-check never links. The Rust code checked is the same.
-    cross_cargo check -p seekless --all-targets --no-default-features "${targets[@]}"
+    cross_cargo check "${packages_of_seekless[@]}" --all-targets --no-default-features "${targets[@]}"
 )
 
 started=$SECONDS
 step "install toolchain and Wine (${packages[*]})" install_packages || exit 1
 step "Wine prefix with bcryptprimitives.dll shim" prepare_wine &&
-    step "x86_64-pc-windows-gnu: cargo test -p seekless (unit, tests/it, doc) under Wine" \
+    step "x86_64-pc-windows-gnu: cargo test of the seekless crates (unit, tests/it, doc) under Wine" \
         windows_tests
-step "x86_64-apple-darwin + aarch64-apple-darwin: cargo check -p seekless --all-targets" \
+step "x86_64-apple-darwin + aarch64-apple-darwin: cargo check of the seekless crates --all-targets" \
     macos_check x86_64-apple-darwin aarch64-apple-darwin
 summary+=("total $((SECONDS - started)) s")
 exit "$failed"

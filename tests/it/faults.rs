@@ -521,6 +521,8 @@ struct Harness<'a> {
 struct Faulty {
     ended: Ended,
     faults: Vec<Logged>,
+    /// The device number of the source as the run saw it (the fault mount's).
+    source_dev: u64,
 }
 
 impl Faulty {
@@ -603,6 +605,7 @@ impl<'a> Harness<'a> {
     /// Runs `args` with the source (and maybe the destination) mounted with faults.
     fn faulty_run(&self, args: &[&OsStr], cwd: &Path) -> Faulty {
         let m = FaultMount::new(&self.src, &self.fsrc, &self.s.source, &self.log);
+        let source_dev = std::os::unix::fs::MetadataExt::dev(&fs::metadata(&self.fsrc).unwrap());
         let d = self
             .s
             .dest
@@ -620,7 +623,11 @@ impl<'a> Harness<'a> {
         let mut faults = read_log(&self.log);
         faults.extend(read_log(&self.out_log));
         faults.retain(|f| f.kind != "open");
-        Faulty { ended, faults }
+        Faulty {
+            ended,
+            faults,
+            source_dev,
+        }
     }
 
     /// The destination as the faulty run sees it.
@@ -1124,9 +1131,12 @@ impl<'a> Harness<'a> {
             .filter(|(rel, _)| rel.starts_with(b"sub/"))
             .map(|(_, r)| r.dev)
             .collect();
-        let reused = rows_after
-            .iter()
-            .any(|(rel, r)| !rel.starts_with(b"sub/") && sub_devs.contains(&r.dev));
+        // (Seen on the mount itself: a run killed before it committed a row of the source
+        // under its new number shows it in no row.)
+        let reused = sub_devs.contains(&(f.source_dev as i64))
+            || rows_after
+                .iter()
+                .any(|(rel, r)| !rel.starts_with(b"sub/") && sub_devs.contains(&r.dev));
         let appeared = f.paths(&["appear"]).iter().any(|p| p.starts_with(b"sub/"));
         // The listing called the mount point itself a file: the walk's filter (images only)
         // skips it unopened, and what is left is the device-number rule above.

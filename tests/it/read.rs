@@ -72,9 +72,16 @@ fn placement(path: &Path) -> (u64, u64) {
 }
 
 /// Reads `paths` with `opts` and checks every byte; returns the reader's statistics.
-fn read_all(paths: &[PathBuf], want: &[Vec<u8>], opts: ReadOptions) -> seekless::read::ReadStats {
+fn read_all(
+    paths: &[PathBuf],
+    want: &[Vec<u8>],
+    opts: ReadOptions,
+    disk: Option<seekless::DiskKind>,
+) -> seekless::read::ReadStats {
     use std::io::Read;
-    let plan = Arc::new(Plan::build(paths, &PlanOptions::default(), &Quiet));
+    let mut plan_opts = PlanOptions::default();
+    plan_opts.disk = disk;
+    let plan = Arc::new(Plan::build(paths, &plan_opts, &Quiet));
     assert_eq!(plan.summary().files, paths.len() as u64);
     let mut reader = Reader::new(plan, opts);
     let mut seen = 0;
@@ -140,19 +147,22 @@ fn the_sweep_waits_at_the_first_file_and_at_each_wide_gap_on_rotational_disks() 
     fs.set_queue("rotational", "1");
     // A loop device in memory answers in microseconds: measured, it is no seeking disk
     // whatever it reports (see the next test). Taken for one here.
-    let mut seeking = ReadOptions::default();
-    seeking.disk = Some(seekless::DiskKind::Seeking);
-    let stats = read_all(&paths, &want, seeking.clone());
+    let seeking = Some(seekless::DiskKind::Seeking);
+    let stats = read_all(&paths, &want, ReadOptions::default(), seeking);
     assert_eq!(stats.gap_waits, 1 + wide_gaps, "{placed:?}");
 
     fs.remount();
-    let mut off = seeking;
+    let mut off = ReadOptions::default();
     off.gap_barrier = 0;
-    assert_eq!(read_all(&paths, &want, off).gap_waits, 0, "barrier off");
+    assert_eq!(
+        read_all(&paths, &want, off, seeking).gap_waits,
+        0,
+        "barrier off"
+    );
 
     fs.remount();
     fs.set_queue("rotational", "0");
-    let stats = read_all(&paths, &want, ReadOptions::default());
+    let stats = read_all(&paths, &want, ReadOptions::default(), None);
     assert_eq!(stats.gap_waits, 0, "no waits on a non-rotational disk");
 }
 
@@ -203,7 +213,8 @@ fn a_disk_reporting_rotational_that_answers_in_microseconds_is_read_as_solid_sta
     // The first request of a sweep follows a seek: a seeking disk always waits there.
     assert!(!hdd.contains("waited at 0 gaps"), "{hdd}");
 
-    // The library says the same, and measures each disk once per process.
+    // The library says the same, and measures each disk once per run (the plans built
+    // with one set of options).
     let plan = Arc::new(Plan::build(
         std::slice::from_ref(&fs.mnt),
         &PlanOptions::default(),
@@ -226,9 +237,10 @@ fn a_disk_reporting_rotational_that_answers_in_microseconds_is_read_as_solid_sta
     }
     assert_eq!(verdicts[0], verdicts[1], "measured once: the same figures");
     fs.set_queue("rotational", "0");
-    let mut ssd = ReadOptions::default();
+    let mut ssd = PlanOptions::default();
     ssd.disk = Some(seekless::DiskKind::SolidState);
-    let reader = Reader::new(plan, ssd);
+    let plan = Arc::new(Plan::build(std::slice::from_ref(&fs.mnt), &ssd, &Quiet));
+    let reader = Reader::new(plan, ReadOptions::default());
     assert_eq!(reader.disks()[0].basis, seekless::DiskBasis::Chosen);
 }
 

@@ -65,7 +65,8 @@ impl From<ColdArg> for Cold {
 
 pub fn run(args: Args) -> Result<Code> {
     let paths = args.input.paths()?;
-    let plan_opts = args.input.plan_options()?;
+    let mut plan_opts = args.input.plan_options()?;
+    plan_opts.disk = args.read.disk_kind();
     // A benchmark takes minutes: find out before it runs that the map cannot be written.
     let plot = match &args.plot {
         Some(file) => Some(

@@ -74,7 +74,6 @@ impl ReadArgs {
         opts.drop_behind = !self.keep_cache;
         opts.prefetch = !self.no_prefetch;
         opts.gap_barrier = self.gap_barrier_kb << 10;
-        opts.disk = self.disk_kind();
         opts
     }
 

@@ -1,0 +1,686 @@
+//! Duplicate photos in a seekless catalog: byte-identical files (same BLAKE3) and
+//! near-duplicates (perceptual hashes within a Hamming distance, checked further), with a
+//! suggested keeper per group. The catalog is only read, never written
+//! ([`Catalog::open`] refuses anything that is not a seekless catalog); nothing is ever
+//! deleted (the CLI's `-0` lists the files one could delete).
+//!
+//! How near-duplicates are found:
+//!
+//! 1. Rows without a content hash (files that could not be read) are left out. Rows with
+//!    the same BLAKE3 are one *class*: byte-identical, so of one pHash, size, EXIF.
+//! 2. Every pair of classes whose pHashes are within `similar` bits, by multi-index
+//!    hashing ([`mih`]): a million hashes in about a second, not pairs².
+//! 3. Each such pair must pass [`verify`]'s checks (aspect ratio, thumbnail signature);
+//!    a pair that does and whose shots are one camera's within 2 s is a *burst*.
+//! 4. Union-find over the verified pairs: a group is a connected set of classes (with
+//!    `--bursts-are-dupes`, burst pairs join too); burst pairs make burst groups of their
+//!    own, listed for information (no keeper, nothing to delete).
+//!
+//! ```
+//! use seekless_catalog::dupes::{Catalog, DupesOptions};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! # std::fs::write(dir.path().join("a.gif"), b"GIF89a\x01\0\x01\0\0\0\0;")?;
+//! # std::fs::write(dir.path().join("b.gif"), b"GIF89a\x01\0\x01\0\0\0\0;")?;
+//! # let db = dir.path().join("photos.db");
+//! # seekless_catalog::index::index(&[dir.path().to_path_buf()], &Default::default(),
+//! #     &seekless_catalog::index::IndexOptions::new(&db), &seekless_core::Quiet)?;
+//! let catalog = Catalog::open(&db)?;
+//! let dupes = catalog.find(&DupesOptions::default())?;
+//! for group in &dupes.groups {
+//!     println!("{:?}: {} bytes to free", group.kind, group.saving);
+//!     for m in &group.members {
+//!         println!("{} {}", if m.keeper { "*" } else { " " }, m.path);
+//!     }
+//! }
+//! assert_eq!(dupes.groups.len(), 1); // a.gif and b.gif
+//! # Ok(()) }
+//! ```
+
+pub mod html;
+pub mod mih;
+pub mod verify;
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::index::CatalogError;
+use crate::index::catalog::{HashedRow, ReadOnly};
+
+/// The default `--similar`: pHashes within 6 bits (re-encoding at quality 60 or a 50 %
+/// resize stays within it; unrelated pictures are 20 and more apart: `docs/index.md`).
+pub const DEFAULT_SIMILAR: u32 = 6;
+
+/// The largest `--similar` taken (half the bits: any two hashes would be "similar" soon
+/// after).
+pub const MAX_SIMILAR: u32 = 32;
+
+/// What to look for.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct DupesOptions {
+    /// Largest pHash distance (bits) of near-duplicates; 0: exact duplicates only.
+    pub similar: u32,
+    /// Put burst frames (one camera, within 2 s) in duplicate groups instead of groups of
+    /// their own.
+    pub bursts_are_dupes: bool,
+}
+
+impl Default for DupesOptions {
+    fn default() -> Self {
+        DupesOptions {
+            similar: DEFAULT_SIMILAR,
+            bursts_are_dupes: false,
+        }
+    }
+}
+
+/// Why duplicates could not be found.
+#[derive(Debug, thiserror::Error)]
+pub enum DupesError {
+    /// The catalog cannot be used (not a seekless catalog, missing, newer, unreadable).
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    /// Reading the catalog failed.
+    #[error("{}: {message}", .path.display())]
+    Sql {
+        /// The catalog.
+        path: PathBuf,
+        /// SQLite's message.
+        message: String,
+    },
+    /// Writing the contact sheet failed.
+    #[error("{}: {message}", .path.display())]
+    Write {
+        /// The file being written.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+}
+
+impl DupesError {
+    /// Whether the database was refused as not being a seekless catalog (left untouched).
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, DupesError::Catalog(CatalogError::NotCatalog { .. }))
+    }
+}
+
+/// What kind of group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GroupKind {
+    /// Byte-identical files (one BLAKE3).
+    Exact,
+    /// Near-duplicates: pHashes within the distance, checks passed (byte-identical copies
+    /// among them included).
+    Similar,
+    /// Frames of a burst: similar shots of one camera within 2 s. For information: no
+    /// keeper, nothing counted as saving.
+    Burst,
+}
+
+/// One file of a group, as the catalog has it.
+#[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
+pub struct Member {
+    /// `images.id`.
+    pub id: i64,
+    /// The path, as text (lossy UTF-8).
+    pub path: String,
+    /// The path's bytes, exactly (in JSON only when they are not UTF-8, as an array of
+    /// numbers: `path` is then lossy).
+    #[serde(skip_serializing_if = "is_utf8")]
+    pub path_bytes: Vec<u8>,
+    /// Size in bytes.
+    pub size: u64,
+    /// Stored width and height (before EXIF orientation).
+    pub width: Option<u32>,
+    /// See `width`.
+    pub height: Option<u32>,
+    /// EXIF orientation (1–8).
+    pub orientation: Option<u32>,
+    /// `DateTimeOriginal`, as the catalog stores it.
+    pub taken: Option<String>,
+    /// Camera make.
+    pub make: Option<String>,
+    /// Camera model.
+    pub model: Option<String>,
+    /// Format by content.
+    pub format: Option<String>,
+    /// BLAKE3, lower-case hex.
+    pub blake3: String,
+    /// The perceptual hash, 16 hex digits (`printf('%016x', phash)`).
+    pub phash: Option<String>,
+    /// pHash distance to the group's keeper (similar groups; 0 for the keeper).
+    pub distance: Option<u32>,
+    /// The suggested keeper (first member of a group; never in burst groups).
+    pub keeper: bool,
+}
+
+impl Member {
+    /// Width × height, 0 when unknown.
+    pub fn pixels(&self) -> u64 {
+        u64::from(self.width.unwrap_or(0)) * u64::from(self.height.unwrap_or(0))
+    }
+}
+
+/// A group of duplicates (or a burst).
+#[derive(Clone, Debug, Serialize)]
+#[non_exhaustive]
+pub struct Group {
+    /// What joins them.
+    pub kind: GroupKind,
+    /// Bytes freed by keeping only the keeper (0 for bursts).
+    pub saving: u64,
+    /// The files, the suggested keeper first (see [`keeper_order`]).
+    pub members: Vec<Member>,
+}
+
+/// What [`Catalog::find`] found, and what it looked at.
+#[derive(Clone, Debug, Default, Serialize)]
+#[non_exhaustive]
+pub struct Dupes {
+    /// Duplicate groups, largest saving first, then burst groups.
+    pub groups: Vec<Group>,
+    /// Rows with a content hash (looked at).
+    pub images: u64,
+    /// Rows without one (files that could not be read): left out.
+    pub ignored: u64,
+    /// Rows with a perceptual hash.
+    pub with_phash: u64,
+    /// Pairs of distinct contents within the pHash distance.
+    pub candidates: u64,
+    /// Of those, pairs refused by the aspect-ratio check.
+    pub rejected_aspect: u64,
+    /// Of those, pairs refused by the thumbnail check.
+    pub rejected_thumbnail: u64,
+}
+
+/// A stored thumbnail.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Thumbnail {
+    /// The JPEG.
+    pub jpeg: Vec<u8>,
+    /// Its width.
+    pub width: u32,
+    /// Its height.
+    pub height: u32,
+}
+
+/// A seekless catalog opened for reading only.
+pub struct Catalog {
+    catalog: ReadOnly,
+    path: PathBuf,
+}
+
+/// What is kept of each row while pairs are found: 80 bytes, whatever the path's length
+/// (paths are read only for the rows that end up in a group).
+struct Row {
+    id: i64,
+    size: u64,
+    phash: u64,
+    /// `i64::MIN`: unknown.
+    taken: i64,
+    blake3: [u8; 32],
+    has_phash: bool,
+    /// Sides with the EXIF orientation applied (0: unknown).
+    sides: (u32, u32),
+    /// Interned (make, model); 0 when either is unknown.
+    camera: u32,
+}
+
+impl Catalog {
+    /// Opens the catalog at `path` read-only. A file that is not a seekless catalog is
+    /// refused ([`DupesError::is_refusal`]) and left exactly as it was; nothing is created
+    /// beside it.
+    pub fn open(path: &Path) -> Result<Catalog, DupesError> {
+        Ok(Catalog {
+            catalog: ReadOnly::open(path)?,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn sql(&self, e: rusqlite::Error) -> DupesError {
+        let message = match &e {
+            rusqlite::Error::SqliteFailure(_, Some(m)) => m.clone(),
+            other => other.to_string(),
+        };
+        DupesError::Sql {
+            path: self.path.clone(),
+            message,
+        }
+    }
+
+    /// The stored thumbnail of image `id`, if it has one.
+    pub fn thumbnail(&self, id: i64) -> Result<Option<Thumbnail>, DupesError> {
+        let found = self.catalog.thumbnail(id).map_err(|e| self.sql(e))?;
+        Ok(found.map(|(jpeg, width, height)| Thumbnail {
+            jpeg,
+            width,
+            height,
+        }))
+    }
+
+    /// Finds the duplicate groups.
+    pub fn find(&self, opts: &DupesOptions) -> Result<Dupes, DupesError> {
+        let mut dupes = Dupes::default();
+        // The compact rows are gone (freed) before the groups' members are read in full.
+        let found = self.group_rows(opts, &mut dupes)?;
+        let mut groups = Vec::with_capacity(found.len());
+        for (kind, rows) in found {
+            let list = rows
+                .iter()
+                .map(|&(id, size)| self.member(id, size))
+                .collect::<Result<Vec<_>, _>>()?;
+            groups.push(group(kind, list));
+        }
+        groups.sort_by(|a, b| {
+            (a.kind == GroupKind::Burst)
+                .cmp(&(b.kind == GroupKind::Burst))
+                .then(b.saving.cmp(&a.saving))
+                .then_with(|| a.members[0].path_bytes.cmp(&b.members[0].path_bytes))
+        });
+        dupes.groups = groups;
+        Ok(dupes)
+    }
+
+    /// The groups, each as its rows' ids and sizes, and the counts in `dupes`.
+    #[allow(clippy::type_complexity)]
+    fn group_rows(
+        &self,
+        opts: &DupesOptions,
+        dupes: &mut Dupes,
+    ) -> Result<Vec<(GroupKind, Vec<(i64, u64)>)>, DupesError> {
+        let sql = |e| self.sql(e);
+        dupes.ignored = self.catalog.unhashed().map_err(sql)?;
+        let rows = self.load(dupes)?;
+        dupes.images = rows.len() as u64;
+        dupes.with_phash = rows.iter().filter(|r| r.has_phash).count() as u64;
+
+        // Classes: runs of one BLAKE3 in `order`.
+        let mut order: Vec<u32> = (0..rows.len() as u32).collect();
+        order.sort_unstable_by(|&a, &b| rows[a as usize].blake3.cmp(&rows[b as usize].blake3));
+        let mut class_start: Vec<u32> = Vec::new();
+        for (k, &r) in order.iter().enumerate() {
+            if k == 0 || rows[order[k - 1] as usize].blake3 != rows[r as usize].blake3 {
+                class_start.push(k as u32);
+            }
+        }
+        let classes = class_start.len();
+        class_start.push(order.len() as u32);
+        let members = |c: usize| &order[class_start[c] as usize..class_start[c + 1] as usize];
+        // A class's representative: its first row with a pHash (else its first row).
+        let rep = |c: usize| {
+            let m = members(c);
+            *m.iter()
+                .find(|&&r| rows[r as usize].has_phash)
+                .unwrap_or(&m[0]) as usize
+        };
+
+        let mut same = UnionFind::new(classes);
+        let mut burst = UnionFind::new(classes);
+        if opts.similar > 0 {
+            let nodes: Vec<u32> = (0..classes)
+                .filter(|&c| rows[rep(c)].has_phash)
+                .map(|c| c as u32)
+                .collect();
+            let hashes: Vec<u64> = nodes.iter().map(|&c| rows[rep(c as usize)].phash).collect();
+            let mut signatures: HashMap<u32, Option<verify::Signature>> = HashMap::new();
+            let mut failure = None;
+            mih::pairs_within(&hashes, opts.similar, |i, j| {
+                let (ci, cj) = (nodes[i], nodes[j]);
+                let (a, b) = (&rows[rep(ci as usize)], &rows[rep(cj as usize)]);
+                dupes.candidates += 1;
+                let known = |t: i64| (t != i64::MIN).then_some(t);
+                let sides = |r: &Row| (r.sides.0 > 0 && r.sides.1 > 0).then_some(r.sides);
+                if !verify::same_aspect(sides(a), sides(b)) {
+                    dupes.rejected_aspect += 1;
+                    return;
+                }
+                let mut sig = |c: u32| -> Option<verify::Signature> {
+                    if let Some(s) = signatures.get(&c) {
+                        return *s;
+                    }
+                    let mut found = None;
+                    for &r in members(c as usize) {
+                        match self.thumbnail(rows[r as usize].id) {
+                            Ok(Some(t)) => {
+                                found = verify::signature(&t.jpeg);
+                                break;
+                            }
+                            Ok(None) => {}
+                            Err(e) => {
+                                failure.get_or_insert(e);
+                                break;
+                            }
+                        }
+                    }
+                    signatures.insert(c, found);
+                    found
+                };
+                if let (Some(sa), Some(sb)) = (sig(ci), sig(cj))
+                    && verify::signature_distance(&sa, &sb) > verify::SIGNATURE_TOLERANCE
+                {
+                    dupes.rejected_thumbnail += 1;
+                    return;
+                }
+                if !opts.bursts_are_dupes
+                    && verify::is_burst((a.camera, b.camera), (known(a.taken), known(b.taken)))
+                {
+                    burst.union(ci as usize, cj as usize);
+                } else {
+                    same.union(ci as usize, cj as usize);
+                }
+            });
+            if let Some(e) = failure {
+                return Err(e);
+            }
+        }
+
+        // Groups: components of `same` with two files or more; of `burst` with two
+        // contents or more.
+        let mut same_groups: HashMap<usize, Vec<usize>> = HashMap::new();
+        let mut burst_groups: HashMap<usize, Vec<usize>> = HashMap::new();
+        for c in 0..classes {
+            let root = same.find(c);
+            if same.size[root] > 1 || members(c).len() > 1 {
+                same_groups.entry(root).or_default().push(c);
+            }
+            let root = burst.find(c);
+            if burst.size[root] > 1 {
+                burst_groups.entry(root).or_default().push(c);
+            }
+        }
+        let kinds = same_groups
+            .into_values()
+            .map(|p| {
+                let kind = if p.len() == 1 {
+                    GroupKind::Exact
+                } else {
+                    GroupKind::Similar
+                };
+                (kind, p)
+            })
+            .chain(burst_groups.into_values().map(|p| (GroupKind::Burst, p)));
+        Ok(kinds
+            .map(|(kind, parts)| {
+                let rows = parts
+                    .iter()
+                    .flat_map(|&c| members(c))
+                    .map(|&r| (rows[r as usize].id, rows[r as usize].size))
+                    .collect();
+                (kind, rows)
+            })
+            .collect())
+    }
+
+    /// Every row with a content hash, compactly.
+    fn load(&self, dupes: &mut Dupes) -> Result<Vec<Row>, DupesError> {
+        let sql = |e| self.sql(e);
+        let count = usize::try_from(self.catalog.hashed().map_err(sql)?).unwrap_or(0);
+        // Reserved exactly: growing by doubling would copy (and briefly hold twice) the lot.
+        let mut rows = Vec::with_capacity(count);
+        let mut cameras: HashMap<(String, String), u32> = HashMap::new();
+        self.catalog
+            .each_hashed(|r: HashedRow| {
+                let Some(blake3) = parse_hex32(&r.blake3) else {
+                    dupes.ignored += 1;
+                    return;
+                };
+                let (w, h) = (r.width.unwrap_or(0), r.height.unwrap_or(0));
+                let sides = if matches!(r.orientation, Some(5..=8)) {
+                    (h, w)
+                } else {
+                    (w, h)
+                };
+                let camera = match (r.make, r.model) {
+                    (Some(make), Some(model)) => {
+                        let next = cameras.len() as u32 + 1;
+                        *cameras.entry((make, model)).or_insert(next)
+                    }
+                    _ => 0,
+                };
+                rows.push(Row {
+                    id: r.id,
+                    size: r.size,
+                    phash: r.phash.unwrap_or(0) as u64,
+                    has_phash: r.phash.is_some(),
+                    taken: r
+                        .taken
+                        .as_deref()
+                        .and_then(verify::taken_ms)
+                        .unwrap_or(i64::MIN),
+                    blake3,
+                    sides,
+                    camera,
+                });
+            })
+            .map_err(sql)?;
+        Ok(rows)
+    }
+
+    /// The rest of a row, for a group.
+    fn member(&self, id: i64, size: u64) -> Result<Member, DupesError> {
+        let r = self.catalog.detail(id).map_err(|e| self.sql(e))?;
+        Ok(Member {
+            id,
+            path: r.path,
+            path_bytes: r.path_bytes,
+            size,
+            width: r.width,
+            height: r.height,
+            orientation: r.orientation,
+            taken: r.taken,
+            make: r.make,
+            model: r.model,
+            format: r.format,
+            blake3: r.blake3,
+            phash: r.phash.map(|p| format!("{:016x}", p as u64)),
+            distance: None,
+            keeper: false,
+        })
+    }
+}
+
+/// A group of `members` of `kind`: the keeper first (not for bursts), the saving, each
+/// member's pHash distance to the keeper.
+fn group(kind: GroupKind, mut members: Vec<Member>) -> Group {
+    members.sort_by(keeper_order);
+    let saving = if kind == GroupKind::Burst {
+        0
+    } else {
+        members[0].keeper = true;
+        members[1..].iter().map(|m| m.size).sum()
+    };
+    if kind != GroupKind::Exact {
+        let hash = |m: &Member| {
+            m.phash
+                .as_deref()
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+        };
+        let first = hash(&members[0]);
+        for m in &mut members {
+            m.distance = first.zip(hash(m)).map(|(a, b)| (a ^ b).count_ones());
+        }
+    }
+    Group {
+        kind,
+        saving,
+        members,
+    }
+}
+
+/// The keeper rule, as an order (the keeper sorts first): the most pixels, then the oldest
+/// `taken` (known before unknown), then the shortest path, then the path's bytes.
+pub fn keeper_order(a: &Member, b: &Member) -> Ordering {
+    let taken = |m: &Member| m.taken.as_deref().and_then(verify::taken_ms);
+    b.pixels()
+        .cmp(&a.pixels())
+        .then_with(|| match (taken(a), taken(b)) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => Ordering::Equal,
+        })
+        .then(a.path_bytes.len().cmp(&b.path_bytes.len()))
+        .then_with(|| a.path_bytes.cmp(&b.path_bytes))
+}
+
+fn is_utf8(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok()
+}
+
+fn parse_hex32(hex: &str) -> Option<[u8; 32]> {
+    let b = hex.as_bytes();
+    if b.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        let digit = |c: u8| (c as char).to_digit(16);
+        *o = (digit(b[2 * i])? * 16 + digit(b[2 * i + 1])?) as u8;
+    }
+    Some(out)
+}
+
+/// Union-find with path halving and union by size.
+struct UnionFind {
+    parent: Vec<u32>,
+    size: Vec<u32>,
+}
+
+impl UnionFind {
+    fn new(n: usize) -> UnionFind {
+        UnionFind {
+            parent: (0..n as u32).collect(),
+            size: vec![1; n],
+        }
+    }
+
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.parent[x] as usize != x {
+            let grand = self.parent[self.parent[x] as usize];
+            self.parent[x] = grand;
+            x = grand as usize;
+        }
+        x
+    }
+
+    fn union(&mut self, a: usize, b: usize) {
+        let (mut a, mut b) = (self.find(a), self.find(b));
+        if a == b {
+            return;
+        }
+        if self.size[a] < self.size[b] {
+            std::mem::swap(&mut a, &mut b);
+        }
+        self.parent[b] = a as u32;
+        self.size[a] += self.size[b];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(path: &str, w: u32, h: u32, taken: Option<&str>, size: u64) -> Member {
+        Member {
+            id: 0,
+            path: path.into(),
+            path_bytes: path.as_bytes().to_vec(),
+            size,
+            width: Some(w),
+            height: Some(h),
+            orientation: None,
+            taken: taken.map(String::from),
+            make: None,
+            model: None,
+            format: None,
+            blake3: String::new(),
+            phash: None,
+            distance: None,
+            keeper: false,
+        }
+    }
+
+    fn keeper(members: Vec<Member>) -> String {
+        group(GroupKind::Similar, members).members[0].path.clone()
+    }
+
+    #[test]
+    fn the_keeper_has_the_most_pixels_then_the_oldest_date_then_the_shortest_path() {
+        let t1 = Some("2020-01-01T10:00:00");
+        let t2 = Some("2021-01-01T10:00:00");
+        // Pixels first, whatever the date and path.
+        assert_eq!(
+            keeper(vec![
+                member("/a", 100, 100, t1, 1),
+                member("/long/b", 200, 100, t2, 1)
+            ]),
+            "/long/b"
+        );
+        // Same pixels: the oldest; a known date before none.
+        assert_eq!(
+            keeper(vec![
+                member("/a", 100, 100, t2, 1),
+                member("/long/b", 100, 100, t1, 1)
+            ]),
+            "/long/b"
+        );
+        assert_eq!(
+            keeper(vec![
+                member("/a", 100, 100, None, 1),
+                member("/long/b", 100, 100, t2, 1)
+            ]),
+            "/long/b"
+        );
+        // Same pixels and date: the shortest path, then the smallest.
+        assert_eq!(
+            keeper(vec![
+                member("/bb/x", 10, 10, t1, 1),
+                member("/c/x", 10, 10, t1, 1),
+                member("/a/x", 10, 10, t1, 1)
+            ]),
+            "/a/x"
+        );
+    }
+
+    #[test]
+    fn the_saving_is_every_file_but_the_keeper_and_bursts_keep_nothing() {
+        let g = group(
+            GroupKind::Similar,
+            vec![
+                member("/a", 10, 10, None, 5),
+                member("/b", 20, 10, None, 7),
+                member("/c", 5, 5, None, 3),
+            ],
+        );
+        assert_eq!(g.saving, 8);
+        assert!(g.members[0].keeper && g.members[0].path == "/b");
+        assert_eq!(g.members.iter().filter(|m| m.keeper).count(), 1);
+        let b = group(
+            GroupKind::Burst,
+            vec![member("/a", 10, 10, None, 5), member("/b", 20, 10, None, 7)],
+        );
+        assert_eq!(b.saving, 0);
+        assert!(b.members.iter().all(|m| !m.keeper));
+    }
+
+    #[test]
+    fn union_find_joins_transitively() {
+        let mut uf = UnionFind::new(5);
+        uf.union(0, 1);
+        uf.union(3, 4);
+        uf.union(1, 4);
+        assert_eq!(uf.find(0), uf.find(3));
+        assert_ne!(uf.find(2), uf.find(0));
+        let root = uf.find(0);
+        assert_eq!(uf.size[root], 4);
+    }
+}

@@ -1,0 +1,716 @@
+//! What one image's bytes say: its format (by content), its dimensions (from the header,
+//! no decode) and its EXIF fields. Pure: bytes in, facts out; a parser that panics on
+//! hostile input is caught here and becomes the file's error.
+
+use std::io::Cursor;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+mod bmp;
+mod jpeg;
+mod png;
+mod tiff;
+mod webp;
+mod xmp;
+
+/// What was found in one image. Fields it does not have stay `None`.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ImageInfo {
+    /// The format its content says (`jpeg`, `png`, …), if known.
+    pub format: Option<&'static str>,
+    /// Whether that disagrees with the file's extension.
+    pub ext_mismatch: bool,
+    /// Width in pixels, from the header.
+    pub width: Option<u64>,
+    /// Height in pixels, from the header.
+    pub height: Option<u64>,
+    /// EXIF DateTimeOriginal as `YYYY-MM-DDTHH:MM:SS[.fff][+HH:MM]`.
+    pub taken: Option<String>,
+    /// Camera make.
+    pub make: Option<String>,
+    /// Camera model.
+    pub model: Option<String>,
+    /// Lens model.
+    pub lens: Option<String>,
+    /// Orientation, 1 to 8.
+    pub orientation: Option<u32>,
+    /// Exposure time in seconds.
+    pub exposure_time: Option<f64>,
+    /// F-number.
+    pub f_number: Option<f64>,
+    /// ISO (PhotographicSensitivity).
+    pub iso: Option<u32>,
+    /// Focal length in mm.
+    pub focal_length: Option<f64>,
+    /// GPS latitude, signed decimal degrees.
+    pub gps_lat: Option<f64>,
+    /// GPS longitude, signed decimal degrees.
+    pub gps_lon: Option<f64>,
+    /// GPS altitude in metres, negative below sea level.
+    pub gps_alt: Option<f64>,
+    /// Why the content could not be (fully) understood.
+    pub error: Option<String>,
+    /// Damage every reader works around (junk between JPEG segments): the fields were
+    /// read, the file is not an error.
+    pub warning: Option<String>,
+}
+
+/// The format a file's first bytes say it is.
+pub fn format_of(head: &[u8]) -> Option<&'static str> {
+    let at = |i: usize, s: &[u8]| head.get(i..i + s.len()) == Some(s);
+    if at(0, &[0xFF, 0xD8, 0xFF]) {
+        Some("jpeg")
+    } else if at(0, b"\x89PNG\r\n\x1a\n") {
+        Some("png")
+    } else if at(0, b"GIF87a") || at(0, b"GIF89a") {
+        Some("gif")
+    } else if at(0, b"RIFF") && at(8, b"WEBP") {
+        Some("webp")
+    } else if at(0, b"BM") && head.len() >= 26 {
+        Some("bmp")
+    } else if at(0, b"II*\0") && at(8, b"CR\x02") {
+        Some("cr2")
+    } else if at(0, b"IIRO") || at(0, b"IIRS") || at(0, b"MMOR") {
+        Some("orf")
+    } else if at(0, b"IIU\0") {
+        Some("rw2")
+    } else if at(0, b"II*\0") || at(0, b"MM\0*") || at(0, b"II+\0") || at(0, b"MM\0+") {
+        // Classic TIFF (42) and BigTIFF (43).
+        Some("tiff")
+    } else if at(4, b"ftyp") {
+        let brand = head.get(8..12)?;
+        match brand {
+            b"avif" | b"avis" => Some("avif"),
+            b"heic" | b"heix" | b"heim" | b"heis" | b"hevc" | b"hevx" | b"mif1" | b"msf1" => {
+                Some("heif")
+            }
+            _ => None,
+        }
+    } else {
+        None
+    }
+}
+
+/// The formats a file with extension `ext` may hold (TIFF-based raw formats are TIFF
+/// inside, so `.dng`, `.nef`, `.arw`, `.pef` accept it).
+fn formats_for_extension(ext: &str) -> &'static [&'static str] {
+    match ext.to_ascii_lowercase().as_str() {
+        "jpg" | "jpeg" | "jpe" => &["jpeg"],
+        "png" => &["png"],
+        "gif" => &["gif"],
+        "webp" => &["webp"],
+        "tif" | "tiff" => &["tiff"],
+        "bmp" => &["bmp"],
+        "heic" | "heif" => &["heif"],
+        "avif" => &["avif", "heif"],
+        "dng" | "nef" | "arw" | "pef" => &["tiff"],
+        "cr2" => &["cr2", "tiff"],
+        "orf" => &["orf"],
+        "rw2" => &["rw2"],
+        _ => &[],
+    }
+}
+
+/// Everything `data` says, for a file with extension `ext`: the whole file when
+/// `complete`, else its first part (huge files). Never panics: a parser panic becomes the
+/// error.
+pub fn inspect(data: &[u8], ext: Option<&str>, complete: bool) -> ImageInfo {
+    match catch_unwind(AssertUnwindSafe(|| inspect_inner(data, ext, complete))) {
+        Ok(info) => info,
+        Err(panic) => {
+            let what = seekless_core::sync::panic_text(&*panic);
+            ImageInfo {
+                format: format_of(data),
+                error: Some(format!("the image parser failed: {what}")),
+                ..ImageInfo::default()
+            }
+        }
+    }
+}
+
+fn inspect_inner(data: &[u8], ext: Option<&str>, complete: bool) -> ImageInfo {
+    let mut info = ImageInfo {
+        format: format_of(data),
+        ..ImageInfo::default()
+    };
+    if data.is_empty() {
+        info.error = Some("empty file".into());
+        return info;
+    }
+    let Some(format) = info.format else {
+        info.ext_mismatch = ext.is_some_and(|e| !formats_for_extension(e).is_empty());
+        info.error = Some("not an image this catalog knows (no known signature)".into());
+        return info;
+    };
+    info.ext_mismatch = ext.is_some_and(|e| {
+        let expected = formats_for_extension(e);
+        !expected.is_empty() && !expected.contains(&format)
+    });
+    let mut layout = match format {
+        "jpeg" => jpeg::read(data),
+        "png" => png::read(data, complete),
+        "bmp" => bmp::read(data, complete),
+        "webp" => webp::read(data),
+        // The TIFF structure is the file; its IFD0 has the dimensions.
+        "tiff" | "cr2" | "orf" | "rw2" => Layout {
+            exif: Some(data),
+            ..Layout::default()
+        },
+        _ => Layout::default(),
+    };
+    let mut errors: Vec<String> = layout.error.take().into_iter().collect();
+    let mut tiff_fields = None;
+    let whole_tiff = matches!(format, "tiff" | "cr2" | "orf" | "rw2");
+    if let Some(block) = layout.exif.or(layout.owned_exif.as_deref()) {
+        match tiff::read(block) {
+            Ok(fields) => tiff_fields = Some(fields),
+            Err(e) if whole_tiff => errors.push(format!("unreadable TIFF structure: {e}")),
+            Err(e) => errors.push(format!("unreadable EXIF: {e}")),
+        }
+    } else if matches!(format, "heif" | "avif") {
+        // HEIF keeps EXIF in an item located through its boxes: `kamadak-exif` finds it.
+        match exif::Reader::new()
+            .continue_on_error(true)
+            .read_from_container(&mut Cursor::new(data))
+            .or_else(|e| e.distill_partial_result(|_| {}))
+        {
+            Ok(found) => match tiff::read(found.buf()) {
+                Ok(fields) => tiff_fields = Some(fields),
+                Err(e) => errors.push(format!("unreadable EXIF: {e}")),
+            },
+            Err(exif::Error::NotFound(_)) => {}
+            Err(e) => errors.push(format!("unreadable EXIF: {e}")),
+        }
+    }
+    if whole_tiff && let Some(f) = &tiff_fields {
+        (layout.width, layout.height) = (f.width, f.height);
+    }
+    // Our readers' own verdict stands for the formats they read; `imagesize` has the rest
+    // (GIF, WebP, HEIF, AVIF, the raw formats whose IFD0 is a thumbnail).
+    if layout.width.is_none() && !matches!(format, "jpeg" | "png" | "bmp" | "tiff") {
+        match imagesize::blob_size(data) {
+            Ok(size) => {
+                layout.width = Some(size.width as u64);
+                layout.height = Some(size.height as u64);
+            }
+            Err(e) => errors.insert(0, format!("no dimensions in the header: {e}")),
+        }
+    }
+    match (layout.width, layout.height) {
+        // Dimensions no image can have are an error, never numbers in the catalog.
+        (Some(w), Some(h)) if !(1..=MAX_SIDE).contains(&w) || !(1..=MAX_SIDE).contains(&h) => {
+            errors.insert(0, format!("impossible dimensions {w}×{h} in the header"));
+        }
+        (Some(w), Some(h)) => (info.width, info.height) = (Some(w), Some(h)),
+        _ if errors.is_empty() => errors.push("no dimensions in the header".into()),
+        _ => {}
+    }
+    // Data after the end-of-image marker is common (camera trailers, motion photos); a
+    // JPEG without one anywhere was cut short.
+    // From the end, where it nearly always is (a byte-by-byte scan of a 4 MiB photo from
+    // the front cost as much as hashing it).
+    let has_eoi = memchr::memmem::rfind(data.get(2..).unwrap_or_default(), &[0xFF, 0xD9]).is_some();
+    if format == "jpeg" && complete && !has_eoi {
+        errors.push("truncated JPEG (no end-of-image marker)".into());
+    }
+    if let Some(f) = tiff_fields {
+        if let Some(first) = f.damage.first() {
+            errors.push(format!("EXIF partly unreadable: {first}"));
+        }
+        fill_exif(&mut info, f);
+    }
+    let lacking = [&info.taken, &info.lens, &info.make, &info.model]
+        .iter()
+        .any(|f| f.is_none())
+        || info.orientation.is_none();
+    if lacking && let Some(packet) = xmp::packet(data) {
+        fill_xmp(&mut info, packet);
+    }
+    info.error = errors.into_iter().next();
+    info.warning = (!layout.warnings.is_empty()).then(|| layout.warnings.join("; "));
+    info
+}
+
+/// The largest width or height the catalog believes: PNG's limit (2³¹ − 1), far above
+/// any real image; a header claiming more is damaged.
+const MAX_SIDE: u64 = i32::MAX as u64;
+
+/// What a container's header says: the dimensions, where its EXIF block (a TIFF
+/// structure) is, and what was wrong with it.
+#[derive(Debug, Default)]
+struct Layout<'a> {
+    width: Option<u64>,
+    height: Option<u64>,
+    exif: Option<&'a [u8]>,
+    /// An EXIF block decoded from text (PNG's ImageMagick raw profile).
+    owned_exif: Option<Vec<u8>>,
+    /// Damage that every reader works around (junk between JPEG segments).
+    warnings: Vec<String>,
+    /// Damage that makes the file not what it claims (truncated, no header).
+    error: Option<String>,
+}
+
+impl Layout<'_> {
+    fn warn(&mut self, what: String) {
+        if self.warnings.len() < 4 {
+            self.warnings.push(what);
+        }
+    }
+}
+
+fn fill_exif(info: &mut ImageInfo, f: tiff::Fields) {
+    info.make = f.make;
+    info.model = f.model;
+    info.lens = f.lens;
+    info.orientation = f.orientation;
+    info.exposure_time = f.exposure_time;
+    info.f_number = f.f_number;
+    info.iso = f.iso;
+    info.focal_length = f.focal_length;
+    info.taken = f
+        .date
+        .and_then(|date| exif_date(&date, f.subsec.as_deref(), f.offset.as_deref()));
+    info.gps_lat = f.gps_lat;
+    info.gps_lon = f.gps_lon;
+    info.gps_alt = f.gps_alt;
+}
+
+/// The fields EXIF did not have, from XMP.
+fn fill_xmp(info: &mut ImageInfo, packet: &str) {
+    let get = |name| xmp::property(packet, name);
+    if info.orientation.is_none() {
+        info.orientation = get("tiff:Orientation")
+            .and_then(|o| o.parse().ok())
+            .filter(|o| (1..=8).contains(o));
+    }
+    if info.taken.is_none() {
+        info.taken = get("exif:DateTimeOriginal").and_then(|d| xmp::date(&d));
+    }
+    if info.lens.is_none() {
+        info.lens = get("exifEX:LensModel");
+    }
+    if info.make.is_none() {
+        info.make = get("tiff:Make");
+    }
+    if info.model.is_none() {
+        info.model = get("tiff:Model");
+    }
+}
+
+/// `YYYY:MM:DD HH:MM:SS` (+ sub-seconds, + offset) as ISO 8601.
+fn exif_date(date: &str, subsec: Option<&str>, offset: Option<&str>) -> Option<String> {
+    let b = date.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
+    // Byte 19 must start a character too: `date[11..19]` is sliced below.
+    if b.len() < 19
+        || !b[..19].is_ascii()
+        || !(digits(0..4) && digits(5..7) && digits(8..10) && digits(11..13))
+    {
+        return None;
+    }
+    let mut out = format!(
+        "{}-{}-{}T{}",
+        &date[0..4],
+        &date[5..7],
+        &date[8..10],
+        &date[11..19]
+    );
+    if let Some(sub) = subsec
+        .map(str::trim)
+        .filter(|s| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
+    {
+        out.push('.');
+        out.push_str(sub);
+    }
+    if let Some(off) = offset
+        .map(str::trim)
+        .filter(|o| o.len() == 6 && (o.starts_with('+') || o.starts_with('-')))
+    {
+        out.push_str(off);
+    }
+    Some(out)
+}
+
+/// Each parser alone, and [`inspect`] without its panic guard, for the fuzz targets
+/// (`seekless::fuzzing`): what they find is thrown away, only panics, hangs and memory
+/// count.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+#[allow(missing_docs)]
+pub mod fuzzing {
+    use std::hint::black_box;
+
+    pub fn inspect(data: &[u8], ext: Option<&str>, complete: bool) {
+        black_box(super::inspect_inner(data, ext, complete));
+    }
+    pub fn jpeg(data: &[u8]) {
+        let layout = super::jpeg::read(data);
+        if let Some(block) = layout.exif {
+            let _ = black_box(super::tiff::read(block));
+        }
+        black_box(layout);
+    }
+    pub fn tiff(data: &[u8]) {
+        let _ = black_box(super::tiff::read(data));
+    }
+    pub fn png(data: &[u8], complete: bool) {
+        black_box(super::png::read(data, complete));
+    }
+    pub fn webp(data: &[u8]) {
+        black_box(super::webp::read(data));
+    }
+    pub fn bmp(data: &[u8], complete: bool) {
+        black_box(super::bmp::read(data, complete));
+    }
+    pub fn xmp(data: &[u8]) {
+        if let Some(packet) = super::xmp::packet(data) {
+            for name in ["tiff:Orientation", "exif:DateTimeOriginal", "tiff:Make"] {
+                black_box(super::xmp::property(packet, name).and_then(|v| super::xmp::date(&v)));
+            }
+        }
+        if let Ok(text) = std::str::from_utf8(data) {
+            black_box(super::xmp::date(text));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_are_told_by_their_signatures() {
+        assert_eq!(format_of(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("jpeg"));
+        assert_eq!(format_of(b"\x89PNG\r\n\x1a\n...."), Some("png"));
+        assert_eq!(format_of(b"RIFF\0\0\0\0WEBPVP8 "), Some("webp"));
+        assert_eq!(format_of(b"II*\0\x08\0\0\0CR\x02\0"), Some("cr2"));
+        assert_eq!(format_of(b"MM\0*\0\0\0\x08"), Some("tiff"));
+        assert_eq!(format_of(b"\0\0\0\x1cftypheic"), Some("heif"));
+        assert_eq!(format_of(b"\0\0\0\x1cftypavif"), Some("avif"));
+        assert_eq!(format_of(b"hello"), None);
+    }
+
+    #[test]
+    fn dates_become_iso_8601_with_subseconds_and_offset() {
+        assert_eq!(
+            exif_date("2024:05:06 07:08:09", Some("123"), Some("+02:00")).as_deref(),
+            Some("2024-05-06T07:08:09.123+02:00")
+        );
+        assert_eq!(
+            exif_date("2024:05:06 07:08:09", None, None).as_deref(),
+            Some("2024-05-06T07:08:09")
+        );
+        assert_eq!(exif_date("    :  :     :  :  ", None, None), None);
+        assert_eq!(exif_date("2006:07:08 21:14:\u{FFFD}5", None, None), None);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let info = inspect(b"this is text", Some("png"), true);
+        assert!(info.error.is_some());
+        assert!(info.ext_mismatch);
+        let info = inspect(
+            &[0xFF, 0xD8, 0xFF, 0xE1, 0xFF, 0xFF, b'E', b'x'],
+            Some("jpg"),
+            true,
+        );
+        assert_eq!(info.format, Some("jpeg"));
+        // A segment longer than the file is damage the readers handle, not a panic.
+        let error = info.error.unwrap();
+        assert!(!error.contains("parser failed"), "{error}");
+        assert!(inspect(b"", Some("jpg"), true).error.is_some());
+    }
+
+    /// One TIFF entry: tag, type, count, value bytes (little-endian).
+    type Ent = (u16, u16, u32, Vec<u8>);
+
+    /// A little-endian TIFF structure: IFD0 with `ifd0`, and when `exif` is not empty an
+    /// Exif IFD pointed to by tag 0x8769 of type `pointer_type`.
+    fn tiff(ifd0: &[Ent], exif: &[Ent], pointer_type: u16) -> Vec<u8> {
+        let n0 = ifd0.len() + usize::from(!exif.is_empty());
+        let exif_at = 8 + 2 + 12 * n0 + 4;
+        let mut data_at = exif_at
+            + if exif.is_empty() {
+                0
+            } else {
+                2 + 12 * exif.len() + 4
+            };
+        let mut out = b"II*\0\x08\0\0\0".to_vec();
+        let mut extra = Vec::new();
+        let mut ifd = |out: &mut Vec<u8>, entries: &[Ent], extra: &mut Vec<u8>| {
+            out.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+            for (tag, kind, count, value) in entries {
+                out.extend_from_slice(&tag.to_le_bytes());
+                out.extend_from_slice(&kind.to_le_bytes());
+                out.extend_from_slice(&count.to_le_bytes());
+                if value.len() <= 4 {
+                    let mut v = value.clone();
+                    v.resize(4, 0);
+                    out.extend_from_slice(&v);
+                } else {
+                    out.extend_from_slice(&(data_at as u32).to_le_bytes());
+                    extra.extend_from_slice(value);
+                    data_at += value.len();
+                }
+            }
+            out.extend_from_slice(&0u32.to_le_bytes());
+        };
+        let mut first: Vec<Ent> = ifd0.to_vec();
+        if !exif.is_empty() {
+            first.push((
+                0x8769,
+                pointer_type,
+                1,
+                (exif_at as u32).to_le_bytes().to_vec(),
+            ));
+        }
+        ifd(&mut out, &first, &mut extra);
+        if !exif.is_empty() {
+            ifd(&mut out, exif, &mut extra);
+        }
+        out.extend_from_slice(&extra);
+        out
+    }
+
+    fn short(tag: u16, v: u16) -> Ent {
+        (tag, 3, 1, v.to_le_bytes().to_vec())
+    }
+
+    fn rational(tag: u16, n: u32, d: u32) -> Ent {
+        (tag, 5, 1, [n.to_le_bytes(), d.to_le_bytes()].concat())
+    }
+
+    fn ascii(tag: u16, s: &str) -> Ent {
+        let mut v = s.as_bytes().to_vec();
+        v.push(0);
+        (tag, 2, v.len() as u32, v)
+    }
+
+    fn chunk(kind: &[u8], body: &[u8]) -> Vec<u8> {
+        let mut c = (body.len() as u32).to_be_bytes().to_vec();
+        c.extend_from_slice(kind);
+        c.extend_from_slice(body);
+        c.extend_from_slice(&[0; 4]); // CRC, not checked
+        c
+    }
+
+    fn png(chunks: &[Vec<u8>]) -> Vec<u8> {
+        let mut ihdr = 3u32.to_be_bytes().to_vec();
+        ihdr.extend_from_slice(&2u32.to_be_bytes());
+        ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+        let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+        out.extend(chunk(b"IHDR", &ihdr));
+        for c in chunks {
+            out.extend_from_slice(c);
+        }
+        out.extend(chunk(b"IEND", b""));
+        out
+    }
+
+    #[test]
+    fn a_webp_exif_chunk_with_a_jpeg_style_prefix_is_read() {
+        let exif = [b"Exif\0\0".as_slice(), &tiff(&[short(0x112, 6)], &[], 4)].concat();
+        let mut chunks = b"VP8X".to_vec();
+        chunks.extend_from_slice(&10u32.to_le_bytes());
+        chunks.extend_from_slice(&[0x08, 0, 0, 0, 3, 0, 0, 1, 0, 0]); // EXIF flag; 4×2
+        chunks.extend_from_slice(b"EXIF");
+        chunks.extend_from_slice(&(exif.len() as u32).to_le_bytes());
+        chunks.extend_from_slice(&exif);
+        if exif.len() % 2 == 1 {
+            chunks.push(0);
+        }
+        let mut file = b"RIFF".to_vec();
+        file.extend_from_slice(&(chunks.len() as u32 + 4).to_le_bytes());
+        file.extend_from_slice(b"WEBP");
+        file.extend_from_slice(&chunks);
+        let info = inspect(&file, Some("webp"), true);
+        assert_eq!(info.error, None);
+        assert_eq!(info.orientation, Some(6));
+        assert_eq!((info.width, info.height), (Some(4), Some(2)));
+    }
+
+    /// A BMP with a 40-byte header, 1 bit per pixel, and `pixels` bytes of pixel data.
+    fn bmp(width: i32, height: i32, pixels: usize) -> Vec<u8> {
+        let mut b = b"BM".to_vec();
+        b.extend_from_slice(&(62 + pixels as u32).to_le_bytes());
+        b.extend_from_slice(&[0; 4]);
+        b.extend_from_slice(&62u32.to_le_bytes());
+        b.extend_from_slice(&40u32.to_le_bytes());
+        b.extend_from_slice(&width.to_le_bytes());
+        b.extend_from_slice(&height.to_le_bytes());
+        b.extend_from_slice(&1u16.to_le_bytes());
+        b.extend_from_slice(&1u16.to_le_bytes());
+        b.resize(62 + pixels, 0);
+        b
+    }
+
+    #[test]
+    fn a_top_down_bmp_has_as_many_rows_as_its_negative_height_says() {
+        let info = inspect(&bmp(5, -3, 12), Some("bmp"), true);
+        assert_eq!(
+            (info.width, info.height, info.error),
+            (Some(5), Some(3), None)
+        );
+    }
+
+    #[test]
+    fn an_os2_bmp_header_has_16_bit_dimensions() {
+        let mut b = b"BM\0\0\0\0\0\0\0\0\x1a\0\0\0".to_vec();
+        b.extend_from_slice(&12u32.to_le_bytes());
+        b.extend_from_slice(&[127, 0, 64, 0, 1, 0, 8, 0]);
+        b.resize(26 + 128 * 64, 0);
+        let info = inspect(&b, Some("bmp"), true);
+        assert_eq!(
+            (info.width, info.height, info.error),
+            (Some(127), Some(64), None)
+        );
+    }
+
+    #[test]
+    fn impossible_or_cut_short_bmps_are_errors() {
+        let info = inspect(&bmp(-127, 64, 1024), Some("bmp"), true);
+        assert_eq!((info.width, info.height), (None, None));
+        assert!(info.error.unwrap().contains("impossible"));
+        let info = inspect(&bmp(127, 64, 200), Some("bmp"), true);
+        assert!(info.error.unwrap().contains("truncated"));
+        // Only the head of a huge file: nothing is known about its end.
+        assert_eq!(inspect(&bmp(127, 64, 200), Some("bmp"), false).error, None);
+    }
+
+    #[test]
+    fn junk_between_jpeg_segments_is_skipped_with_a_warning() {
+        let mut j = vec![0xFF, 0xD8, 0xFF, 0xFE, 0, 4, b'h', b'i'];
+        j.extend_from_slice(b"hello"); // not a marker
+        j.extend_from_slice(&[0xFF, 0xC0, 0, 11, 8, 3, 0, 4, 0, 1, 1, 0x11, 0]); // 1024×768
+        j.extend_from_slice(&[0xFF, 0xDA, 0, 2, 0xFF, 0xD9]);
+        let info = inspect(&j, Some("jpg"), true);
+        assert_eq!((info.width, info.height), (Some(1024), Some(768)));
+        assert_eq!(info.error, None);
+        assert!(info.warning.unwrap().contains("5 bytes of junk"));
+    }
+
+    #[test]
+    fn bigtiff_is_a_tiff_with_dimensions() {
+        // Header, then IFD0 at 16 with two LONG8-free SHORT entries.
+        let mut t = b"II+\0\x08\0\0\0\x10\0\0\0\0\0\0\0".to_vec();
+        t.extend_from_slice(&2u64.to_le_bytes());
+        for (tag, v) in [(0x100u16, 640u16), (0x101, 480)] {
+            t.extend_from_slice(&tag.to_le_bytes());
+            t.extend_from_slice(&3u16.to_le_bytes());
+            t.extend_from_slice(&1u64.to_le_bytes());
+            t.extend_from_slice(&u64::from(v).to_le_bytes());
+        }
+        t.extend_from_slice(&0u64.to_le_bytes());
+        let info = inspect(&t, Some("tif"), true);
+        assert_eq!(info.format, Some("tiff"));
+        assert_eq!(
+            (info.width, info.height, info.error),
+            (Some(640), Some(480), None)
+        );
+    }
+
+    #[test]
+    fn an_exif_ifd_pointer_typed_ifd_and_a_signed_orientation_are_read() {
+        let t = tiff(
+            &[
+                short(0x100, 8),
+                short(0x101, 6),
+                ascii(0x10F, "FLIR"),
+                (0x112, 9, 1, 1i32.to_le_bytes().to_vec()), // SLONG
+            ],
+            &[ascii(0x9003, "2019:10:02 15:12:43"), rational(0x829D, 5, 4)],
+            13, // IFD, not LONG
+        );
+        let info = inspect(&t, Some("tiff"), true);
+        assert_eq!(info.error, None);
+        assert_eq!((info.width, info.height), (Some(8), Some(6)));
+        assert_eq!(info.make.as_deref(), Some("FLIR"));
+        assert_eq!(info.orientation, Some(1));
+        assert_eq!(info.taken.as_deref(), Some("2019-10-02T15:12:43"));
+        assert_eq!(info.f_number, Some(1.25));
+    }
+
+    #[test]
+    fn a_bad_entry_loses_only_itself() {
+        // The Exif IFD pointer points past the end; IFD0's fields are still read.
+        let past_the_end = 10_000u32.to_le_bytes().to_vec();
+        let t = tiff(
+            &[
+                short(0x100, 8),
+                short(0x101, 6),
+                ascii(0x10F, "Canon"),
+                short(0x112, 3),
+                (0x8769, 4, 1, past_the_end),
+            ],
+            &[],
+            4,
+        );
+        let info = inspect(&t, Some("tiff"), true);
+        assert_eq!(info.make.as_deref(), Some("Canon"));
+        assert_eq!(info.orientation, Some(3));
+        assert_eq!((info.width, info.height), (Some(8), Some(6)));
+        assert!(info.error.unwrap().contains("EXIF partly unreadable"));
+    }
+
+    #[test]
+    fn bytes_after_a_png_iend_are_no_error() {
+        let mut p = png(&[]);
+        p.extend_from_slice(b"trailing garbage");
+        let info = inspect(&p, Some("png"), true);
+        assert_eq!(
+            (info.width, info.height, info.error),
+            (Some(3), Some(2), None)
+        );
+    }
+
+    #[test]
+    fn a_png_without_ihdr_has_an_error_and_no_dimensions() {
+        let mut p = b"\x89PNG\r\n\x1a\n".to_vec();
+        p.extend_from_slice(&[0x2f, 0xc5, 0x7d, 0x50, 0xf4, 0xa8, 0x81, 0xe1, 5, 6, 7, 8]);
+        let info = inspect(&p, Some("png"), true);
+        assert_eq!((info.width, info.height), (None, None));
+        assert!(info.error.unwrap().contains("IHDR"));
+    }
+
+    #[test]
+    fn png_exif_comes_from_exif_chunks_or_imagemagicks_raw_profile() {
+        let block = tiff(&[short(0x112, 6)], &[], 4);
+        let info = inspect(&png(&[chunk(b"eXIf", &block)]), Some("png"), true);
+        assert_eq!(info.orientation, Some(6));
+        let payload = [b"Exif\0\0".as_slice(), &block].concat();
+        let hex: String = payload.iter().map(|b| format!("{b:02x}")).collect();
+        let text = format!(
+            "Raw profile type exif\0\nexif\n{:8}\n{hex}\n",
+            payload.len()
+        );
+        let info = inspect(&png(&[chunk(b"tEXt", text.as_bytes())]), Some("png"), true);
+        assert_eq!(info.orientation, Some(6));
+    }
+
+    #[test]
+    fn xmp_fills_what_exif_lacks_and_nothing_else() {
+        let xmp = "<x:xmpmeta xmlns:x='adobe:ns:meta/'><rdf:Description tiff:Orientation=\"3\" \
+                   exif:DateTimeOriginal=\"2010-07-11T13:53:00+02:00\">\
+                   <tiff:Make>Sony</tiff:Make></rdf:Description></x:xmpmeta>";
+        let p = png(&[chunk(
+            b"iTXt",
+            format!("XML:com.adobe.xmp\0\0\0\0\0{xmp}").as_bytes(),
+        )]);
+        let info = inspect(&p, Some("png"), true);
+        assert_eq!(info.orientation, Some(3));
+        assert_eq!(info.taken.as_deref(), Some("2010-07-11T13:53:00+02:00"));
+        assert_eq!(info.make.as_deref(), Some("Sony"));
+        let block = tiff(&[short(0x112, 8), ascii(0x10F, "Canon")], &[], 4);
+        let p = png(&[
+            chunk(b"eXIf", &block),
+            chunk(
+                b"iTXt",
+                format!("XML:com.adobe.xmp\0\0\0\0\0{xmp}").as_bytes(),
+            ),
+        ]);
+        let info = inspect(&p, Some("png"), true);
+        assert_eq!(info.orientation, Some(8));
+        assert_eq!(info.make.as_deref(), Some("Canon"));
+    }
+}

@@ -1,0 +1,990 @@
+//! An image catalog in SQLite, read in physical order: what seekless was born for.
+//!
+//! [`index`] walks and plans like every job, decides from the catalog what must be read
+//! (new or changed files; moved files only change path; files gone are removed, but only
+//! under directories this run listed completely: see [`IndexOptions::prune`]), reads
+//! those in physical order with the queue full, hashes each whole (BLAKE3) while keeping
+//! its first bytes for the header and EXIF ([`inspect`](inspect::inspect)), and writes
+//! rows from one writer thread in batched transactions. The schema and example queries
+//! are in `docs/index.md`.
+//!
+//! ```
+//! use seekless_core::{PlanOptions, Quiet};
+//! use seekless_catalog::index::{IndexOptions, index};
+//!
+//! let dir = tempfile::tempdir()?;
+//! // A 1×1 GIF.
+//! std::fs::write(dir.path().join("a.gif"), b"GIF89a\x01\0\x01\0\0\0\0;")?;
+//! let db = tempfile::tempdir()?;
+//! let opts = IndexOptions::new(db.path().join("photos.db"));
+//! let first = index(&[dir.path().to_path_buf()], &PlanOptions::default(), &opts, &Quiet)?;
+//! assert_eq!((first.seen, first.added), (1, 1));
+//! let again = index(&[dir.path().to_path_buf()], &PlanOptions::default(), &opts, &Quiet)?;
+//! assert_eq!((again.unchanged, again.added), (1, 0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub(crate) mod catalog;
+pub mod dc_jpeg;
+pub mod inspect;
+mod phases;
+pub mod phash;
+pub mod thumb;
+
+use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+pub use catalog::{APPLICATION_ID, CatalogError, SCHEMA_VERSION};
+use catalog::{Row, WriterLock};
+use crossbeam_channel::RecvTimeoutError;
+pub use phases::Phases;
+
+use seekless_core::error::Error;
+use seekless_core::path_to_bytes;
+use seekless_core::plan::{Plan, PlanOptions, PlannedFile};
+use seekless_core::read::{self, ConsumeOptions, Job, ReadOptions, Work};
+use seekless_core::report::Reporter;
+use seekless_jobs::destructive::{Forget, Witness};
+
+/// The extensions of the files catalogued by default (case-insensitive).
+pub const IMAGE_EXTENSIONS: &[&str] = &[
+    "jpg", "jpeg", "png", "gif", "webp", "tif", "tiff", "bmp", "heic", "heif", "avif", "dng",
+    "cr2", "nef", "arw", "orf", "rw2", "pef",
+];
+
+/// Bytes of a file kept for parsing its header and EXIF (the whole file when smaller):
+/// EXIF in TIFF-based raw files may lie anywhere in it.
+const KEEP: usize = 32 << 20;
+
+/// Bytes of a file kept with `--thumbs`: the whole file, up to this size (a larger one gets
+/// a recorded "too large" instead of a thumbnail: it is never read a second time).
+pub const MAX_THUMB_FILE: u64 = 256 << 20;
+
+/// How to index.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct IndexOptions {
+    /// The catalog (an SQLite database, created if missing).
+    pub db: PathBuf,
+    /// Read every file again, even those the catalog says are unchanged.
+    pub rehash: bool,
+    /// How to read.
+    pub read: ReadOptions,
+    /// Threads hashing and parsing.
+    pub workers: usize,
+    /// Remove the rows under a root that does not exist or is an empty directory, and under
+    /// a mount point below a root whose filesystem is not there any more (without it, such
+    /// a root or mount point is an error and its rows stay: most likely a drive not
+    /// mounted).
+    pub prune: bool,
+    /// Make a thumbnail and a perceptual hash of each image read ([`thumb`]); unchanged
+    /// images without a thumbnail of this size are read once more to get one.
+    pub thumbs: Option<thumb::ThumbOptions>,
+}
+
+impl IndexOptions {
+    /// Options for the catalog at `db`, with default reading.
+    pub fn new(db: impl Into<PathBuf>) -> Self {
+        Self {
+            db: db.into(),
+            rehash: false,
+            read: ReadOptions::default(),
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            prune: false,
+            thumbs: None,
+        }
+    }
+}
+
+/// What a run did (also recorded in the catalog's `scans` table).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct IndexSummary {
+    /// Candidate files the walk found.
+    pub seen: u64,
+    /// New paths, read.
+    pub added: u64,
+    /// Known paths whose file changed, read again.
+    pub changed: u64,
+    /// Known files at a new path: the row follows, nothing read.
+    pub moved: u64,
+    /// Unchanged, not read.
+    pub unchanged: u64,
+    /// Rows of files gone from under the scanned paths, deleted.
+    pub removed: u64,
+    /// Rows written with an error.
+    pub failed: u64,
+    /// Files read and bytes read.
+    pub read_files: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Thumbnails made (with [`IndexOptions::thumbs`]).
+    pub thumbs: u64,
+    /// Where the read's time went, phase by phase.
+    pub phases: Phases,
+}
+
+/// Why a run could not happen at all (per-file problems are rows with an error instead).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IndexError {
+    /// The catalog cannot be used.
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+}
+
+impl IndexError {
+    /// Whether another `seekless index` holds the catalog.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, IndexError::Catalog(CatalogError::Busy(_)))
+    }
+
+    /// Whether the run was refused before it changed anything: another `seekless index`
+    /// holds the catalog, or the file is not a seekless catalog (left untouched).
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            IndexError::Catalog(CatalogError::Busy(_) | CatalogError::NotCatalog { .. })
+        )
+    }
+}
+
+/// What [`index_with`] tells its caller as it goes: the read's events (the plan of the
+/// files to read, each file read or failed, the end); all optional.
+pub use seekless_core::read::Events as IndexEvents;
+
+use seekless_core::read::NoEvents;
+
+/// Indexes the images under `inputs` into the catalog `opts.db`. Per-file problems go to
+/// `reporter` and into the rows' `error`; the run goes on.
+pub fn index(
+    inputs: &[PathBuf],
+    plan_opts: &PlanOptions,
+    opts: &IndexOptions,
+    reporter: &dyn Reporter,
+) -> Result<IndexSummary, IndexError> {
+    index_with(inputs, plan_opts, opts, reporter, &mut NoEvents)
+}
+
+/// What a root was before the walk, as far as forgetting its rows goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RootState {
+    /// There, with something in it (or a file).
+    Present,
+    /// Does not exist (a drive not mounted, a directory renamed away): not walked.
+    Missing,
+    /// An empty directory (the mount point of a drive not mounted, most often).
+    Empty,
+}
+
+/// Of the rows about to be removed as gone (`gone`: path, recorded device, id), those of a
+/// drive that is not mounted where it was: the deepest directory on each row's path that
+/// still exists is empty and on another device than the row's file was. That directory
+/// was, most likely, the mount point of the row's filesystem; now it is an empty
+/// directory of its parent's (a drive unplugged, `umount`, `umount -l` during the run).
+/// Such rows are kept (their ids returned), with one error per directory, as a missing
+/// root's are; with `prune` they go, with a warning. A directory emptied on the same
+/// filesystem is not this: its rows go. (A file system that got another device number
+/// since the last run, and whose directory was emptied meanwhile, is taken for a vanished
+/// mount: the error then asks for `--prune`, never the other way round.)
+fn vanished_mounts(
+    gone: &[(&[u8], u64, i64)],
+    prune: bool,
+    reporter: &dyn Reporter,
+) -> HashSet<i64> {
+    use seekless_core::path_from_bytes;
+    /// What a directory on a row's path is: missing, or there (its device, whether it is
+    /// an empty directory).
+    fn look(dir: &Path) -> Option<(u64, bool)> {
+        match seekless_core::os::metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            // There, but unknown: not taken for a vanished mount.
+            Err(_) => Some((u64::MAX, false)),
+            Ok(m) => {
+                let dev = seekless_core::os::file_id(dir, None, &m).map_or(u64::MAX, |id| id.dev);
+                let empty = m.is_dir()
+                    && matches!(
+                        seekless_core::os::read_dir(dir).map(|mut d| d.next()),
+                        Ok(None)
+                    );
+                Some((dev, empty))
+            }
+        }
+    }
+    let mut seen: HashMap<PathBuf, Option<(u64, bool)>> = HashMap::new();
+    // The vanished mount points, with the ids of their rows.
+    let mut vanished: HashMap<PathBuf, Vec<i64>> = HashMap::new();
+    for &(bytes, dev, id) in gone {
+        let path = path_from_bytes(bytes);
+        let deepest = path.ancestors().skip(1).find_map(|dir| {
+            let found = *seen.entry(dir.to_path_buf()).or_insert_with(|| look(dir));
+            found.map(|f| (dir, f))
+        });
+        if let Some((dir, (dir_dev, true))) = deepest
+            && dir_dev != dev
+        {
+            vanished.entry(dir.to_path_buf()).or_default().push(id);
+        }
+    }
+    let mut dirs: Vec<_> = vanished.into_iter().collect();
+    dirs.sort();
+    let mut kept = HashSet::new();
+    for (dir, ids) in dirs {
+        let rows = ids.len();
+        let rows_word = if rows == 1 { "row" } else { "rows" };
+        let what = format!(
+            "an empty directory now, was the mount point of another filesystem with {rows} \
+             {rows_word} in the catalog"
+        );
+        if prune {
+            reporter.warning(Some(&dir), &format!("{what}: removed (--prune)"));
+        } else {
+            let why = format!("{what}: kept (is the drive mounted? --prune removes them)");
+            reporter.error(&Error::io(&dir, std::io::Error::other(why)));
+            kept.extend(ids);
+        }
+    }
+    kept
+}
+
+/// A root as the catalog names it: absolute, symbolic links and `..` resolved once for
+/// the root (never per file below it). A directory is made canonical whole; a file (or a
+/// path that does not exist) keeps its own name, joined to its directory made canonical
+/// (looked up once per directory in `dirs`, for long `--files-from` lists).
+fn catalog_root(p: &Path, dirs: &mut HashMap<PathBuf, PathBuf>) -> PathBuf {
+    if seekless_core::os::metadata(p).is_ok_and(|m| m.is_dir())
+        && let Ok(c) = std::fs::canonicalize(p)
+    {
+        return c;
+    }
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
+        return abs;
+    };
+    if let Some(dir) = dirs.get(parent) {
+        return dir.join(name);
+    }
+    let dir = catalog_root(parent, dirs);
+    dirs.insert(parent.to_path_buf(), dir.clone());
+    dir.join(name)
+}
+
+/// [`index`], telling `events` how the read goes (for progress bars and summaries).
+pub fn index_with(
+    inputs: &[PathBuf],
+    plan_opts: &PlanOptions,
+    opts: &IndexOptions,
+    reporter: &dyn Reporter,
+    events: &mut dyn IndexEvents,
+) -> Result<IndexSummary, IndexError> {
+    // The writer lock first (a second writer fails at once), the database after the walk
+    // (see `WriterLock`).
+    let lock = WriterLock::take(&opts.db)?;
+    let own = own_files(&opts.db);
+
+    // Roots as the catalog names them, and what each was before the walk.
+    let mut dirs = HashMap::new();
+    let roots: Vec<(PathBuf, RootState)> = inputs
+        .iter()
+        .map(|p| {
+            let root = catalog_root(p, &mut dirs);
+            let state = match seekless_core::os::metadata(&root) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => RootState::Missing,
+                Ok(m) if m.is_dir() => {
+                    match seekless_core::os::read_dir(&root).map(|mut d| d.next()) {
+                        Ok(None) => RootState::Empty,
+                        _ => RootState::Present,
+                    }
+                }
+                _ => RootState::Present,
+            };
+            (root, state)
+        })
+        .collect();
+    drop(dirs);
+    let walked: Vec<PathBuf> = roots
+        .iter()
+        .filter(|(_, s)| *s != RootState::Missing)
+        .map(|(r, _)| r.clone())
+        .collect();
+
+    // Files the walk found but could not open still get a row, with their error: keep
+    // the regular files among the failed paths that the filter would have taken.
+    let unopened = std::sync::Mutex::new(Vec::new());
+    let filter = &plan_opts.walk.filter;
+    // The paths the walk could not see whole: errors (an unreadable directory, one that
+    // vanished, a file that could not be opened) and skips (another filesystem under `-x`,
+    // a symbolic link, a directory already walked under another name). Rows at or under
+    // them are never removed.
+    let recorder = Witness::with_on_error(reporter, |err: &Error| {
+        let path = err.path();
+        let Ok(meta) = seekless_core::os::symlink_metadata(path) else {
+            return;
+        };
+        let name = path.file_name().unwrap_or_default();
+        if meta.is_file() && (filter.is_empty() || filter.keeps(path, name)) {
+            let why = match err.io_error() {
+                Some(e) => seekless_core::error::describe_io(e),
+                None => err.kind().to_string(),
+            };
+            seekless_core::sync::lock(&unopened).push((path.to_path_buf(), meta, why));
+        }
+    });
+    let plan = Plan::build(&walked, plan_opts, &recorder);
+    let mut clearance = recorder.clearance_outside_unseen();
+    let unopened = seekless_core::sync::into_inner(unopened);
+    // A lock another program holds on the catalog is waited for, with a message.
+    let waiting = |what: &str| reporter.warning(Some(&opts.db), what);
+    let mut catalog = lock.open(&waiting)?;
+    let mut summary = IndexSummary::default();
+
+    // Decide per file: unchanged, moved, or to be read.
+    let mut known = catalog.known()?;
+    let root_bytes: Vec<Vec<u8>> = roots
+        .iter()
+        .map(|(r, _)| path_to_bytes(r).into_owned())
+        .collect();
+    // A root that is not there, or empty, where the catalog has rows: most likely a drive
+    // not mounted. Its rows stay (an error) unless `prune` says they may go.
+    for ((root, state), bytes) in roots.iter().zip(&root_bytes) {
+        if *state == RootState::Present {
+            continue;
+        }
+        let rows = known.keys().filter(|k| under(k, bytes)).count();
+        let rows_word = if rows == 1 { "row" } else { "rows" };
+        let what = match state {
+            RootState::Missing => "does not exist",
+            _ => "is an empty directory",
+        };
+        if rows == 0 {
+            if *state == RootState::Missing {
+                let e = std::io::Error::from(std::io::ErrorKind::NotFound);
+                reporter.error(&Error::io(root, e));
+            }
+        } else if opts.prune {
+            reporter.warning(
+                Some(root),
+                &format!("{what}; its {rows} {rows_word} in the catalog are removed (--prune)"),
+            );
+        } else {
+            let why = format!(
+                "{what}, but the catalog has {rows} {rows_word} under it: kept (is the drive \
+                 mounted? --prune removes them)"
+            );
+            reporter.error(&Error::io(root, std::io::Error::other(why)));
+            clearance = clearance.shielding(root.clone());
+        }
+    }
+    // First, the files at known paths: unchanged or changed. Rows left unseen after this
+    // are of paths the walk did not find.
+    let mut read = vec![false; plan.files().len()];
+    let mut at_new_path: Vec<u32> = Vec::new();
+    let mut new_dev: Vec<(i64, u64)> = Vec::new();
+    for (i, f) in plan.files().iter().enumerate() {
+        if is_own(&own, f) {
+            reporter.skipped(&f.entry.path, "the catalog itself");
+            continue;
+        }
+        summary.seen += 1;
+        match known.get_mut(path_to_bytes(&f.entry.path).as_ref()) {
+            Some(k) => {
+                k.seen = true;
+                // The device number is not compared: it changes when a disk is plugged
+                // in again or a filesystem mounted again, the file staying the same.
+                if k.read && k.identity()[1..] == identity(f)[1..] && !opts.rehash {
+                    summary.unchanged += 1;
+                    if k.dev != f.entry.id.dev {
+                        new_dev.push((k.id, f.entry.id.dev));
+                    }
+                    // Unchanged, but without the thumbnail asked for: read once for it.
+                    if let Some(t) = &opts.thumbs
+                        && k.thumb_size != Some(t.size)
+                    {
+                        read[i] = true;
+                    }
+                } else {
+                    summary.changed += 1;
+                    read[i] = true;
+                }
+            }
+            None => at_new_path.push(i as u32),
+        }
+    }
+    // Files that could not be opened: a row each, with the error (retried next run: a row
+    // without a content hash is never "unchanged").
+    let mut failed_rows = Vec::with_capacity(unopened.len());
+    for (path, meta, why) in unopened {
+        summary.seen += 1;
+        summary.failed += 1;
+        let bytes = path_to_bytes(&path).into_owned();
+        match known.get_mut(&bytes) {
+            Some(k) => {
+                k.seen = true;
+                summary.changed += 1;
+            }
+            None => summary.added += 1,
+        }
+        let (dev, ino) =
+            seekless_core::os::file_id(&path, None, &meta).map_or((0, 0), |id| (id.dev, id.ino));
+        failed_rows.push(Row {
+            path_bytes: bytes,
+            dev,
+            ino,
+            size: meta.len(),
+            mtime_ns: mtime_ns(meta.modified().ok()),
+            info: inspect::ImageInfo {
+                error: Some(why),
+                ..inspect::ImageInfo::default()
+            },
+            blake3: None,
+            visual: None,
+        });
+    }
+    // Rows of files gone from under the scanned paths, by identity: a file at a new path
+    // with the same identity (device included: an inode number means nothing on another
+    // filesystem) moved there (its row follows it, nothing is read); the rest are
+    // removed. Rows at or under a path the walk could not see whole are neither.
+    let not_found: Vec<(i64, PathBuf)> = known
+        .iter()
+        .filter(|(bytes, k)| !k.seen && root_bytes.iter().any(|r| under(bytes, r)))
+        .map(|(bytes, k)| (k.id, seekless_core::path_from_bytes(bytes)))
+        .collect();
+    let mut forget = Forget::gone(
+        not_found.iter().map(|(id, p)| (*id, p.as_path())),
+        &clearance,
+    );
+    drop(not_found);
+    let forgettable: HashSet<i64> = forget.ids().iter().copied().collect();
+    let mut gone: HashMap<[i64; 4], i64> = known
+        .values()
+        .filter(|k| forgettable.contains(&k.id))
+        .map(|k| (k.identity(), k.id))
+        .collect();
+    let mut moved: Vec<(i64, Vec<u8>)> = Vec::new();
+    for i in at_new_path {
+        let f = &plan.files()[i as usize];
+        match gone.remove(&identity(f)) {
+            Some(id) if !opts.rehash => {
+                summary.moved += 1;
+                moved.push((id, path_to_bytes(&f.entry.path).into_owned()));
+            }
+            Some(id) => {
+                // Read again under its new path; the old row goes.
+                gone.insert(identity(f), id);
+                summary.added += 1;
+                read[i as usize] = true;
+            }
+            None => {
+                summary.added += 1;
+                read[i as usize] = true;
+            }
+        }
+    }
+    // Rows under a mount point whose filesystem is not there any more stay (an error);
+    // those under a missing or empty root were told of above (pruned, or unseen).
+    let gone_ids: HashSet<i64> = gone.values().copied().collect();
+    let absent: Vec<&Vec<u8>> = roots
+        .iter()
+        .zip(&root_bytes)
+        .filter(|((_, state), _)| *state != RootState::Present)
+        .map(|(_, bytes)| bytes)
+        .collect();
+    let candidates: Vec<(&[u8], u64, i64)> = known
+        .iter()
+        .filter(|(bytes, k)| gone_ids.contains(&k.id) && !absent.iter().any(|r| under(bytes, r)))
+        .map(|(bytes, k)| (bytes.as_slice(), k.dev, k.id))
+        .collect();
+    let kept = vanished_mounts(&candidates, opts.prune, reporter);
+    // What moved is not forgotten, nor what a vanished mount point keeps.
+    let left: HashSet<i64> = gone.into_values().collect();
+    forget.retain(|id| left.contains(&id) && !kept.contains(&id));
+    summary.removed = forget.len() as u64;
+    catalog.relocate(&moved, &new_dev, &forget, &waiting)?;
+    let mut failed_rows = failed_rows.into_iter();
+    catalog.write_all(
+        |_| failed_rows.next().ok_or(RecvTimeoutError::Disconnected),
+        &waiting,
+    )?;
+    drop(known);
+
+    // Read what must be read, in physical order; one writer thread writes the rows.
+    let mut read = read.into_iter();
+    let plan = read::decide(plan, |_| read.next().filter(|&r| r)).plan;
+    let (tx, rx) = crossbeam_channel::bounded::<Row>(WRITER_QUEUE);
+    let written = std::thread::scope(|s| {
+        // The writer's time in SQLite: its whole time but its waits for rows.
+        // It owns the receiving end: when it stops (a database error, a lock held too
+        // long), the workers' sends fail at once and the read stops, rather than a worker
+        // blocking forever on a full queue nobody empties.
+        let writer = std::thread::Builder::new().spawn_scoped(s, || {
+            // Moved in (not borrowed): dropped when the writer ends.
+            let rx = rx;
+            let started = Instant::now();
+            let mut idle = Duration::ZERO;
+            let result = catalog.write_all(
+                |timeout| {
+                    let asked = Instant::now();
+                    let row = if timeout == Duration::MAX {
+                        rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                    } else {
+                        rx.recv_timeout(timeout)
+                    };
+                    idle += asked.elapsed();
+                    row
+                },
+                &waiting,
+            );
+            drop(rx);
+            (result, started.elapsed().saturating_sub(idle))
+        });
+        // Threads can be scarce (a pids or address-space limit): then nothing is read.
+        let writer = match writer {
+            Ok(w) => w,
+            Err(e) => {
+                return Err(CatalogError::WriterThread {
+                    path: opts.db.clone(),
+                    source: e,
+                });
+            }
+        };
+        // One file at a time: its counts, then its row to the writer.
+        let job = Reading {
+            thumbs: opts.thumbs.as_ref(),
+            reporter,
+        };
+        let consume = ConsumeOptions::new(opts.read.clone(), opts.workers);
+        let tally = &mut summary;
+        let consumed = read::run(&plan, &consume, &job, events, |_, planned, done| {
+            let (row, read, phases) = done;
+            if read {
+                tally.read_files += 1;
+                tally.read_bytes += planned.entry.size;
+            }
+            tally.failed += u64::from(row.info.error.is_some());
+            tally.thumbs += u64::from(row.visual.as_ref().is_some_and(|v| v.1.thumb.is_ok()));
+            tally.phases.add_file(&phases);
+            tally.phases.rows += 1;
+            // The queue is bounded (rows hold thumbnails): a full one blocks this worker,
+            // which the summary reports. Fails only when the writer stopped on a database
+            // error (returned below): then nothing more can be stored, nothing more read.
+            let sent = match tx.try_send(row) {
+                Err(crossbeam_channel::TrySendError::Full(row)) => {
+                    let blocked = Instant::now();
+                    let sent = tx.send(row).is_ok();
+                    tally.phases.blocked += blocked.elapsed();
+                    tally.phases.blocked_rows += 1;
+                    sent
+                }
+                sent => sent.is_ok(),
+            };
+            if sent {
+                ControlFlow::Continue(())
+            } else {
+                ControlFlow::Break(())
+            }
+        });
+        drop(tx);
+        let p = &mut summary.phases;
+        p.read_wait = consumed.waiting;
+        p.working = consumed.working;
+        p.took = consumed.took;
+        p.workers = consumed.workers;
+        match writer.join() {
+            Ok((result, insert)) => {
+                summary.phases.insert = insert;
+                result
+            }
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    });
+    written?;
+    catalog.finish(&summary, &waiting)?;
+    Ok(summary)
+}
+
+/// The read of an index run: each file hashed whole and inspected, on the workers.
+struct Reading<'a> {
+    thumbs: Option<&'a thumb::ThumbOptions>,
+    reporter: &'a dyn Reporter,
+}
+
+impl Job for Reading<'_> {
+    /// The file's row, whether it could be read, and the time its phases took.
+    type Output = (Row, bool, Phases);
+
+    fn work(&self, work: Work<'_>) -> Self::Output {
+        read_one(work, self.thumbs, self.reporter)
+    }
+
+    fn succeeded(output: &Self::Output) -> bool {
+        output.1
+    }
+}
+
+/// Rows the workers may hand the writer ahead of it: a worker blocks only when the writer
+/// is this far behind (at 256 px, ~10 MiB of thumbnails).
+const WRITER_QUEUE: usize = 1024;
+
+/// Reads one file whole: its BLAKE3 hash, and what its bytes say (with `thumbs`, its
+/// thumbnail and perceptual hash, from the same bytes). Returns its row, whether it
+/// could be read, and the time each phase took.
+fn read_one(
+    work: Work<'_>,
+    thumbs: Option<&thumb::ThumbOptions>,
+    reporter: &dyn Reporter,
+) -> (Row, bool, Phases) {
+    let mut phases = Phases::default();
+    let planned = work.planned();
+    thread_local! {
+        static HEAD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let entry = &planned.entry;
+    #[cfg(any(test, feature = "test-hooks"))]
+    seekless_core::test_hooks::at_start(&entry.path);
+    // A name whose extension is not UTF-8 has no known extension.
+    let ext = entry.path.extension().and_then(|e| e.to_str());
+    let mut row = Row {
+        path_bytes: path_to_bytes(&entry.path).into_owned(),
+        dev: entry.id.dev,
+        ino: entry.id.ino,
+        size: entry.size,
+        mtime_ns: mtime_ns(entry.modified),
+        info: inspect::ImageInfo::default(),
+        blake3: None,
+        visual: None,
+    };
+    // With thumbnails the whole file is kept (one read, never a second), up to a bound.
+    let keep = match thumbs {
+        Some(_) => (MAX_THUMB_FILE as usize).max(KEEP),
+        None => KEEP,
+    };
+    let read = HEAD.with(|head| {
+        let mut head = head.borrow_mut();
+        head.clear();
+        let mut hasher = blake3::Hasher::new();
+        // Read calls are the whole time in `read_all` but the chunks' handling (hashing).
+        let reading = Instant::now();
+        let mut hashing = Duration::ZERO;
+        let result = work.read_all(|chunk| {
+            let t = Instant::now();
+            hasher.update(chunk);
+            let room = keep.saturating_sub(head.len());
+            head.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            hashing += t.elapsed();
+        });
+        phases.read = reading.elapsed().saturating_sub(hashing);
+        match result {
+            Ok(_) => {
+                let t = Instant::now();
+                row.blake3 = Some(hasher.finalize().to_hex().to_string());
+                phases.hash = hashing + t.elapsed();
+                let complete = head.len() as u64 == entry.size;
+                let t = Instant::now();
+                row.info = inspect::inspect(&head, ext, complete);
+                phases.inspect = t.elapsed();
+                if let Some(why) = &row.info.error {
+                    let why = std::io::Error::other(why.clone());
+                    reporter.error(&Error::io(&*entry.path, why));
+                }
+                if let Some(what) = &row.info.warning {
+                    reporter.warning(Some(&*entry.path), what);
+                }
+                if let Some(t) = thumbs {
+                    let visual = if !complete {
+                        thumb::Visual::none(format!(
+                            "larger than {} MiB: no thumbnail",
+                            MAX_THUMB_FILE >> 20
+                        ))
+                    } else {
+                        let (format, orientation) = (row.info.format, row.info.orientation);
+                        thumb::visual_timed(&head, format, ext, orientation, t, &mut phases)
+                    };
+                    if let Err(why) = &visual.thumb
+                        && row.info.error.is_none()
+                        && !why.starts_with("no decoder")
+                    {
+                        reporter.warning(Some(&*entry.path), &format!("no thumbnail: {why}"));
+                    }
+                    row.visual = Some((t.size, visual));
+                }
+                true
+            }
+            Err(e) => {
+                reporter.error(&e);
+                row.info.error = Some(e.kind().to_string());
+                false
+            }
+        }
+    });
+    // Keep big buffers from one huge file from staying with the thread (with thumbnails,
+    // those of a typical photo stay: one allocation per thread, not one per file).
+    let stays = if thumbs.is_some() { 32 << 20 } else { 4 << 20 };
+    HEAD.with(|head| {
+        let mut head = head.borrow_mut();
+        if head.capacity() > stays {
+            *head = Vec::new();
+        }
+    });
+    (row, read, phases)
+}
+
+/// The catalog's own files (the database and SQLite's companions), never catalogued.
+fn own_files(db: &Path) -> Vec<PathBuf> {
+    let mut own = vec![db.to_path_buf()];
+    for suffix in ["-wal", "-shm", "-journal", "-seekless-lock"] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        own.push(PathBuf::from(p));
+    }
+    own.iter()
+        .filter_map(|p| {
+            let dir = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            Some(std::fs::canonicalize(dir).ok()?.join(p.file_name()?))
+        })
+        .collect()
+}
+
+fn is_own(own: &[PathBuf], f: &PlannedFile) -> bool {
+    let Some(name) = f.entry.path.file_name() else {
+        return false;
+    };
+    if !own.iter().any(|o| o.file_name() == Some(name)) {
+        return false;
+    }
+    let dir = f
+        .entry
+        .path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::canonicalize(dir).is_ok_and(|d| own.contains(&d.join(name)))
+}
+
+/// What identifies a file's content without reading it: device, inode, size, mtime (as
+/// SQLite stores them).
+fn identity(f: &PlannedFile) -> [i64; 4] {
+    [
+        f.entry.id.dev as i64,
+        f.entry.id.ino as i64,
+        f.entry.size as i64,
+        mtime_ns(f.entry.modified),
+    ]
+}
+
+/// Whether `path` is `root` or lies under it.
+fn under(path: &[u8], root: &[u8]) -> bool {
+    // A path's bytes separate components with `/`, and on Windows with `\` too.
+    let sep = |b: u8| b == b'/' || (cfg!(windows) && b == b'\\');
+    let root = match root {
+        [rest @ .., last] if !rest.is_empty() && sep(*last) => rest,
+        r => r,
+    };
+    path == root
+        || (path.starts_with(root) && path.get(root.len()).is_some_and(|&b| sep(b)))
+        || root == b"/"
+}
+
+/// A modification time as nanoseconds since the epoch (0 when unknown).
+fn mtime_ns(t: Option<SystemTime>) -> i64 {
+    let Some(t) = t else { return 0 };
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_nanos()).unwrap_or(i64::MAX),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_while_reading_fails_the_run_instead_of_hanging_on_the_writer() {
+        let t = tempfile::tempdir().unwrap();
+        let photos = t.path().join("photos");
+        std::fs::create_dir(&photos).unwrap();
+        for name in ["a.gif", seekless_core::test_hooks::PANIC_ON_OPEN, "b.gif"] {
+            std::fs::write(photos.join(name), b"GIF89a\x01\0\x01\0\0\0\0;").unwrap();
+        }
+        let opts = IndexOptions::new(t.path().join("c.db"));
+        seekless_core::test_hooks::arm();
+        let message = seekless_core::test_hooks::panic_message(move || {
+            let _ = index(
+                &[photos],
+                &PlanOptions::default(),
+                &opts,
+                &seekless_core::Quiet,
+            );
+        });
+        assert!(message.contains("injected sweep fault"), "{message}");
+    }
+
+    #[test]
+    fn phase_clocks_run_where_work_was_done_and_thumbnail_phases_only_with_thumbs() {
+        let t = tempfile::tempdir().unwrap();
+        let photos = t.path().join("photos");
+        std::fs::create_dir(&photos).unwrap();
+        let (w, h) = (640u16, 480u16);
+        let rgb: Vec<u8> = (0..usize::from(w) * usize::from(h) * 3)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        for name in ["a.jpg", "b.jpg", "c.jpg"] {
+            jpeg_encoder::Encoder::new_file(photos.join(name), 90)
+                .unwrap()
+                .encode(&rgb, w, h, jpeg_encoder::ColorType::Rgb)
+                .unwrap();
+        }
+        let mut opts = IndexOptions::new(t.path().join("c.db"));
+        let roots = [photos];
+        let plain = index(
+            &roots,
+            &PlanOptions::default(),
+            &opts,
+            &seekless_core::Quiet,
+        )
+        .unwrap();
+        let p = plain.phases;
+        assert_eq!((p.rows, p.blocked_rows, p.blocked), (3, 0, Duration::ZERO));
+        assert!(
+            p.workers >= 1 && !p.took.is_zero() && !p.working.is_zero(),
+            "{p:?}"
+        );
+        for (name, d) in [
+            ("hash", p.hash),
+            ("inspect", p.inspect),
+            ("insert", p.insert),
+        ] {
+            assert!(!d.is_zero(), "{name} ran: {p:?}");
+        }
+        for (name, d) in [
+            ("decode", p.decode),
+            ("resize", p.resize),
+            ("encode", p.encode),
+            ("phash", p.phash),
+        ] {
+            assert!(d.is_zero(), "{name} did not run without thumbs: {p:?}");
+        }
+
+        // The same images for thumbnails (read again: none has one yet).
+        opts.thumbs = Some(thumb::ThumbOptions::default());
+        let thumbs = index(
+            &roots,
+            &PlanOptions::default(),
+            &opts,
+            &seekless_core::Quiet,
+        )
+        .unwrap();
+        let p = thumbs.phases;
+        assert_eq!((thumbs.thumbs, p.rows), (3, 3));
+        for (name, d) in [
+            ("hash", p.hash),
+            ("decode", p.decode),
+            ("resize", p.resize),
+            ("encode", p.encode),
+            ("phash", p.phash),
+            ("insert", p.insert),
+        ] {
+            assert!(!d.is_zero(), "{name} ran: {p:?}");
+        }
+
+        // Nothing to read: every clock of the read stays at zero.
+        let again = index(
+            &roots,
+            &PlanOptions::default(),
+            &opts,
+            &seekless_core::Quiet,
+        )
+        .unwrap();
+        let p = again.phases;
+        assert_eq!(again.unchanged, 3);
+        assert_eq!(
+            (p.rows, p.decode, p.hash),
+            (0, Duration::ZERO, Duration::ZERO)
+        );
+    }
+
+    /// Collects what a run reports.
+    #[derive(Default)]
+    struct Said(std::sync::Mutex<Vec<String>>);
+
+    impl Reporter for Said {
+        fn error(&self, err: &Error) {
+            seekless_core::sync::lock(&self.0).push(format!("error {err}"));
+        }
+        fn warning(&self, path: Option<&Path>, what: &str) {
+            seekless_core::sync::lock(&self.0).push(format!("warning {path:?}: {what}"));
+        }
+    }
+
+    #[test]
+    fn rows_under_an_empty_directory_of_another_device_are_kept_as_a_vanished_mount() {
+        let t = tempfile::tempdir().unwrap();
+        let (mnt, emptied, full) = (
+            t.path().join("mnt"),
+            t.path().join("emptied"),
+            t.path().join("full"),
+        );
+        for d in [&mnt, &emptied, &full] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(full.join("other.gif"), b"x").unwrap();
+        let meta = std::fs::metadata(t.path()).unwrap();
+        let here = seekless_core::os::file_id(t.path(), None, &meta)
+            .unwrap()
+            .dev;
+        let elsewhere = here.wrapping_add(1);
+        let bytes = |p: PathBuf| path_to_bytes(&p).into_owned();
+        let paths = [
+            bytes(mnt.join("a.gif")),
+            bytes(mnt.join("deep/er/b.gif")),
+            bytes(emptied.join("c.gif")),
+            bytes(full.join("d.gif")),
+        ];
+        let gone: Vec<(&[u8], u64, i64)> = vec![
+            // Another device under an empty directory: a drive not mounted.
+            (&paths[0], elsewhere, 1),
+            (&paths[1], elsewhere, 2),
+            // The same device: files deleted, the directory emptied.
+            (&paths[2], here, 3),
+            // Another device, but the directory is not empty: deleted.
+            (&paths[3], elsewhere, 4),
+        ];
+        let said = Said::default();
+        let kept = vanished_mounts(&gone, false, &said);
+        assert_eq!(kept, HashSet::from([1, 2]));
+        let said = seekless_core::sync::into_inner(said.0);
+        assert_eq!(said.len(), 1, "one error per directory: {said:?}");
+        assert!(
+            said[0].contains("mnt") && said[0].contains("with 2 rows"),
+            "{said:?}"
+        );
+
+        let said = Said::default();
+        assert!(vanished_mounts(&gone, true, &said).is_empty(), "--prune");
+        let said = seekless_core::sync::into_inner(said.0);
+        assert!(
+            said[0].starts_with("warning") && said[0].contains("--prune"),
+            "{said:?}"
+        );
+    }
+
+    #[test]
+    fn paths_under_a_root_are_its_own_and_its_descendants() {
+        assert!(under(b"/a/b/c.jpg", b"/a/b"));
+        assert!(under(b"/a/b/c.jpg", b"/a/b/"));
+        assert!(under(b"/a/b", b"/a/b"));
+        assert!(!under(b"/a/bc/d.jpg", b"/a/b"));
+        assert!(under(b"/x.jpg", b"/"));
+        assert!(!under(b"other/x.jpg", b"dir"));
+        // Windows paths separate with `\\` too (the one rule, portable).
+        assert_eq!(under(b"C:\\p\\a.jpg", b"C:\\p"), cfg!(windows));
+        assert_eq!(under(b"C:\\p\\a.jpg", b"C:\\"), cfg!(windows));
+        assert!(!under(b"C:\\pq\\a.jpg", b"C:\\p"));
+    }
+}

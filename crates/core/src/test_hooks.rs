@@ -1,0 +1,97 @@
+//! Fault points, for tests of what the jobs do when a file changes, vanishes, stalls or
+//! makes a sweep panic while it is read. Built only with the `test-hooks` feature (which
+//! `cargo test` turns on and no release build has) and in this crate's own unit tests;
+//! armed by `SEEKLESS_INJECT_FAULTS=1`, read here and nowhere else, or by [`arm`].
+//!
+//! Each point acts on a file only by its name, so a test chooses what strikes where:
+//!
+//! - `seekless-test-sweep-panics-here` ([`PANIC_ON_OPEN`]): the sweep that opens it panics;
+//! - `seekless-fault-shrink…` / `seekless-fault-grow…`: cut to half its size / 1000 bytes
+//!   longer, right after its header is written (tar), its temporary made (copy);
+//! - `seekless-fault-stall…`: its reader is held for two minutes (index: a slow file);
+//! - `seekless-fault-pause…`: its reader is held until a file of its name with `.go`
+//!   appended exists (two minutes at most: the test chooses the moment);
+//! - `seekless-fault-vanish…`: removed once a run has planned and before it reads (a name
+//!   deleted while the run goes on; its other hard-linked names stay).
+
+use std::path::Path;
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A file of this name makes the sweep that opens it panic.
+pub const PANIC_ON_OPEN: &str = "seekless-test-sweep-panics-here";
+
+static ARMED: AtomicBool = AtomicBool::new(cfg!(test));
+static ARMED_BY_ENV: LazyLock<bool> =
+    LazyLock::new(|| std::env::var_os("SEEKLESS_INJECT_FAULTS").is_some_and(|v| v == "1"));
+
+/// Arms the fault points in this process (a unit test's).
+pub fn arm() {
+    ARMED.store(true, Ordering::Relaxed);
+}
+
+/// Whether the fault points act.
+pub fn armed() -> bool {
+    ARMED.load(Ordering::Relaxed) || *ARMED_BY_ENV
+}
+
+/// Where a sweep opens a file.
+pub fn at_open(path: &Path) {
+    if armed() && path.file_name().is_some_and(|n| n == PANIC_ON_OPEN) {
+        panic!("injected sweep fault at {}", path.display());
+    }
+}
+
+/// Where a job has started on a file (see the module's manual).
+pub fn at_start(path: &Path) {
+    if !armed() {
+        return;
+    }
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let open = || std::fs::OpenOptions::new().write(true).open(path);
+    if name.starts_with("seekless-fault-shrink")
+        && let Ok(f) = open()
+        && let Ok(m) = f.metadata()
+    {
+        let _ = f.set_len(m.len() / 2);
+    } else if name.starts_with("seekless-fault-grow")
+        && let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path)
+    {
+        let _ = std::io::Write::write_all(&mut f, &[b'+'; 1000]);
+    } else if name.starts_with("seekless-fault-stall") {
+        std::thread::sleep(std::time::Duration::from_secs(120));
+    } else if name.starts_with("seekless-fault-pause") {
+        let mut go = path.as_os_str().to_owned();
+        go.push(".go");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while !Path::new(&go).exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+/// Once a run has planned and before it reads.
+pub fn before_read(path: &Path) {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    if armed() && name.starts_with("seekless-fault-vanish") {
+        // A test's own file, removed to stand for someone else removing it; never a
+        // release build.
+        #[allow(clippy::disallowed_methods)]
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Runs `f` on a thread of its own and returns its panic's message; fails if it returns
+/// or has not panicked within a minute (a hang).
+pub fn panic_message(f: impl FnOnce() + Send + 'static) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        let _ = tx.send(r.err().map(|p| crate::sync::panic_text(&*p)));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(Some(message)) => message,
+        Ok(None) => panic!("returned instead of panicking"),
+        Err(_) => panic!("hung instead of panicking"),
+    }
+}

@@ -1,0 +1,714 @@
+//! `copy`: a tree copied with `cp -a`'s semantics, its files read in physical order, each
+//! written under a temporary name and renamed into place when complete.
+//!
+//! - Directories are made first (in the order `find` lists them), their metadata set last;
+//!   symlinks, FIFOs and device nodes (as root) are recreated, never opened.
+//! - Regular files: a file whose destination has the same size and mtime is skipped
+//!   without being read (rsync's quick check; `checksum` compares content instead).
+//!   Others are read in physical order with the disk's queue kept full and written by
+//!   worker threads to `.NAME.seekless-tmp-PID-N` beside their destination, given the
+//!   source's owner (as root), mode, times and extended attributes, and renamed. A file
+//!   that changes while it is copied is reported and not put in place.
+//! - Hard links among the files copied stay links.
+//! - Within one filesystem, blocks are shared (`FICLONE`) or copied in the kernel
+//!   (`copy_file_range`) where the filesystem can, instead of read and written.
+//! - The destination is flushed (`syncfs`) before the copy reports success.
+//!
+//! An interrupted run leaves no partial file under a final name; its temporaries are
+//! removed by the next run, which copies only what is missing or changed.
+//!
+//! Layout, one decision per file: `decide` (what to do with each file, pure), `nodes`
+//! (directories, links, special files, metadata refresh), `content` (the workers that
+//! write file content), `commit` (durable before renamed, a batch at a time), `verify`,
+//! `target` (destination metadata and leftovers). What may be removed or replaced is not
+//! decided here: `src/destructive.rs` owns it, given what the run saw.
+//!
+//! ```
+//! use seekless_jobs::copy::{CopyOptions, CopyRoot, copy};
+//! use seekless_core::{PlanOptions, Quiet};
+//!
+//! let src = tempfile::tempdir()?;
+//! let dst = tempfile::tempdir()?;
+//! std::fs::write(src.path().join("a"), b"hello")?;
+//! let roots = [CopyRoot::new(src.path(), dst.path().join("copy"))];
+//! let summary = copy(&roots, &PlanOptions::default(), &CopyOptions::default(), &Quiet)?;
+//! assert_eq!((summary.copied, summary.failed), (1, 0));
+//! assert_eq!(std::fs::read(dst.path().join("copy/a"))?, b"hello");
+//! // Again: nothing to do.
+//! let again = copy(&roots, &PlanOptions::default(), &CopyOptions::default(), &Quiet)?;
+//! assert_eq!((again.copied, again.skipped), (0, 1));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod commit;
+mod content;
+mod decide;
+mod nodes;
+mod roots;
+mod target;
+mod verify;
+
+pub use roots::{ResolveError, resolve_roots};
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self};
+use std::io;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::atomic::{AtomicFile, parent_of};
+use crate::destructive::{self, DestinationLock, Witness};
+use crate::hash::Algorithm;
+use crate::stat::Stat;
+use commit::GroupCommit;
+use content::Shared;
+use decide::{Action, Existing, Rules};
+use nodes::{Made, link_in_place, make_dir, make_other, refresh};
+use seekless_core::FileId;
+use seekless_core::error::Error;
+use seekless_core::os;
+use seekless_core::plan::{Plan, PlanOptions, PlannedFile};
+use seekless_core::read::{self, ConsumeOptions, Events, NoEvents, ReadOptions};
+use seekless_core::report::Reporter;
+use seekless_core::sync::into_inner;
+use seekless_core::walk::Other;
+
+/// One source and where it goes: `source` itself becomes `dest` (a directory's contents
+/// go under `dest`).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CopyRoot {
+    /// A file or directory to copy.
+    pub source: PathBuf,
+    /// What it becomes.
+    pub dest: PathBuf,
+}
+
+impl CopyRoot {
+    /// `source` copied as `dest`.
+    pub fn new(source: impl Into<PathBuf>, dest: impl Into<PathBuf>) -> CopyRoot {
+        CopyRoot {
+            source: source.into(),
+            dest: dest.into(),
+        }
+    }
+}
+
+/// How to copy.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct CopyOptions {
+    /// How to read.
+    pub read: ReadOptions,
+    /// Threads writing files.
+    pub workers: usize,
+    /// Copy extended attributes (where the destination has none, silently not).
+    pub xattrs: bool,
+    /// `fsync` each file before renaming it into place (more than `sync` needs: one
+    /// flush per file instead of one per batch).
+    pub fsync: bool,
+    /// Durable before trusted: each file's data reaches the disk before the file gets its
+    /// final name (a batch of files at a time, one `syncfs` per destination filesystem
+    /// per batch), and the destination is flushed again at the end, so a power cut never
+    /// leaves a file under its final name with the right size and mtime but not its
+    /// data. Off (`--no-sync`): files are renamed as soon as written and nothing is
+    /// flushed; after a power cut a copied file may hold zeros that the next run's quick
+    /// check takes for unchanged.
+    pub sync: bool,
+    /// Compare content, not size and mtime, to decide what is unchanged.
+    pub checksum: bool,
+    /// Remove destination entries that the source does not have. Nothing is removed after
+    /// an error anywhere in the run (a directory that could not be listed, a file that
+    /// could not be read: what the plan lacks may still exist), unless `ignore_errors`.
+    pub delete: bool,
+    /// With `delete`: delete even after errors, but never at or under a path that failed
+    /// or was left out (another filesystem, walked under another name).
+    pub ignore_errors: bool,
+    /// After the copy, read each file copied back from the destination (its cache dropped
+    /// first) and compare its BLAKE3 hash with the source's.
+    pub verify: bool,
+    /// Hash every source file (skipped ones too: they are read, not written) with this
+    /// algorithm and report it ([`CopyEvents::hashed`]): a manifest as a by-product.
+    pub hash: Option<Algorithm>,
+    /// Within one filesystem, share blocks or copy in the kernel where possible.
+    pub fast_path: bool,
+}
+
+impl Default for CopyOptions {
+    fn default() -> Self {
+        Self {
+            read: ReadOptions::default(),
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            xattrs: true,
+            fsync: false,
+            sync: true,
+            checksum: false,
+            delete: false,
+            ignore_errors: false,
+            verify: false,
+            hash: None,
+            fast_path: true,
+        }
+    }
+}
+
+/// How a file's content was put in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Method {
+    /// Read (in physical order) and written.
+    ReadWrite,
+    /// Blocks shared with the source (`FICLONE`).
+    Clone,
+    /// Copied inside the kernel (`copy_file_range`).
+    CopyRange,
+}
+
+/// What a copy did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+#[non_exhaustive]
+pub struct CopySummary {
+    /// Files the destination did not have.
+    pub copied: u64,
+    /// Files the destination had, different.
+    pub updated: u64,
+    /// Files the destination had, the same (not written).
+    pub skipped: u64,
+    /// Unchanged files, links and special files whose mode, owner, times or extended
+    /// attributes were brought up to date (as rsync does).
+    pub refreshed: u64,
+    /// Destination entries removed (`delete`).
+    pub deleted: u64,
+    /// Paths that failed.
+    pub failed: u64,
+    /// Content bytes written.
+    pub bytes: u64,
+    /// Content bytes shared with the source (`FICLONE`): not written.
+    pub cloned: u64,
+    /// Directories made or brought up to date.
+    pub dirs: u64,
+    /// Symlinks, FIFOs and device nodes made.
+    pub others: u64,
+    /// Hard links made.
+    pub hardlinks: u64,
+    /// Files compared after the copy (`verify`), and those that differed.
+    pub verified: u64,
+    /// Files whose copy did not match the source (`verify`).
+    pub mismatched: u64,
+    /// Temporaries of interrupted runs removed.
+    pub leftovers_removed: u64,
+    /// How each source filesystem's files were copied: (its `st_dev`, a method used for
+    /// some of them), each pair once.
+    pub methods: Vec<(u64, Method)>,
+    /// The run stopped early (the destination is full, or cannot be written).
+    pub stopped: bool,
+    /// `delete` was asked for but nothing was deleted, because something failed
+    /// (`ignore_errors` not given).
+    pub deletion_skipped: bool,
+}
+
+/// What [`copy_with`] tells its caller as it goes, beyond the read's
+/// [`Events`] (the plan read, each file copied or failed, the end);
+/// all optional. Called one at a time.
+pub trait CopyEvents: Events {
+    /// A source file's hash ([`CopyOptions::hash`]).
+    fn hashed(&mut self, file: &PlannedFile, hex: &str) {
+        let _ = (file, hex);
+    }
+}
+
+impl CopyEvents for NoEvents {}
+
+/// Why a copy could not run at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CopyError {
+    /// The destination cannot be written (found before anything was read).
+    #[error("{}: cannot write the destination: {}", path.display(), seekless_core::error::describe_io(source))]
+    Destination {
+        /// The directory tried.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Another run is writing into the destination (one writer at a time).
+    #[error("{}: another run is writing here: {holder}", path.display())]
+    Busy {
+        /// The destination directory.
+        path: PathBuf,
+        /// Who, as far as the system says.
+        holder: String,
+    },
+    /// A root would copy a directory to itself or into itself (see [`resolve_roots`]).
+    #[error(transparent)]
+    Roots(#[from] ResolveError),
+}
+
+/// Copies every root. Per-path problems go to `reporter` and are counted; the run goes on
+/// (and stops early only when the destination is full).
+pub fn copy(
+    roots: &[CopyRoot],
+    plan_opts: &PlanOptions,
+    opts: &CopyOptions,
+    reporter: &dyn Reporter,
+) -> Result<CopySummary, CopyError> {
+    copy_with(roots, plan_opts, opts, reporter, &mut NoEvents)
+}
+
+/// [`copy`], telling `events` how it goes.
+pub fn copy_with(
+    roots: &[CopyRoot],
+    plan_opts: &PlanOptions,
+    opts: &CopyOptions,
+    reporter: &dyn Reporter,
+    events: &mut dyn CopyEvents,
+) -> Result<CopySummary, CopyError> {
+    let roots = follow_dest_links(roots);
+    let roots = &roots[..];
+    // Roots made by hand get the protection `resolve_roots` gives: a directory copied into
+    // itself would copy what it is copying.
+    for root in roots {
+        if os::symlink_metadata(&root.source).is_ok_and(|m| m.is_dir())
+            && roots::is_inside(&root.dest, &root.source)
+        {
+            return Err(ResolveError::IntoItself {
+                dir: root.source.clone(),
+                target: root.dest.clone(),
+            }
+            .into());
+        }
+    }
+    // The destination must be writable before anything is read; a file is not written
+    // through a dangling link (as `cp` refuses it), and the link is not replaced either.
+    for root in roots {
+        let dangling = os::symlink_metadata(&root.dest).is_ok_and(|m| m.is_symlink())
+            && os::metadata(&root.dest).is_err();
+        if dangling {
+            return Err(CopyError::Destination {
+                path: root.dest.clone(),
+                source: io::Error::other("not writing through dangling symlink"),
+            });
+        }
+    }
+    for root in roots {
+        let dir = match os::symlink_metadata(&root.source) {
+            Ok(m) if m.is_dir() => root.dest.clone(),
+            _ => parent_of(&root.dest).to_path_buf(),
+        };
+        fs::create_dir_all(&dir)
+            .and_then(|()| AtomicFile::create_private(&dir.join("probe")).map(drop))
+            .map_err(|source| CopyError::Destination {
+                path: dir.clone(),
+                source,
+            })?;
+    }
+
+    // One writer at a time in each destination.
+    let dest_dirs: Vec<PathBuf> = roots
+        .iter()
+        .map(|root| match os::symlink_metadata(&root.source) {
+            Ok(m) if m.is_dir() => root.dest.clone(),
+            _ => parent_of(&root.dest).to_path_buf(),
+        })
+        .collect();
+    let _lock = DestinationLock::take(&dest_dirs).map_err(|held| CopyError::Busy {
+        path: held.path,
+        holder: held.holder,
+    })?;
+
+    // Every error and every path left out is remembered: `delete` must not take what the
+    // run did not see for what the source does not have.
+    let watch = Witness::new(reporter);
+    let reporter: &dyn Reporter = &watch;
+    let mut plan_opts = plan_opts.clone();
+    plan_opts.walk.others = true;
+    let sources: Vec<PathBuf> = roots.iter().map(|r| r.source.clone()).collect();
+    let plan = Plan::build(&sources, &plan_opts, reporter);
+    let map = Mapping::new(roots);
+    let as_root = os::is_root();
+    let mut summary = CopySummary::default();
+
+    // Directories first, then symlinks and special files. Something else where the
+    // source has a directory is replaced, as rsync replaces it, but only while the run has
+    // seen everything (the walk is over: what it could not see is known).
+    let dir_clearance = watch
+        .clearance(false)
+        .ok()
+        .map(|c| c.translated(|p| map.dest_side(p)).sparing(&sources));
+    let mut dirs: Vec<(PathBuf, Other)> = Vec::new();
+    let mut wanted: HashSet<PathBuf> = HashSet::new();
+    for other in plan.others() {
+        let Some(dest) = map.dest_of(&other.path) else {
+            continue;
+        };
+        if opts.delete {
+            wanted.insert(dest.clone());
+        }
+        if other.metadata.is_dir() {
+            match make_dir(&dest, other, dir_clearance.as_ref()) {
+                Ok(existed) => {
+                    if existed {
+                        summary.leftovers_removed += target::remove_leftovers(&dest);
+                    }
+                    dirs.push((dest, other.clone()));
+                }
+                Err(e) => fail(&mut summary, reporter, Error::io(&dest, e)),
+            }
+        }
+    }
+    for other in plan.others() {
+        if other.metadata.is_dir() {
+            continue;
+        }
+        let Some(dest) = map.dest_of(&other.path) else {
+            continue;
+        };
+        match make_other(other, &dest, as_root, opts.xattrs, reporter) {
+            Ok(Made::New) => summary.others += 1,
+            Ok(Made::Refreshed) => summary.refreshed += 1,
+            Ok(Made::Same) => {}
+            Err(e) => fail(&mut summary, reporter, e),
+        }
+    }
+
+    // Decide per file, from the destination's metadata alone.
+    let rules = Rules {
+        checksum: opts.checksum,
+        hashing: opts.hash.is_some(),
+    };
+    let mut actions = Vec::with_capacity(plan.files().len());
+    for f in plan.files() {
+        let Some(dest) = map.dest_of(&f.entry.path) else {
+            actions.push(Action::Skip);
+            continue;
+        };
+        if opts.delete {
+            wanted.insert(dest.clone());
+        }
+        let existing = os::symlink_metadata(&dest).ok();
+        if existing.as_ref().is_some_and(|d| d.is_dir()) && !opts.delete {
+            actions.push(Action::Skip);
+            let why = "a directory is in the way of this file (--delete replaces it)";
+            fail(
+                &mut summary,
+                reporter,
+                Error::io(&dest, io::Error::other(why)),
+            );
+            continue;
+        }
+        // With `delete`, a directory in the way is replaced once the copy is complete and
+        // on the disk, and only if the run saw everything (see `content::OverDir`).
+        let action = decide::action(
+            f.entry.size,
+            f.entry.modified,
+            existing.as_ref().map(Existing::of).as_ref(),
+            rules,
+        );
+        if let (Action::Skip, Some(d)) = (action, &existing) {
+            summary.skipped += 1;
+            match refresh(
+                &f.entry.path,
+                true,
+                &dest,
+                &Stat::of(d),
+                as_root,
+                opts.xattrs,
+            ) {
+                Ok(true) => summary.refreshed += 1,
+                Ok(false) => {}
+                Err(e) => fail(&mut summary, reporter, e),
+            }
+        }
+        actions.push(action);
+    }
+    for alias in plan.aliases() {
+        if let Some(dest) = map.dest_of(&alias.path).filter(|_| opts.delete) {
+            wanted.insert(dest);
+        }
+    }
+    // The first name of each file that has others, whether or not it is read.
+    let alias_ids: HashSet<FileId> = plan.aliases().iter().map(|a| a.id).collect();
+    let firsts: HashMap<FileId, PathBuf> = plan
+        .files()
+        .iter()
+        .filter(|f| alias_ids.contains(&f.entry.id))
+        .map(|f| (f.entry.id, f.entry.path.to_path_buf()))
+        .collect();
+    // The files to read, each with its action, in plan order.
+    let mut actions = actions.into_iter();
+    let decided = read::decide(plan, |_| actions.next().filter(|a| *a != Action::Skip));
+    let (plan, actions) = (decided.plan, decided.decisions);
+
+    // The read: workers write what the sweeps hand them.
+    let shared = Shared {
+        map: &map,
+        opts,
+        reporter,
+        as_root,
+        actions: &actions,
+        // With `fsync` each file is on the disk already: renamed at once.
+        commits: GroupCommit::new(opts.sync && !opts.fsync),
+        stop: AtomicBool::new(false),
+        copied: AtomicU64::new(0),
+        updated: AtomicU64::new(0),
+        skipped: AtomicU64::new(0),
+        refreshed: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+        cloned: AtomicU64::new(0),
+        methods: Mutex::new(HashSet::new()),
+        hashes: Mutex::new(Vec::new()),
+        over_dirs: Mutex::new(Vec::new()),
+    };
+    let consume = ConsumeOptions::new(opts.read.clone(), opts.workers);
+    read::run(
+        &plan,
+        &consume,
+        &shared,
+        events,
+        |events, planned, outcome| {
+            if let Some(hex) = &outcome.hash {
+                events.hashed(planned, hex);
+            }
+            // A full destination: the rest would not fit either; stop reading.
+            if shared.stop.load(Ordering::Relaxed) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        },
+    );
+    shared.placed(shared.commits.finish());
+    summary.copied += shared.copied.into_inner();
+    summary.updated += shared.updated.into_inner();
+    summary.skipped += shared.skipped.into_inner();
+    summary.refreshed += shared.refreshed.into_inner();
+    summary.failed += shared.failed.into_inner();
+    summary.bytes += shared.bytes.into_inner();
+    summary.cloned += shared.cloned.into_inner();
+    summary.stopped = shared.stop.into_inner();
+    let mut methods: Vec<(u64, Method)> = into_inner(shared.methods).into_iter().collect();
+    methods.sort_unstable_by_key(|&(dev, m)| (dev, m as u8));
+    summary.methods = methods;
+    let hashes = into_inner(shared.hashes);
+    let over_dirs = into_inner(shared.over_dirs);
+
+    if !summary.stopped {
+        // Hard links: every second name of a file that is in place, linked to its first.
+        for alias in plan.aliases() {
+            let (Some(first), Some(dest)) = (firsts.get(&alias.id), map.dest_of(&alias.path))
+            else {
+                continue;
+            };
+            let Some(first_dest) = map.dest_of(first) else {
+                continue;
+            };
+            if first_dest == dest {
+                continue;
+            }
+            match link_in_place(&first_dest, &dest) {
+                Ok(true) => summary.hardlinks += 1,
+                Ok(false) => {}
+                Err(e) => fail(&mut summary, reporter, Error::io(&dest, e)),
+            }
+        }
+    }
+
+    // What the run could not see whole: source paths that failed or were left out (all
+    // known once the read is over; what deletion itself fails on comes after).
+    let unseen: HashSet<PathBuf> = watch.unseen().into_iter().collect();
+    let clearance = watch
+        .clearance(opts.ignore_errors)
+        .map(|c| c.translated(|p| map.dest_side(p)).sparing(&sources));
+    // Copies waiting where the destination has a directory: put in place now, if the
+    // run saw everything there.
+    for waiting in over_dirs {
+        let dest = waiting.temp.dest().to_path_buf();
+        let placed = match &clearance {
+            Ok(c) => waiting.temp.put_in_place_over_dir(waiting.durable, c),
+            Err(errors) => Err(Error::io(
+                &dest,
+                io::Error::other(format!(
+                    "a directory is in the way of this file; kept: {errors} error{} in this \
+                     run (--ignore-errors replaces it all the same)",
+                    if *errors == 1 { "" } else { "s" }
+                )),
+            )),
+        };
+        match placed {
+            Ok(()) => {
+                summary.deleted += 1;
+                summary.updated += 1;
+                summary.bytes += waiting.placed.written;
+                summary.cloned += waiting.placed.cloned;
+            }
+            Err(e) => fail(&mut summary, reporter, e),
+        }
+    }
+    if opts.delete {
+        match &clearance {
+            Err(errors) => {
+                summary.deletion_skipped = true;
+                reporter.warning(
+                    None,
+                    &format!(
+                        "copy: nothing deleted: {errors} error{} in this run, so the source \
+                         may have more than was seen (--ignore-errors deletes all the same, \
+                         except at and under the paths that failed)",
+                        if *errors == 1 { "" } else { "s" }
+                    ),
+                );
+            }
+            Ok(clearance) => {
+                for root in roots {
+                    if os::symlink_metadata(&root.source).is_ok_and(|m| m.is_dir()) {
+                        summary.deleted += destructive::remove_extra(
+                            &root.dest,
+                            &wanted,
+                            clearance,
+                            reporter,
+                            &mut summary.failed,
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    // Directory metadata last, deepest first, so setting it is not undone by writing
+    // inside them. A directory that could not be read keeps the metadata its copy has:
+    // a backup made unreadable (mode 000) by a source the user cannot read helps nobody.
+    for (dest, other) in dirs.iter().rev() {
+        if unseen.contains(&*other.path) {
+            continue;
+        }
+        let st = Stat::of(&other.metadata);
+        let done = (if opts.xattrs {
+            target::sync_xattrs(&other.path, dest).map(drop)
+        } else {
+            Ok(())
+        })
+        .and_then(|()| target::apply(dest, None, &st, as_root).map_err(|e| Error::io(dest, e)));
+        match done {
+            Ok(()) => summary.dirs += 1,
+            Err(e) => fail(&mut summary, reporter, e),
+        }
+    }
+
+    if opts.sync || opts.verify {
+        for root in roots {
+            let dir = if root.dest.is_dir() {
+                root.dest.as_path()
+            } else {
+                parent_of(&root.dest)
+            };
+            if let Err(e) = os::sync_filesystem(dir) {
+                fail(&mut summary, reporter, Error::io(dir, e));
+            }
+        }
+    }
+
+    if opts.verify {
+        verify::verify(&hashes, &plan_opts, opts, reporter, &mut summary);
+    }
+    Ok(summary)
+}
+
+/// The roots, with each destination that is a symlink replaced by what it leads to: as
+/// `cp` and `rsync` do, a link given as the destination is followed (`/backup` a link to
+/// another disk; a file's destination a link to a file), never replaced. Links below it
+/// are copies of the source's links, as always.
+fn follow_dest_links(roots: &[CopyRoot]) -> Vec<CopyRoot> {
+    roots
+        .iter()
+        .map(|r| {
+            let is_link = os::symlink_metadata(&r.dest).is_ok_and(|m| m.file_type().is_symlink());
+            if !is_link {
+                return r.clone();
+            }
+            if os::metadata(&r.dest).is_ok_and(|m| m.is_dir()) {
+                return match fs::canonicalize(&r.dest) {
+                    Ok(dir) => CopyRoot::new(r.source.clone(), dir),
+                    Err(_) => r.clone(),
+                };
+            }
+            // A link to a file, for a file: its target is written, as `cp` writes it
+            // (and, as `cp`, not through a dangling link: refused in `copy_with`).
+            match os::symlink_metadata(&r.source) {
+                Ok(m) if m.is_file() && os::metadata(&r.dest).is_ok() => {
+                    match crate::atomic::through_links(&r.dest) {
+                        Ok(target) => CopyRoot::new(r.source.clone(), target),
+                        Err(_) => r.clone(),
+                    }
+                }
+                _ => r.clone(),
+            }
+        })
+        .collect()
+}
+
+fn fail(summary: &mut CopySummary, reporter: &dyn Reporter, err: Error) {
+    summary.failed += 1;
+    reporter.error(&err);
+}
+
+/// Where walked paths go.
+struct Mapping<'a> {
+    roots: &'a [CopyRoot],
+    /// The device of each root's destination directory (made by the writability check),
+    /// looked up once: the same-filesystem fast path is tried when a file's source is on
+    /// it (a mount point further down only makes the fast path fail and fall back).
+    dest_devs: Vec<Option<u64>>,
+}
+
+impl<'a> Mapping<'a> {
+    fn new(roots: &'a [CopyRoot]) -> Self {
+        let dest_devs = roots
+            .iter()
+            .map(|r| {
+                let dir = if r.dest.is_dir() {
+                    r.dest.as_path()
+                } else {
+                    r.dest.parent().unwrap_or(Path::new("."))
+                };
+                let meta = os::metadata(dir).ok()?;
+                os::file_id(dir, None, &meta).ok().map(|id| id.dev)
+            })
+            .collect();
+        Mapping { roots, dest_devs }
+    }
+
+    /// Whether the destination of `path` (found under a root) is on device `dev`.
+    fn dest_on(&self, path: &Path, dev: u64) -> bool {
+        self.roots
+            .iter()
+            .position(|r| path.starts_with(&r.source))
+            .is_some_and(|i| self.dest_devs[i] == Some(dev))
+    }
+
+    /// The name on the destination side of a path the run could not see: a source path's
+    /// destination, or a destination path itself (a copy that failed to be written).
+    fn dest_side(&self, path: &Path) -> Option<PathBuf> {
+        self.dest_of(path).or_else(|| {
+            self.roots
+                .iter()
+                .any(|r| path.starts_with(&r.dest))
+                .then(|| path.to_path_buf())
+        })
+    }
+
+    /// The destination of a path the walk found under one of the roots.
+    fn dest_of(&self, path: &Path) -> Option<PathBuf> {
+        self.roots.iter().find_map(|r| {
+            let rest = path.strip_prefix(&r.source).ok()?;
+            Some(if rest.as_os_str().is_empty() {
+                r.dest.clone()
+            } else {
+                r.dest.join(rest)
+            })
+        })
+    }
+}
