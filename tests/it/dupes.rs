@@ -1,4 +1,4 @@
-//! `seekless dupes` (README, "dupes") on a set of photos drawn by Python's Pillow with known
+//! `seekless dupes` (docs/usage.md) on a set of photos drawn by Python's Pillow with known
 //! copies: byte-identical, re-encoded at JPEG quality 60, halved, the next frame of a burst
 //! (camera and time written by exiftool), stretched to another aspect ratio, and unrelated
 //! pictures. The catalog is made by `seekless index --thumbs`; the contact sheet is loaded

@@ -73,7 +73,7 @@ fn one_directory_of_200000_entries_is_listed_within_the_memory_budget() {
     // The peak must not depend on how the 64 walk threads happen to be scheduled (a loaded
     // run once peaked at 190 MB): each walk thread hands its results over every 16 KiB from
     // a buffer allocated once, and lists directories into one buffer of its own (see the
-    // README, "Memory").
+    // docs/design.md, "Memory is linear").
     // Issue 21.4's budget: 200 bytes per file (it was 300 before a placement's one extent
     // was held inline and a directory listed with its names in one buffer; this run peaked
     // at 75 MiB then, 47 MiB since).

@@ -1,4 +1,4 @@
-//! `seekless dupes`: duplicate groups from an index catalog (see README, "dupes").
+//! `seekless dupes`: duplicate groups from an index catalog (see docs/usage.md, "dupes").
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;

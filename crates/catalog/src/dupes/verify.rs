@@ -18,7 +18,7 @@
 //!   [`BURST_WINDOW_MS`], but not at the same instant: a re-encoded or resized copy keeps
 //!   its original's EXIF, so equal timestamps are one shot, kept as duplicates; a camera
 //!   that records no sub-seconds gives a burst's frames of one second the same timestamp,
-//!   and they are then told as duplicates (said in the README).
+//!   and they are then told as duplicates (said in docs/usage.md).
 
 /// Aspect ratios (width / height, EXIF orientation applied) within 2 % of each other.
 pub const ASPECT_TOLERANCE: f64 = 0.02;

@@ -90,7 +90,7 @@ CREATE TABLE IF NOT EXISTS thumbs (
 /// work one commit writes. Each commit writes every page its rows dirtied, and a row of a
 /// file never seen lands on a random page of the content-hash index: 4,096 rows share
 /// those pages' writes eight times as often as 512 did (tiny files: 1.4× the rows per
-/// second, README "Measured").
+/// second, bench/RESULTS.md).
 const BATCH_ROWS: usize = 4096;
 
 /// [`BATCH_ROWS`], but 256 in debug builds of the binary under `SEEKLESS_INJECT_FAULTS=1`

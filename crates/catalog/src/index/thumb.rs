@@ -322,7 +322,7 @@ fn decode_jpeg(data: &[u8], size: u32, max_megapixels: u32) -> Result<Pixels, St
 }
 
 /// libjpeg-turbo (TurboJPEG 3 API) at reduced scale: its SIMD Huffman decoding and
-/// scaled IDCTs make it 1.6–2× `jpeg-decoder` on large JPEGs (README, "Measured").
+/// scaled IDCTs make it 1.6–2× `jpeg-decoder` on large JPEGs (bench/RESULTS.md).
 #[cfg(feature = "turbojpeg")]
 mod turbo {
     use turbojpeg::{Decompressor, Image, PixelFormat, ScalingFactor};
