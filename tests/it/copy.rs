@@ -28,7 +28,7 @@ use crate::common::*;
 /// The tools every root test here uses besides seekless.
 const TOOLS: [&str; 6] = ["getfattr", "setfattr", "diff", "cp", "mknod", "filefrag"];
 
-/// Root, and the tools: false after a SKIP line.
+/// Root, and the tools: false after a [`skip`].
 pub(crate) fn ready(test: &str, more: &[&str]) -> bool {
     require_root(test)
         && TOOLS

@@ -197,10 +197,7 @@ fn a_file_changed_after_planning_is_reported_and_not_hashed() {
 
 #[test]
 fn unreadable_files_are_reported_and_the_rest_hashed() {
-    if !is_root() {
-        eprintln!(
-            "SKIP unreadable_files_are_reported_and_the_rest_hashed: runs as nobody via setpriv, needs root"
-        );
+    if !require_root(test_name!()) {
         return;
     }
     use std::os::unix::fs::PermissionsExt;

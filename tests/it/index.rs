@@ -22,8 +22,8 @@ use crate::common::*;
 // ---------------------------------------------------------------------------------------
 // Tools.
 
-/// The independent tools every test here compares against. `None` (after a SKIP line)
-/// when one is missing; in CI a missing tool is a failure.
+/// The independent tools every test here compares against. `None` (after a [`skip`])
+/// when one is missing.
 struct Tools {
     /// A Python 3 that has Pillow (Debian's `python3-pil`).
     python: &'static str,
@@ -35,25 +35,8 @@ fn tools(test: &str) -> Option<Tools> {
             return None;
         }
     }
-    // A pyenv or virtualenv `python3` first on PATH may not see Debian's python3-pil.
-    for python in ["python3", "/usr/bin/python3"] {
-        let has_pillow = Command::new(python)
-            .args(["-c", "import PIL"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if has_pillow {
-            return Some(Tools { python });
-        }
-    }
-    if std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1") {
-        panic!(
-            "{test}: needs Python's Pillow (python3-pil), and SEEKLESS_REQUIRE_ROOT_TESTS=1 forbids skipping"
-        );
-    }
-    eprintln!("SKIP {test}: Python's Pillow (python3-pil) is not installed");
-    None
+    let python = python_with(test, &["PIL"])?;
+    Some(Tools { python })
 }
 
 // ---------------------------------------------------------------------------------------

@@ -78,11 +78,6 @@ fn messages(o: &Output) -> Vec<String> {
         .collect()
 }
 
-/// The readers a test needs; a missing one is a SKIP locally and a failure in CI.
-fn require_tools(test: &str, tools: &[&str]) -> bool {
-    tools.iter().all(|t| require_tool(test, t))
-}
-
 /// The effective user id (what seekless and its files run as).
 fn euid() -> u32 {
     // SAFETY: geteuid has no preconditions.
@@ -2045,10 +2040,14 @@ fn a_file_of_more_than_8_gib_is_sized_by_a_pax_record() {
     // SAFETY: fallocate on an open fd with plain integer arguments.
     let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, SIZE as libc::off_t) };
     if rc != 0 {
-        eprintln!(
-            "SKIP {test}: cannot allocate 9 GiB in {}: {}",
-            t.path().display(),
-            std::io::Error::last_os_error()
+        skip(
+            test,
+            "space",
+            &format!(
+                "cannot allocate 9 GiB in {}: {}",
+                t.path().display(),
+                std::io::Error::last_os_error()
+            ),
         );
         return;
     }
