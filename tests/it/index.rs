@@ -1295,11 +1295,11 @@ fn a_second_run_reads_only_what_was_added_or_changed_and_ends_as_a_clean_run_wou
 // 4. kill -9.
 
 /// Starts `seekless index` and kills it (SIGKILL) at the first moment `ready`, asked while
-/// the run is frozen, says yes. Returns false if the run ended first (it then must have
-/// ended well).
-fn kill_when(db: &Path, photos: &Path, ready: impl FnMut() -> bool) -> bool {
+/// the run is frozen between slices of `slice`, says yes. Returns false if the run ended
+/// first (it then must have ended well).
+fn kill_when(db: &Path, photos: &Path, slice: Duration, ready: impl FnMut() -> bool) -> bool {
     let mut run = start_index(db, photos);
-    if !freeze_when(&mut run.0, ready) {
+    if !freeze_when_every(&mut run.0, slice, ready) {
         let (code, err) = finish(run);
         assert_eq!(code, Some(0), "{err}");
         return false;
@@ -1352,26 +1352,38 @@ fn a_run_killed_at_any_moment_leaves_a_sound_database_and_the_next_run_completes
     jpeg_corpus(&tools, &photos, N as usize, 4);
     let db = t.path().join("crash.db");
 
-    // Killed as soon as the database file exists: while it is set up, or before its
-    // first commit.
-    let early = kill_when(&db, &photos, || db.exists());
-    let kept = check_killed(&db, &t.path().join("copy-early.db"));
-    eprintln!("{test}: killed early ({early}) with {kept} rows committed");
-
-    // Killed just after a commit of the next run.
-    let mut committed = None;
-    let caught = kill_when(&db, &photos, || {
-        committed = committed_rows(&db).filter(|&n| n > kept);
-        committed.is_some()
-    });
-    let committed = match committed {
-        Some(n) if caught => n,
-        _ => {
-            eprintln!(
-                "NOTE {test}: the run ended before a commit was seen; it could not be \
-                 killed in the middle, the rest is checked on a complete run"
+    // A run that ended before it was caught is tried again from an empty database,
+    // watched in shorter slices; the test fails if none could be caught.
+    let mut slices = CATCH_SLICES.iter().enumerate();
+    let committed = loop {
+        let Some((attempt, &slice)) = slices.next() else {
+            panic!(
+                "every run ended before a commit was seen ({} attempts, slices \
+                 {CATCH_SLICES:?}): none could be killed in the middle",
+                CATCH_SLICES.len()
             );
-            N
+        };
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+        }
+
+        // Killed as soon as the database file exists: while it is set up, or before its
+        // first commit.
+        let early = kill_when(&db, &photos, slice, || db.exists());
+        let kept = check_killed(&db, &t.path().join(format!("copy-early-{attempt}.db")));
+        eprintln!("{test}: killed early ({early}) with {kept} rows committed");
+
+        // Killed just after a commit of the next run.
+        let mut committed = None;
+        let caught = kill_when(&db, &photos, slice, || {
+            committed = committed_rows(&db).filter(|&n| n > kept);
+            committed.is_some()
+        });
+        match committed {
+            Some(n) if caught => break n,
+            _ => eprintln!(
+                "{test}: attempt {attempt} (slices of {slice:?}) ended before a commit was seen"
+            ),
         }
     };
     eprintln!("{test}: killed with {committed} of {N} rows committed");

@@ -2573,45 +2573,17 @@ fn the_archive_inside_the_archived_tree_is_not_dumped() {
     check("second run, over the first one's archive");
 }
 
-/// Starts `seekless tar -z -f ARCHIVE -C DIR tree` and kills it (SIGKILL) once its
-/// temporary archive holds data. Returns false if the run ended first (it then must have
-/// ended well).
-fn kill_mid_write(dir: &Path, archive: &Path) -> bool {
-    let child = seekless_tar(dir)
-        .args(["-z", "-f"])
-        .arg(archive)
-        .arg("tree")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut run = Running(child);
-    // The temporary: `.NAME.seekless-tmp-PID-N` beside the archive.
-    let prefix = format!(
-        ".{}.seekless-tmp-{}-",
-        archive.file_name().unwrap().to_str().unwrap(),
-        run.0.id()
-    );
-    let dir = archive.parent().unwrap().to_path_buf();
-    let caught = freeze_when(&mut run.0, || {
-        std::fs::read_dir(&dir).unwrap().flatten().any(|e| {
-            e.file_name().to_string_lossy().starts_with(&prefix)
-                && e.metadata().is_ok_and(|m| m.len() > 0)
-        })
-    });
-    if !caught {
-        let status = run.0.wait().unwrap();
-        assert!(status.success(), "{status}");
-        return false;
-    }
+/// Starts `seekless tar -z -f ARCHIVE tree` in `dir` and kills it (SIGKILL) once its
+/// temporary archive holds data ([`caught_mid_write`]: a test fails if that never
+/// happens).
+fn kill_mid_write(dir: &Path, archive: &Path) {
+    let mut run = caught_mid_write(dir, archive);
     signal(&run.0, libc::SIGKILL);
     let status = run.0.wait().unwrap();
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(libc::SIGKILL)
     );
-    true
 }
 
 /// A tmpfs mounted by the test, unmounted when dropped.
@@ -2661,23 +2633,16 @@ fn an_archive_appears_under_its_name_only_when_complete() {
     // Killed while writing over an older archive: the older one is still there, whole.
     let previous = dir.join("over.tar.gz");
     std::fs::write(&previous, b"the previous archive").unwrap();
-    if kill_mid_write(t.path(), &previous) {
-        assert_eq!(
-            std::fs::read(&previous).unwrap(),
-            b"the previous archive",
-            "a killed run replaced the archive"
-        );
-        // Killed while writing a new one: nothing under its name.
-        let fresh = dir.join("fresh.tar.gz");
-        if kill_mid_write(t.path(), &fresh) {
-            assert!(!fresh.exists(), "a killed run left {}", fresh.display());
-        }
-    } else {
-        eprintln!(
-            "NOTE {test}: the run ended before its archive held data; it could not be \
-             killed in the middle"
-        );
-    }
+    kill_mid_write(t.path(), &previous);
+    assert_eq!(
+        std::fs::read(&previous).unwrap(),
+        b"the previous archive",
+        "a killed run replaced the archive"
+    );
+    // Killed while writing a new one: nothing under its name.
+    let fresh = dir.join("fresh.tar.gz");
+    kill_mid_write(t.path(), &fresh);
+    assert!(!fresh.exists(), "a killed run left {}", fresh.display());
 
     // A run that fails for want of space: nothing under the name, no temporary file.
     if is_root() {
@@ -2841,9 +2806,10 @@ fn an_archive_onto_a_device_node_or_fifo_is_written_into_it_not_renamed_over_it(
 }
 
 /// Starts `seekless tar -z -f ARCHIVE tree` in `dir` and, once its temporary holds data,
-/// freezes it; returns the run and the temporary's name prefix, or `None` if it ended
-/// first (then it ended well).
-fn caught_mid_write(dir: &Path, archive: &Path) -> Option<Running> {
+/// freezes it and returns the run. A run that ended first (it then must have ended well)
+/// is undone (the archive put back as it was) and started again, watched in shorter
+/// slices ([`CATCH_SLICES`]); the test fails if none was caught.
+fn caught_mid_write(dir: &Path, archive: &Path) -> Running {
     caught_mid_write_with(dir, archive, libc::SIG_DFL)
 }
 
@@ -2851,52 +2817,60 @@ fn caught_mid_write(dir: &Path, archive: &Path) -> Option<Running> {
 /// the default (as from a terminal, whatever this test process was started with: under
 /// `nohup`, or in the background of a shell, it ignores some of them, and a child would
 /// inherit that), or ignored.
-fn caught_mid_write_with(
-    dir: &Path,
-    archive: &Path,
-    disposition: libc::sighandler_t,
-) -> Option<Running> {
-    let mut cmd = seekless_tar(dir);
-    cmd.args(["-z", "-f"])
-        .arg(archive)
-        .arg("tree")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    // SAFETY: only async-signal-safe calls (signal) between fork and exec.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
-                libc::signal(sig, disposition);
-            }
-            Ok(())
+fn caught_mid_write_with(dir: &Path, archive: &Path, disposition: libc::sighandler_t) -> Running {
+    let before = std::fs::read(archive).ok();
+    for slice in CATCH_SLICES {
+        let mut cmd = seekless_tar(dir);
+        cmd.args(["-z", "-f"])
+            .arg(archive)
+            .arg("tree")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        // SAFETY: only async-signal-safe calls (signal) between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+                    libc::signal(sig, disposition);
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().unwrap();
+        let mut run = Running(child);
+        // The temporary: `.NAME.seekless-tmp-RUN-N` beside the archive, RUN the process id
+        // in 8 hex digits and 8 more of its own (src/atomic.rs).
+        let prefix = format!(
+            ".{}.seekless-tmp-{:08x}",
+            archive.file_name().unwrap().to_str().unwrap(),
+            run.0.id()
+        );
+        let parent = archive.parent().unwrap().to_path_buf();
+        let caught = freeze_when_every(&mut run.0, slice, || {
+            std::fs::read_dir(&parent).unwrap().flatten().any(|e| {
+                e.file_name().to_string_lossy().starts_with(&prefix)
+                    && e.metadata().is_ok_and(|m| m.len() > 0)
+            })
         });
-    }
-    let child = cmd.spawn().unwrap();
-    let mut run = Running(child);
-    let prefix = format!(
-        ".{}.seekless-tmp-{}-",
-        archive.file_name().unwrap().to_str().unwrap(),
-        run.0.id()
-    );
-    let parent = archive.parent().unwrap().to_path_buf();
-    let caught = freeze_when(&mut run.0, || {
-        std::fs::read_dir(&parent).unwrap().flatten().any(|e| {
-            e.file_name().to_string_lossy().starts_with(&prefix)
-                && e.metadata().is_ok_and(|m| m.len() > 0)
-        })
-    });
-    if !caught {
+        if caught {
+            return run;
+        }
         let status = run.0.wait().unwrap();
         assert!(status.success(), "{status}");
-        return None;
+        match &before {
+            Some(bytes) => std::fs::write(archive, bytes).unwrap(),
+            None => std::fs::remove_file(archive).unwrap(),
+        }
     }
-    Some(run)
+    panic!(
+        "every run ended before its archive held data ({} attempts, slices {CATCH_SLICES:?}): \
+         none could be caught in the middle",
+        CATCH_SLICES.len()
+    );
 }
 
 #[test]
 fn an_interrupted_run_removes_its_temporary_and_ends_by_the_signal() {
-    let test = test_name!();
     let t = scratch!();
     let tree = t.path().join("tree");
     random_files(&tree, 48, 2 << 20, &mut Rng::new(22));
@@ -2908,10 +2882,7 @@ fn an_interrupted_run_removes_its_temporary_and_ends_by_the_signal() {
         (libc::SIGHUP, "SIGHUP"),
     ] {
         let archive = dir.join("a.tar.gz");
-        let Some(run) = caught_mid_write(t.path(), &archive) else {
-            eprintln!("NOTE {test}: the run ended before its archive held data ({name})");
-            continue;
-        };
+        let run = caught_mid_write(t.path(), &archive);
         signal(&run.0, sig);
         let (code, err) = finish(run);
         assert_eq!(
@@ -2921,29 +2892,24 @@ fn an_interrupted_run_removes_its_temporary_and_ends_by_the_signal() {
         assert!(entries(&dir).is_empty(), "{name} left {:?}", entries(&dir));
     }
     // The status says which signal: checked once more on a run waited for directly.
-    if let Some(mut run) = caught_mid_write(t.path(), &dir.join("b.tar.gz")) {
-        signal(&run.0, libc::SIGTERM);
-        thaw(&run.0);
-        let status = run.0.wait().unwrap();
-        assert_eq!(
-            std::os::unix::process::ExitStatusExt::signal(&status),
-            Some(libc::SIGTERM)
-        );
-        assert!(entries(&dir).is_empty(), "left {:?}", entries(&dir));
-    }
+    let mut run = caught_mid_write(t.path(), &dir.join("b.tar.gz"));
+    signal(&run.0, libc::SIGTERM);
+    thaw(&run.0);
+    let status = run.0.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGTERM)
+    );
+    assert!(entries(&dir).is_empty(), "left {:?}", entries(&dir));
 }
 
 #[test]
 fn signals_ignored_when_started_stay_ignored_as_under_nohup() {
-    let test = test_name!();
     let t = scratch!();
     let tree = t.path().join("tree");
     random_files(&tree, 48, 2 << 20, &mut Rng::new(24));
     let archive = t.path().join("kept.tar.gz");
-    let Some(run) = caught_mid_write_with(t.path(), &archive, libc::SIG_IGN) else {
-        eprintln!("NOTE {test}: the run ended before its archive held data");
-        return;
-    };
+    let run = caught_mid_write_with(t.path(), &archive, libc::SIG_IGN);
     signal(&run.0, libc::SIGHUP);
     let (code, err) = finish(run);
     // `nohup seekless tar ...` outlives its terminal: the archive is finished, not dropped.
@@ -2973,10 +2939,7 @@ fn a_later_run_removes_the_temporaries_a_killed_run_of_the_same_archive_left() {
     let dir = t.path().join("archives");
     std::fs::create_dir(&dir).unwrap();
     let archive = dir.join("k.tar.gz");
-    if !kill_mid_write(t.path(), &archive) {
-        eprintln!("NOTE {test}: the run ended before its archive held data");
-        return;
-    }
+    kill_mid_write(t.path(), &archive);
     let left = entries(&dir);
     assert_eq!(left.len(), 1, "the killed run's temporary: {left:?}");
     // A temporary of a process that runs (this test) and one of another archive's name:
