@@ -54,4 +54,8 @@ mod shell; // bash runs the completion script, man renders the page
 #[cfg(target_os = "linux")]
 mod tar; // GNU tar, bsdtar and Python's tarfile read what seekless tar writes
 #[cfg(target_os = "linux")]
+mod tar_formats; // names byte for byte, special files, sparse and > 8 GiB files, read back
+#[cfg(target_os = "linux")]
+mod tar_safety; // changing and unreadable files; the archive file: complete or absent, kill -9
+#[cfg(target_os = "linux")]
 mod walk; // a loop device's read requests

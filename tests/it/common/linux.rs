@@ -289,3 +289,28 @@ pub fn filefrag(path: &Path) -> (Option<u64>, u64) {
     }
     (first, count)
 }
+
+/// A tmpfs mounted by the test, unmounted when dropped.
+pub struct Mounted(pub PathBuf);
+
+impl Mounted {
+    pub fn tmpfs(at: &Path, options: &str) -> Mounted {
+        std::fs::create_dir_all(at).unwrap();
+        run(Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "seekless-test"])
+            .arg(at));
+        Mounted(at.to_path_buf())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let ok = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}

@@ -9,6 +9,8 @@
 #![allow(dead_code)]
 
 #[cfg(target_os = "linux")]
+pub mod archive;
+#[cfg(target_os = "linux")]
 mod child;
 #[cfg(target_os = "linux")]
 pub mod faults;
@@ -20,6 +22,8 @@ pub use child::*;
 pub use linux::*;
 #[cfg(unix)]
 mod skip;
+#[cfg(target_os = "linux")]
+pub mod trees;
 #[cfg(unix)]
 pub use skip::*;
 
