@@ -38,7 +38,11 @@ mod hash; // loop devices, coreutils, /proc and sysfs files, tmpfs
 #[cfg(target_os = "linux")]
 mod index; // exiftool, sqlite3, b3sum, Pillow; SIGSTOP and /proc to freeze a run mid-write
 #[cfg(target_os = "linux")]
+mod index_commits; // a stalled file, a lock held by another program (python3), foreign databases
+#[cfg(target_os = "linux")]
 mod index_fields; // the catalog's fields against exiftool and ImageMagick on Pillow's test images
+#[cfg(target_os = "linux")]
+mod index_scope; // a second writer, which files, odd names, unreadable files, unmounted disks
 #[cfg(target_os = "linux")]
 mod index_thumbs; // thumbnails against ImageMagick, pHash against Python's imagehash
 #[cfg(target_os = "linux")]

@@ -11,6 +11,8 @@
 #[cfg(target_os = "linux")]
 pub mod archive;
 #[cfg(target_os = "linux")]
+pub mod catalog;
+#[cfg(target_os = "linux")]
 mod child;
 #[cfg(target_os = "linux")]
 pub mod faults;
