@@ -15,6 +15,8 @@ pub mod catalog;
 #[cfg(target_os = "linux")]
 mod child;
 #[cfg(target_os = "linux")]
+pub mod copying;
+#[cfg(target_os = "linux")]
 pub mod faults;
 #[cfg(target_os = "linux")]
 mod linux;
