@@ -12,16 +12,6 @@ fn hash(args: &[&std::ffi::OsStr]) -> std::process::Output {
     seekless().arg("hash").args(args).output().unwrap()
 }
 
-fn sha256sum(path: &Path) -> String {
-    let out = run(Command::new("sha256sum").arg("--").arg(path));
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.trim_start_matches('\\')
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_string()
-}
-
 fn hashes_match_sha256sum_on(fs: &str) {
     let test = format!("hashes_match_sha256sum_on_{fs}");
     if !require_root(&test) || !require_tool(&test, &format!("mkfs.{fs}")) {

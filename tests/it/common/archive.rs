@@ -539,14 +539,3 @@ pub fn pax_time(s: &str) -> (i64, i64) {
         ns.rem_euclid(1_000_000_000) as i64,
     )
 }
-
-/// What `sha256sum` says of a file.
-pub fn sha256sum(path: &Path) -> String {
-    let out = run(Command::new("sha256sum").arg("--").arg(path));
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.trim_start_matches('\\')
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_string()
-}

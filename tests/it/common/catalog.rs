@@ -285,12 +285,6 @@ pub fn assert_fields_match_exiftool(row: &Value, exif: &Value) {
     }
 }
 
-/// What `b3sum` prints for the file.
-pub fn b3sum(path: &Path) -> String {
-    let out = run(Command::new("b3sum").arg("--no-names").arg(path));
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 // ---------------------------------------------------------------------------------------
 // Hand-made EXIF (for the broken cases no tool would write).
 

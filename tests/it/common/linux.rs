@@ -314,3 +314,20 @@ impl Drop for Mounted {
         }
     }
 }
+
+/// What `sha256sum` says of a file.
+pub fn sha256sum(path: &Path) -> String {
+    let out = run(Command::new("sha256sum").arg("--").arg(path));
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim_start_matches('\\')
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// What `b3sum` prints for the file.
+pub fn b3sum(path: &Path) -> String {
+    let out = run(Command::new("b3sum").arg("--no-names").arg(path));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
