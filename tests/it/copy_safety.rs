@@ -12,10 +12,10 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::common::copying::*;
 use crate::common::*;
-use crate::copy::*;
 // copy's own (nothing on stdout either), not common's.
-use crate::copy::assert_exit;
+use crate::common::copying::assert_exit;
 
 /// `seekless copy ARGS…` as `nobody`.
 fn copy_as_nobody(args: &[&OsStr]) -> Output {

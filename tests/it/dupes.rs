@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
@@ -77,30 +77,12 @@ y, cb, cr = recoloured.convert('YCbCr').split()
 jpeg(Image.merge('YCbCr', (y, cr, cb)).convert('RGB'), 'i-recoloured.jpg')
 "#;
 
-/// A Python 3 with Pillow, or `None` after a SKIP line (a failure in CI).
+/// A Python 3 with Pillow, or `None` after a [`skip`].
 fn python(test: &str) -> Option<&'static str> {
-    for tool in ["exiftool", "sqlite3"] {
-        if !require_tool(test, tool) {
-            return None;
-        }
+    if !require_tools(test, &["exiftool", "sqlite3"]) {
+        return None;
     }
-    // A pyenv or virtualenv `python3` first on PATH may not see Debian's python3-pil.
-    for python in ["python3", "/usr/bin/python3"] {
-        let ok = Command::new(python)
-            .args(["-c", "import PIL"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok {
-            return Some(python);
-        }
-    }
-    if std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1") {
-        panic!("{test}: needs Python's Pillow, and SEEKLESS_REQUIRE_ROOT_TESTS=1 forbids skipping");
-    }
-    eprintln!("SKIP {test}: needs Python's Pillow (python3-pil)");
-    None
+    python_with(test, &["PIL"])
 }
 
 /// The photo set in `dir/photos`, and a catalog of it in `dir/photos.db` (with thumbnails

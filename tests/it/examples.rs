@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::common::scratch;
+use crate::common::{b3sum, scratch};
 
 /// The built example `name`, beside the `seekless` binary.
 fn example(name: &str) -> Command {
@@ -35,17 +35,6 @@ fn run_with(mut cmd: Command, input: &[u8]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
-}
-
-/// BLAKE3 of `path` by `b3sum`.
-fn b3sum(path: &Path) -> String {
-    let out = Command::new("b3sum")
-        .arg("--no-names")
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// Files with known first bytes, and one too small for `custom_job` to read.

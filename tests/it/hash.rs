@@ -12,16 +12,6 @@ fn hash(args: &[&std::ffi::OsStr]) -> std::process::Output {
     seekless().arg("hash").args(args).output().unwrap()
 }
 
-fn sha256sum(path: &Path) -> String {
-    let out = run(Command::new("sha256sum").arg("--").arg(path));
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.trim_start_matches('\\')
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .to_string()
-}
-
 fn hashes_match_sha256sum_on(fs: &str) {
     let test = format!("hashes_match_sha256sum_on_{fs}");
     if !require_root(&test) || !require_tool(&test, &format!("mkfs.{fs}")) {
@@ -197,10 +187,7 @@ fn a_file_changed_after_planning_is_reported_and_not_hashed() {
 
 #[test]
 fn unreadable_files_are_reported_and_the_rest_hashed() {
-    if !is_root() {
-        eprintln!(
-            "SKIP unreadable_files_are_reported_and_the_rest_hashed: runs as nobody via setpriv, needs root"
-        );
+    if !require_root(test_name!()) {
         return;
     }
     use std::os::unix::fs::PermissionsExt;

@@ -5,23 +5,20 @@
 //! listed below (docs/index.md, "Judgement calls"), and every judgement call must still be
 //! a difference (a fixed one leaves the list).
 //!
-//! The sdist is fetched once from PyPI (pinned version, checked by SHA-256) and kept in
-//! `$SEEKLESS_TEST_CACHE`, else `/var/cache/seekless-test`, else under `target/`. Without
-//! the network that is a skip, except in CI (`SEEKLESS_REQUIRE_ROOT_TESTS=1`), where it
-//! is a failure.
+//! The sdist is fetched before the tests, by `.ci/fetch-corpora` (pinned version from PyPI,
+//! checked by SHA-256), into `$SEEKLESS_CORPORA`, else `~/.cache/seekless-corpora`. Without
+//! it the test fails, unless the skip is allowed (`SEEKLESS_ALLOW_SKIP=corpus:pillow`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
 use crate::common::*;
 
+/// The directory `.ci/fetch-corpora` unpacks (its version, URL and SHA-256 are pinned there).
 const PILLOW: &str = "pillow-13.0.0";
-const PILLOW_URL: &str = "https://files.pythonhosted.org/packages/ce/a4/\
-    9cc30690a394a8305e8be4c9036aa16d0dfddadd09079860b582f562496d/pillow-13.0.0.tar.gz";
-const PILLOW_SHA256: &str = "cdcd1ba258178f7356d74170c9a81ba4eab6a5d55748bc402a5a2a6fe6be3510";
 
 /// Where seekless is right and the reference is not, or where the two answer different
 /// questions: (file under `Tests/images`, field, why). docs/index.md explains each kind.
@@ -69,84 +66,31 @@ const JUDGEMENT_CALLS: &[(&str, &str, &str)] = &[
     ("flower.webp", "iso", "Canon maker note, not EXIF"),
 ];
 
-/// The pinned Pillow sdist's `Tests/images`, fetched and unpacked once; `None` after a
-/// SKIP line when it cannot be had outside CI.
+/// The pinned Pillow sdist's `Tests/images`, as `.ci/fetch-corpora` unpacks it (the test
+/// run itself never uses the network); `None` after a [`skip`] when it is not there.
 pub(crate) fn pillow_images(test: &str) -> Option<PathBuf> {
-    let strict = std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1");
-    let skip = |why: String| -> Option<PathBuf> {
-        if strict {
-            panic!("{test}: {why}, and SEEKLESS_REQUIRE_ROOT_TESTS=1 forbids skipping");
-        }
-        eprintln!("SKIP {test}: {why}");
-        None
+    let corpora = match std::env::var_os("SEEKLESS_CORPORA") {
+        Some(dir) => PathBuf::from(dir),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+            .unwrap_or_default()
+            .join("seekless-corpora"),
     };
-    let candidates = [
-        std::env::var_os("SEEKLESS_TEST_CACHE").map(PathBuf::from),
-        Some(PathBuf::from("/var/cache/seekless-test")),
-        Some(Path::new(env!("CARGO_TARGET_TMPDIR")).join("seekless-test-cache")),
-    ];
-    let Some(cache) = candidates
-        .into_iter()
-        .flatten()
-        .find(|dir| std::fs::create_dir_all(dir).is_ok() && writable(dir))
-    else {
-        return skip("no writable cache directory for the Pillow sdist".into());
-    };
-    let images = cache.join(PILLOW).join("Tests/images");
-    let done = cache.join(format!("{PILLOW}.unpacked"));
+    let images = corpora.join(PILLOW).join("Tests/images");
+    let done = corpora.join(format!("{PILLOW}.unpacked"));
     if done.exists() && images.is_dir() {
         return Some(images);
     }
-    let tarball = cache.join(format!("{PILLOW}.tar.gz"));
-    // Python's urllib (python3 is a test dependency anyway) fetches to a temporary name
-    // and renames only a file with the pinned digest. `pip download` would also build
-    // the sdist's metadata, which needs its build dependencies and minutes.
-    let fetch = format!(
-        "import hashlib, os, sys, urllib.request\n\
-         path = sys.argv[1]\n\
-         if not os.path.exists(path):\n\
-         \x20   data = urllib.request.urlopen('{PILLOW_URL}', timeout=120).read()\n\
-         \x20   digest = hashlib.sha256(data).hexdigest()\n\
-         \x20   if digest != '{PILLOW_SHA256}':\n\
-         \x20       sys.exit('sha256 ' + digest + ' is not the pinned one')\n\
-         \x20   open(path + '.part', 'wb').write(data)\n\
-         \x20   os.replace(path + '.part', path)\n"
+    skip(
+        test,
+        "corpus:pillow",
+        &format!(
+            "{} is missing: run .ci/fetch-corpora (SEEKLESS_CORPORA says where)",
+            images.display()
+        ),
     );
-    let fetched = Command::new("python3")
-        .args(["-c", &fetch])
-        .arg(&tarball)
-        .stdout(Stdio::null())
-        .output();
-    match fetched {
-        Ok(out) if out.status.success() => {}
-        Ok(out) => {
-            let why = String::from_utf8_lossy(&out.stderr);
-            let last = why.lines().last().unwrap_or_default();
-            return skip(format!("cannot fetch {PILLOW_URL}: {last}"));
-        }
-        Err(e) => return skip(format!("cannot run python3 to fetch the Pillow sdist: {e}")),
-    }
-    let unpacked = Command::new("tar")
-        .arg("-xzf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(&cache)
-        .arg(format!("{PILLOW}/Tests/images"))
-        .status();
-    if !unpacked.is_ok_and(|s| s.success()) {
-        // A damaged download: fetch it again next time.
-        let _ = std::fs::remove_file(&tarball);
-        return skip(format!("cannot unpack {}", tarball.display()));
-    }
-    std::fs::write(&done, b"").expect("mark the corpus unpacked");
-    Some(images)
-}
-
-fn writable(dir: &Path) -> bool {
-    let probe = dir.join(format!(".probe-{}", std::process::id()));
-    let ok = std::fs::write(&probe, b"").is_ok();
-    let _ = std::fs::remove_file(&probe);
-    ok
+    None
 }
 
 /// ImageMagick's first-frame dimensions of every file it can read. IM 6's TIFF reader
@@ -234,10 +178,8 @@ fn same(ours: &Value, reference: &Value) -> bool {
 #[test]
 fn catalog_fields_agree_with_exiftool_and_identify_on_pillows_test_images() {
     let test = "catalog_fields_agree_with_exiftool_and_identify_on_pillows_test_images";
-    for tool in ["exiftool", "identify", "sqlite3", "python3", "tar"] {
-        if !require_tool(test, tool) {
-            return;
-        }
+    if !require_tools(test, &["exiftool", "identify", "sqlite3"]) {
+        return;
     }
     let Some(images) = pillow_images(test) else {
         return;

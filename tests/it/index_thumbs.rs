@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
@@ -16,36 +16,16 @@ use crate::common::*;
 const CONVERT: &str = "convert-im6.q16";
 
 /// A Python 3 with Pillow (and, when `imagehash`, Python's `imagehash`), or `None` after a
-/// SKIP line; with SEEKLESS_REQUIRE_ROOT_TESTS=1 (CI) a missing one is a failure.
+/// [`skip`].
 fn python(test: &str, imagehash: bool) -> Option<&'static str> {
-    for tool in ["sqlite3", "identify", CONVERT] {
-        if !require_tool(test, tool) {
-            return None;
-        }
+    if !require_tools(test, &["sqlite3", "identify", CONVERT]) {
+        return None;
     }
-    let import = if imagehash {
-        "import PIL, imagehash"
+    if imagehash {
+        python_with(test, &["PIL", "imagehash"])
     } else {
-        "import PIL"
-    };
-    // A pyenv or virtualenv `python3` first on PATH may not see Debian's python3-pil.
-    for python in ["python3", "/usr/bin/python3"] {
-        let ok = Command::new(python)
-            .args(["-c", import])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok {
-            return Some(python);
-        }
+        python_with(test, &["PIL"])
     }
-    let what = "Python's Pillow (python3-pil) and imagehash (pip install imagehash)";
-    if std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1") {
-        panic!("{test}: needs {what}, and SEEKLESS_REQUIRE_ROOT_TESTS=1 forbids skipping");
-    }
-    eprintln!("SKIP {test}: needs {what}");
-    None
 }
 
 /// Draws images with Pillow. Each argument is `KIND:SEED:W:H:PATH[:EXTRA]`:

@@ -24,7 +24,9 @@ mod bench; // fragmented corpora (hole punching), drop_caches, FIEMAP
 #[cfg(target_os = "linux")]
 mod check; // --check against GNU coreutils' sha256sum -c / md5sum -c
 #[cfg(target_os = "linux")]
-mod copy; // cp -a, rsync, diff -r, getfattr, b3sum; loop-device images filled and corrupted
+mod copy; // cp -a, rsync, diff -r, getfattr; the tree as cp -a makes it, incremental runs
+#[cfg(target_os = "linux")]
+mod copy_runs; // kill -9, full disks, --delete/--checksum/--verify/--manifest against rsync, b3sum
 #[cfg(target_os = "linux")]
 mod copy_safety; // what copy deletes, replaces or trusts: nobody via setpriv, SIGSTOP, strace
 #[cfg(target_os = "linux")]
@@ -38,7 +40,11 @@ mod hash; // loop devices, coreutils, /proc and sysfs files, tmpfs
 #[cfg(target_os = "linux")]
 mod index; // exiftool, sqlite3, b3sum, Pillow; SIGSTOP and /proc to freeze a run mid-write
 #[cfg(target_os = "linux")]
+mod index_commits; // a stalled file, a lock held by another program (python3), foreign databases
+#[cfg(target_os = "linux")]
 mod index_fields; // the catalog's fields against exiftool and ImageMagick on Pillow's test images
+#[cfg(target_os = "linux")]
+mod index_scope; // a second writer, which files, odd names, unreadable files, unmounted disks
 #[cfg(target_os = "linux")]
 mod index_thumbs; // thumbnails against ImageMagick, pHash against Python's imagehash
 #[cfg(target_os = "linux")]
@@ -53,5 +59,9 @@ mod scale; // wait4, setrlimit, openat past PATH_MAX
 mod shell; // bash runs the completion script, man renders the page
 #[cfg(target_os = "linux")]
 mod tar; // GNU tar, bsdtar and Python's tarfile read what seekless tar writes
+#[cfg(target_os = "linux")]
+mod tar_formats; // names byte for byte, special files, sparse and > 8 GiB files, read back
+#[cfg(target_os = "linux")]
+mod tar_safety; // changing and unreadable files; the archive file: complete or absent, kill -9
 #[cfg(target_os = "linux")]
 mod walk; // a loop device's read requests

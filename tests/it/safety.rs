@@ -12,8 +12,8 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use crate::common::copying::{arg, copy, copy_cmd, counts, put, slash};
 use crate::common::*;
-use crate::copy::{arg, copy, copy_cmd, counts, put, slash};
 
 /// A process holding an exclusive `flock` on `path` (made if missing, as a file) until
 /// dropped: another program's lock, taken before this returns.

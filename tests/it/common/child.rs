@@ -118,7 +118,26 @@ pub fn thaw(child: &Child) {
 /// Lets the child run in short slices, frozen between them, until `ready` (asked while
 /// it is frozen) says yes: returns true with the child frozen at that moment, or false
 /// if it exited first.
-pub fn freeze_when(child: &mut Child, mut ready: impl FnMut() -> bool) -> bool {
+pub fn freeze_when(child: &mut Child, ready: impl FnMut() -> bool) -> bool {
+    freeze_when_every(child, CATCH_SLICES[0], ready)
+}
+
+/// The slices of running a test that must catch a run in the middle tries in turn: a run
+/// that ended before it was caught is started again with shorter ones (fewer steps
+/// between two looks), and one that was never caught fails the test.
+pub const CATCH_SLICES: [Duration; 4] = [
+    Duration::from_millis(2),
+    Duration::from_micros(500),
+    Duration::from_micros(100),
+    Duration::from_micros(20),
+];
+
+/// [`freeze_when`], letting the child run `slice` at a time.
+pub fn freeze_when_every(
+    child: &mut Child,
+    slice: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> bool {
     let deadline = Instant::now() + RUN_LIMIT;
     loop {
         freeze(child);
@@ -130,7 +149,7 @@ pub fn freeze_when(child: &mut Child, mut ready: impl FnMut() -> bool) -> bool {
         }
         assert!(Instant::now() < deadline, "the run never got there");
         thaw(child);
-        std::thread::sleep(Duration::from_millis(2));
+        std::thread::sleep(slice);
     }
 }
 

@@ -289,3 +289,45 @@ pub fn filefrag(path: &Path) -> (Option<u64>, u64) {
     }
     (first, count)
 }
+
+/// A tmpfs mounted by the test, unmounted when dropped.
+pub struct Mounted(pub PathBuf);
+
+impl Mounted {
+    pub fn tmpfs(at: &Path, options: &str) -> Mounted {
+        std::fs::create_dir_all(at).unwrap();
+        run(Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "seekless-test"])
+            .arg(at));
+        Mounted(at.to_path_buf())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let ok = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
+/// What `sha256sum` says of a file.
+pub fn sha256sum(path: &Path) -> String {
+    let out = run(Command::new("sha256sum").arg("--").arg(path));
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.trim_start_matches('\\')
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// What `b3sum` prints for the file.
+pub fn b3sum(path: &Path) -> String {
+    let out = run(Command::new("b3sum").arg("--no-names").arg(path));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}

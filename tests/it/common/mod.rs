@@ -2,13 +2,20 @@
 //! test ([`scratch!`]), and, on Linux ([`linux`]), real filesystems on loop devices and a
 //! lock for tests that drop or measure the page cache.
 //!
-//! Tests that need root call [`require_root`]: without root they print why they skip and
-//! pass — unless `SEEKLESS_REQUIRE_ROOT_TESTS=1` (set by CI), which turns the skip into a
-//! failure so CI can never silently skip them.
+//! Tests that need root, a tool or a corpus call [`require_root`], [`require_tool`],
+//! [`python_with`] or [`skip`]: a test that cannot run fails unless `SEEKLESS_ALLOW_SKIP`
+//! allows that skip, and the allowed skips are counted and printed when the run ends
+//! ([`skip`]'s module says how).
 #![allow(dead_code)]
 
 #[cfg(target_os = "linux")]
+pub mod archive;
+#[cfg(target_os = "linux")]
+pub mod catalog;
+#[cfg(target_os = "linux")]
 mod child;
+#[cfg(target_os = "linux")]
+pub mod copying;
 #[cfg(target_os = "linux")]
 pub mod faults;
 #[cfg(target_os = "linux")]
@@ -17,6 +24,12 @@ mod linux;
 pub use child::*;
 #[cfg(target_os = "linux")]
 pub use linux::*;
+#[cfg(unix)]
+mod skip;
+#[cfg(target_os = "linux")]
+pub mod trees;
+#[cfg(unix)]
+pub use skip::*;
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -26,37 +39,6 @@ use std::process::{Command, Output};
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
-}
-
-/// Whether a root-only test can run; prints the reason when it cannot.
-#[cfg(unix)]
-pub fn require_root(test: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    if std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1") {
-        panic!("{test}: needs root, and SEEKLESS_REQUIRE_ROOT_TESTS=1 forbids skipping");
-    }
-    eprintln!("SKIP {test}: needs root (loop devices, mount)");
-    false
-}
-
-/// Whether a tool is installed; a missing tool is a skip locally and a failure in CI.
-#[cfg(unix)]
-pub fn require_tool(test: &str, tool: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if found {
-        return true;
-    }
-    if std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1") {
-        panic!("{test}: needs {tool}, and SEEKLESS_REQUIRE_ROOT_TESTS=1 forbids skipping");
-    }
-    eprintln!("SKIP {test}: {tool} is not installed");
-    false
 }
 
 /// A run's standard error, as text.

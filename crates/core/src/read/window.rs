@@ -43,6 +43,10 @@ pub(crate) struct Window {
     max_held_files: usize,
     usage: Mutex<Usage>,
     changed: Condvar,
+    /// Times [`Window::wake`] woke the waiting sweeps, counted under the lock (for tests
+    /// to see that it did not).
+    #[cfg(test)]
+    wakes: std::sync::atomic::AtomicUsize,
 }
 
 /// What the sweep may do next.
@@ -70,6 +74,8 @@ impl Window {
             max_held_files,
             usage: Mutex::new(Usage::default()),
             changed: Condvar::new(),
+            #[cfg(test)]
+            wakes: Default::default(),
         }
     }
 
@@ -232,48 +238,49 @@ mod tests {
         assert_eq!(w.usage(), (0, 0, 0));
     }
 
-    /// A sweep admitting `bytes` (and a file) on another thread, returned once it waits:
-    /// it calls `then` when admitted and ends with whether it may go.
-    fn waiting_admit(
+    /// Runs `admit` (a sweep's call of [`Window::admit`]) on another thread and returns
+    /// once that sweep waits in the window; fails if it went on without waiting.
+    fn waiting<T: Send + 'static>(
         w: &std::sync::Arc<Window>,
-        bytes: u64,
-        then: impl FnOnce() + Send + 'static,
-    ) -> std::thread::JoinHandle<bool> {
+        admit: impl FnOnce(&Window) -> T + Send + 'static,
+    ) -> std::thread::JoinHandle<T> {
         let w2 = w.clone();
-        let t = std::thread::spawn(move || {
-            let go = matches!(w2.admit(bytes, true, false), Admit::Go);
-            then();
-            go
-        });
-        // (Or once it went on without waiting, for the caller's assertions to catch.)
+        let t = std::thread::spawn(move || admit(&w2));
         while w.lock().waiting == 0 && !t.is_finished() {
             std::thread::yield_now();
         }
+        assert_eq!(w.lock().waiting, 1, "the sweep went on without waiting");
         t
+    }
+
+    /// A sweep admitting `bytes` (and a file) on another thread, returned once it waits;
+    /// it ends with whether it may go.
+    fn waiting_admit(w: &std::sync::Arc<Window>, bytes: u64) -> std::thread::JoinHandle<bool> {
+        waiting(w, move |w| matches!(w.admit(bytes, true, false), Admit::Go))
     }
 
     #[test]
     fn a_waiting_sweep_resumes_once_the_window_drained_to_half() {
-        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::atomic::Ordering;
         let w = std::sync::Arc::new(Window::new(100, 100, 0, 0));
         for _ in 0..10 {
             assert!(matches!(w.admit(10, true, false), Admit::Go));
             w.handed();
         }
-        let resumed = std::sync::Arc::new(AtomicBool::new(false));
-        let r2 = resumed.clone();
-        let t = waiting_admit(&w, 10, move || r2.store(true, Ordering::SeqCst));
-        // Four files back (60 of 100 left): room for one, but not yet half.
+        let t = waiting_admit(&w, 10);
+        // Four files back (60 of 100 left): room for one, but not yet half. Whether a
+        // close wakes the sweep is decided under the window's lock, and counted there.
         for _ in 0..4 {
             w.closed(10);
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        assert!(
-            !resumed.load(Ordering::SeqCst),
+        assert_eq!(
+            w.wakes.load(Ordering::SeqCst),
+            0,
             "woken before the window drained to half"
         );
-        // The fifth brings it to half: the sweep goes on.
+        // The fifth brings it to half: the sweep is woken and goes on.
         w.closed(10);
+        assert_eq!(w.wakes.load(Ordering::SeqCst), 1);
         assert!(t.join().unwrap());
         assert_eq!(w.usage(), (60, 6, 5));
     }
@@ -284,7 +291,7 @@ mod tests {
         let w = std::sync::Arc::new(Window::new(100, 10, 0, 0));
         assert!(matches!(w.admit(90, true, false), Admit::Go));
         w.handed();
-        let t = waiting_admit(&w, 95, || ());
+        let t = waiting_admit(&w, 95);
         w.closed(90);
         assert!(t.join().unwrap());
     }
@@ -294,9 +301,7 @@ mod tests {
         let w = std::sync::Arc::new(Window::new(10, 10, 0, 0));
         assert!(matches!(w.admit(10, false, false), Admit::Go));
         w.handed();
-        let w2 = w.clone();
-        let t = std::thread::spawn(move || matches!(w2.admit(5, false, false), Admit::Cancelled));
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        let t = waiting(&w, |w| matches!(w.admit(5, false, false), Admit::Cancelled));
         w.cancel();
         assert!(t.join().unwrap());
     }

@@ -246,6 +246,46 @@ fn reading_with_hints_returns_the_bytes() {
 
 #[test]
 fn elevation_can_be_asked() {
-    // Either answer is fine; the call must not fail or crash.
-    let _ = is_root();
+    // Either answer is fine, but it must be the token's: `is_root` answers false when it
+    // cannot ask, so it is checked against another question to the same token, whether
+    // the Administrators group is enabled in it (which UAC leaves disabled in the
+    // filtered token of an administrator who did not elevate).
+    use windows_sys::Win32::Security::{
+        CheckTokenMembership, CreateWellKnownSid, SECURITY_MAX_SID_SIZE,
+        WinBuiltinAdministratorsSid,
+    };
+    let mut sid = [0u8; SECURITY_MAX_SID_SIZE as usize];
+    let mut size = SECURITY_MAX_SID_SIZE;
+    // SAFETY: `sid` is a writable buffer of `size` bytes; no domain SID is needed for a
+    // builtin group.
+    let made = unsafe {
+        CreateWellKnownSid(
+            WinBuiltinAdministratorsSid,
+            std::ptr::null_mut(),
+            sid.as_mut_ptr().cast(),
+            &mut size,
+        )
+    };
+    assert_ne!(
+        made,
+        0,
+        "CreateWellKnownSid: {}",
+        io::Error::last_os_error()
+    );
+    let mut member = 0;
+    // SAFETY: a null token means the calling thread's (or process's) own; `sid` holds
+    // the SID CreateWellKnownSid wrote; `member` is a valid BOOL.
+    let asked =
+        unsafe { CheckTokenMembership(std::ptr::null_mut(), sid.as_mut_ptr().cast(), &mut member) };
+    assert_ne!(
+        asked,
+        0,
+        "CheckTokenMembership: {}",
+        io::Error::last_os_error()
+    );
+    assert_eq!(
+        is_root(),
+        member != 0,
+        "elevated, or the Administrators group enabled in the token"
+    );
 }
