@@ -95,3 +95,23 @@ pub fn panic_message(f: impl FnOnce() + Send + 'static) -> String {
         Err(_) => panic!("hung instead of panicking"),
     }
 }
+
+/// A unit test that cannot run here, for want of `need` (`block-device`, `holes`, …):
+/// fails unless `SEEKLESS_ALLOW_SKIP` allows it, by the rule of the integration tests
+/// (`tests/it/common/skip.rs`: a comma list of needs, their kinds, or `all`;
+/// `SEEKLESS_REQUIRE_ROOT_TESTS=1` allows none). An allowed skip says so on stderr.
+pub fn skip(need: &str, why: &str) {
+    let required = std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1");
+    let kind = need.split(':').next().unwrap_or(need);
+    let allowed = !required
+        && std::env::var("SEEKLESS_ALLOW_SKIP").is_ok_and(|list| {
+            list.split(',')
+                .map(str::trim)
+                .any(|e| e == "all" || e == need || e == kind)
+        });
+    assert!(
+        allowed,
+        "cannot run here ({why}); SEEKLESS_ALLOW_SKIP={need} lets it skip"
+    );
+    eprintln!("SKIP ({need}): {why}");
+}

@@ -317,7 +317,7 @@ mod tests {
         let dev = fs::metadata("/").unwrap().dev();
         let link = format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev));
         if libc::major(dev) == 0 || !Path::new(&link).exists() {
-            eprintln!("SKIP: / is not on a block device here");
+            crate::test_hooks::skip("block-device", "/ is not on a block device here");
             return;
         }
         let (disk, _) = disk_of(dev);
