@@ -17,14 +17,16 @@ use crate::common::*;
 // ---------------------------------------------------------------------------------------
 // 9. Commits on time, locks held.
 
-/// Starts `seekless index --db DB ARGS…` with the fault hook armed (a file named
-/// `seekless-fault-stall…` holds its reader for two minutes), output discarded.
+/// Starts `seekless index --db DB --batch-rows 256 ARGS…` with the fault hook armed (a
+/// file named `seekless-fault-stall…` holds its reader for two minutes), output
+/// discarded.
 fn start_index_with_faults(db: &Path, args: &[&OsStr]) -> Running {
     let child = seekless()
         .env("SEEKLESS_INJECT_FAULTS", "1")
         .arg("index")
         .arg("--db")
         .arg(db)
+        .args(["--batch-rows", "256"])
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

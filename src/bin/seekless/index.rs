@@ -31,6 +31,12 @@ pub struct Args {
     #[arg(long)]
     pub prune: bool,
 
+    /// Rows per transaction, at most (a commit happens at least once a second anyway).
+    /// For tests of what a run has committed while it goes on.
+    #[arg(long, value_name = "N", default_value_t = 4096, hide = true,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub batch_rows: u32,
+
     /// Make a thumbnail (JPEG, in the catalog's `thumbs` table) and a perceptual hash
     /// (`images.phash`) of each image read, from the bytes read for the rest. Unchanged
     /// images without a thumbnail of this size are read once more for one.
@@ -68,6 +74,7 @@ pub fn run(args: Args) -> Result<Code> {
     let mut opts = IndexOptions::new(&args.db);
     opts.rehash = args.rehash;
     opts.prune = args.prune;
+    opts.batch_rows = args.batch_rows as usize;
     if args.thumbs {
         let mut t = thumb::ThumbOptions::new(args.thumb_size);
         t.max_megapixels = args.max_megapixels;

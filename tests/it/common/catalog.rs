@@ -622,14 +622,14 @@ pub fn committed_rows(db: &Path) -> Option<u64> {
 /// Starts `seekless index --db DB --no-prefetch -j 1 PATH` (one file at a time: the
 /// slowest way through, to have a middle to stop in), output discarded.
 pub fn start_index(db: &Path, path: &Path) -> Running {
-    // Fault injection also makes transactions of 256 rows (4,096 otherwise): commits
-    // happen within the run, whatever the machine's speed.
+    // Transactions of 256 rows (4,096 by default): commits happen within the run,
+    // whatever the machine's speed.
     let child = seekless()
         .env("SEEKLESS_INJECT_FAULTS", "1")
         .arg("index")
         .arg("--db")
         .arg(db)
-        .args(["--no-prefetch", "-j", "1"])
+        .args(["--no-prefetch", "-j", "1", "--batch-rows", "256"])
         .arg(path)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -91,18 +91,7 @@ CREATE TABLE IF NOT EXISTS thumbs (
 /// file never seen lands on a random page of the content-hash index: 4,096 rows share
 /// those pages' writes eight times as often as 512 did (tiny files: 1.4× the rows per
 /// second, bench/RESULTS.md).
-const BATCH_ROWS: usize = 4096;
-
-/// [`BATCH_ROWS`], but 256 in debug builds of the binary under `SEEKLESS_INJECT_FAULTS=1`
-/// (see `jobs::fault_point`): tests of what a run has committed while it goes on see
-/// commits within a corpus of hundreds of files. Release builds have no such hook.
-fn batch_rows() -> usize {
-    #[cfg(debug_assertions)]
-    if std::env::var_os("SEEKLESS_INJECT_FAULTS").is_some_and(|v| v == "1") {
-        return 256;
-    }
-    BATCH_ROWS
-}
+pub(crate) const BATCH_ROWS: usize = 4096;
 
 /// SQLite's page cache, in KiB (its default is 2,000): enough that a batch's pages and
 /// the indexes' inner pages stay cached between batches rather than being read again and
@@ -401,6 +390,8 @@ pub(crate) struct Catalog {
     /// death).
     _lock: File,
     pub scan: i64,
+    /// Rows per transaction, at most ([`BATCH_ROWS`] unless the caller said).
+    pub batch_rows: usize,
 }
 
 /// The writer lock on a catalog, taken before anything else and held until the run ends;
@@ -518,6 +509,7 @@ impl WriterLock {
             path: self.path,
             _lock: self.file,
             scan,
+            batch_rows: BATCH_ROWS,
         })
     }
 }
@@ -1074,7 +1066,7 @@ impl Catalog {
         let path = self.path.clone();
         let err = |e: rusqlite::Error| CatalogError::io(&path, e);
         let scan = self.scan;
-        let batch_rows = batch_rows();
+        let batch_rows = self.batch_rows.max(1);
         loop {
             // Nothing is uncommitted: wait as long as it takes.
             let first = match next(Duration::MAX) {

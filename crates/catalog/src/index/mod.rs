@@ -84,6 +84,10 @@ pub struct IndexOptions {
     /// Make a thumbnail and a perceptual hash of each image read ([`thumb`]); unchanged
     /// images without a thumbnail of this size are read once more to get one.
     pub thumbs: Option<thumb::ThumbOptions>,
+    /// Rows per transaction, at most (4,096 by default). A commit happens at least once a
+    /// second whatever this is (what a crash can lose); this only caps one commit's work.
+    /// Tests of what a run has committed while it goes on make it small.
+    pub batch_rows: usize,
 }
 
 impl IndexOptions {
@@ -96,6 +100,7 @@ impl IndexOptions {
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             prune: false,
             thumbs: None,
+            batch_rows: catalog::BATCH_ROWS,
         }
     }
 }
@@ -340,6 +345,7 @@ pub fn index_with(
     // A lock another program holds on the catalog is waited for, with a message.
     let waiting = |what: &str| reporter.warning(Some(&opts.db), what);
     let mut catalog = lock.open(&waiting)?;
+    catalog.batch_rows = opts.batch_rows;
     let mut summary = IndexSummary::default();
 
     // Decide per file: unchanged, moved, or to be read.
