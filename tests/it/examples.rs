@@ -1,5 +1,5 @@
 //! The library's two example programs, run as a user would run them, their output checked
-//! against `b3sum` (`cargo test` builds the examples before it runs the tests).
+//! against `b3sum` (`cargo test --workspace` builds the examples before it runs the tests).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ fn example(name: &str) -> Command {
     let path = bin.parent().unwrap().join("examples").join(name);
     assert!(
         path.exists(),
-        "{} is not built: run the tests with `cargo test` (it builds the examples)",
+        "{} is not built: run the tests with `cargo test --workspace` (it builds the examples of every crate)",
         path.display()
     );
     Command::new(path)

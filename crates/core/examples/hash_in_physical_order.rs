@@ -3,14 +3,17 @@
 //! BLAKE3 hash as it is read. The engine of seekless in a few lines:
 //!
 //! ```sh
-//! find ~/Pictures -type f | cargo run --release --example hash_in_physical_order
+//! find ~/Pictures -type f | cargo run --release -p seekless-core --example hash_in_physical_order
 //! ```
 
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::ops::ControlFlow;
+use std::sync::Arc;
 
-use seekless_core::read::{ReadOptions, Reader, raise_open_file_limit};
-use seekless_core::{Error, Plan, PlanOptions, Reporter, read_path_list};
+use seekless_core::read::{
+    ConsumeOptions, Job, NoEvents, ReadOptions, Work, raise_open_file_limit,
+};
+use seekless_core::{Error, Plan, PlanOptions, Reporter, read, read_path_list};
 
 /// Errors go to stderr, naming the file; the run goes on.
 struct Stderr;
@@ -18,6 +21,21 @@ struct Stderr;
 impl Reporter for Stderr {
     fn error(&self, err: &Error) {
         eprintln!("hash_in_physical_order: {err}");
+    }
+}
+
+/// What a worker makes of a file: its size and BLAKE3.
+struct Blake3;
+
+impl Job for Blake3 {
+    type Output = Result<(u64, blake3::Hash), Error>;
+
+    fn work(&self, file: Work<'_>) -> Self::Output {
+        let mut hasher = blake3::Hasher::new();
+        let size = file.read_all(|chunk| {
+            hasher.update(chunk);
+        })?;
+        Ok((size, hasher.finalize()))
     }
 }
 
@@ -30,27 +48,26 @@ fn main() -> std::io::Result<()> {
     // walk → locate → plan: one sweep per disk, in physical order.
     let plan = Arc::new(Plan::build(&paths, &PlanOptions::default(), &Stderr));
 
-    // read: the sweeps keep each disk's queue full; four workers hash.
-    let out = Mutex::new(std::io::stdout());
-    Reader::new(plan, ReadOptions::default()).par_for_each(4, |planned, file| {
-        let mut hasher = blake3::Hasher::new();
-        let read = file.and_then(|f| {
-            f.read_to_end_with(|chunk| {
-                hasher.update(chunk);
-            })
-        });
-        match read {
-            Ok(size) => {
-                let mut out = out.lock().unwrap_or_else(|e| e.into_inner());
-                let _ = writeln!(
-                    out,
-                    "{size:>12}  {}  {}",
-                    hasher.finalize().to_hex(),
-                    planned.entry.path.display()
-                );
+    // read: the sweeps keep each disk's queue full; four workers hash; one sink prints.
+    let opts = ConsumeOptions::new(ReadOptions::default(), 4);
+    let mut out = std::io::stdout();
+    read::run(
+        &plan,
+        &opts,
+        &Blake3,
+        &mut NoEvents,
+        |_, planned, hashed| {
+            match hashed {
+                Ok((size, hash)) => {
+                    let path = planned.entry.path.display();
+                    if writeln!(out, "{size:>12}  {}  {path}", hash.to_hex()).is_err() {
+                        return ControlFlow::Break(()); // stdout went away: stop reading
+                    }
+                }
+                Err(e) => Stderr.error(&e),
             }
-            Err(e) => Stderr.error(&e),
-        }
-    });
+            ControlFlow::Continue(())
+        },
+    );
     Ok(())
 }

@@ -9,8 +9,8 @@
 //! 1. Rows without a content hash (files that could not be read) are left out. Rows with
 //!    the same BLAKE3 are one *class*: byte-identical, so of one pHash, size, EXIF.
 //! 2. Every pair of classes whose pHashes are within `similar` bits, by multi-index
-//!    hashing ([`mih`]): a million hashes in about a second, not pairs².
-//! 3. Each such pair must pass [`verify`]'s checks (aspect ratio, thumbnail signature);
+//!    hashing (`mih`): a million hashes in about a second, not pairs².
+//! 3. Each such pair must pass `verify`'s checks (aspect ratio, thumbnail signature);
 //!    a pair that does and whose shots are one camera's within 2 s is a *burst*.
 //! 4. Union-find over the verified pairs: a group is a connected set of classes (with
 //!    `--bursts-are-dupes`, burst pairs join too); burst pairs make burst groups of their
@@ -39,8 +39,8 @@
 //! ```
 
 pub mod html;
-pub mod mih;
-pub mod verify;
+mod mih;
+mod verify;
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -506,7 +506,9 @@ fn group(kind: GroupKind, mut members: Vec<Member>) -> Group {
         };
         let first = hash(&members[0]);
         for m in &mut members {
-            m.distance = first.zip(hash(m)).map(|(a, b)| (a ^ b).count_ones());
+            m.distance = first
+                .zip(hash(m))
+                .map(|(a, b)| crate::index::phash::distance(a, b));
         }
     }
     Group {

@@ -25,10 +25,13 @@
 //! ```
 
 pub(crate) mod catalog;
+// Public only for the decoder benchmark (examples/thumb_decoders.rs), the fuzz targets
+// and the tests: not part of the API.
+#[doc(hidden)]
 pub mod dc_jpeg;
 pub mod inspect;
 mod phases;
-pub mod phash;
+pub(crate) mod phash;
 pub mod thumb;
 
 use std::collections::{HashMap, HashSet};

@@ -78,7 +78,7 @@ pub(crate) fn hash(square: &[u8]) -> u64 {
 }
 
 /// The number of bits in which two hashes differ.
-pub fn distance(a: u64, b: u64) -> u32 {
+pub(crate) fn distance(a: u64, b: u64) -> u32 {
     (a ^ b).count_ones()
 }
 

@@ -76,7 +76,7 @@ pub struct Thumbnail {
 pub struct Visual {
     /// The thumbnail, or why there is none.
     pub thumb: Result<Thumbnail, String>,
-    /// The perceptual hash ([`phash`]), when the image could be decoded.
+    /// The perceptual hash (`index::phash`), when the image could be decoded.
     pub phash: Option<u64>,
 }
 

@@ -129,8 +129,9 @@ pub struct ReadStats {
     /// Disks whose read data was left in the page cache although
     /// [`ReadOptions::drop_behind`] was on (see there).
     pub kept_in_cache: u32,
-    /// The work asked to stop ([`Reader::par_for_each_until`]) before every file was
-    /// handed out; the sweeps stopped reading ahead at once.
+    /// The work asked to stop (a sink of [`run`] returned
+    /// [`ControlFlow::Break`]) before every file was handed
+    /// out; the sweeps stopped reading ahead at once.
     pub stopped: bool,
 }
 
@@ -320,83 +321,12 @@ impl Reader {
     }
 
     /// Runs `work` on every file with `workers` threads while the sweeps keep the disks
-    /// busy; returns when every file has been handed out and processed. `work` gets the
-    /// planned file and either a reader for it or the error that kept it from being opened.
-    ///
-    /// ```
-    /// use std::io::Read;
-    /// use std::sync::Arc;
-    /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// use seekless_core::{Plan, PlanOptions, Quiet, read::{ReadOptions, Reader}};
-    ///
-    /// let dir = tempfile::tempdir()?;
-    /// for i in 0..10 {
-    ///     std::fs::write(dir.path().join(format!("f{i}")), vec![1u8; 1000])?;
-    /// }
-    /// let plan = Arc::new(Plan::build(&[dir.path().to_path_buf()], &PlanOptions::default(), &Quiet));
-    /// let bytes = AtomicU64::new(0);
-    /// Reader::new(plan, ReadOptions::default()).par_for_each(4, |_planned, file| {
-    ///     let mut file = file.expect("readable");
-    ///     let mut buf = Vec::new();
-    ///     file.read_to_end(&mut buf).unwrap();
-    ///     bytes.fetch_add(buf.len() as u64, Ordering::Relaxed);
-    /// });
-    /// assert_eq!(bytes.into_inner(), 10_000);
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    ///
-    /// Returns the sweeps' [`ReadStats`].
-    pub fn par_for_each<F>(self, workers: usize, work: F) -> ReadStats
-    where
-        F: Fn(&PlannedFile, Result<FileReader, Error>) + Sync,
-    {
-        self.par_for_each_until(workers, |planned, item| {
-            work(planned, item);
-            ControlFlow::Continue(())
-        })
-    }
-
-    /// [`par_for_each`](Self::par_for_each), for work that can become pointless: once
-    /// `work` returns [`ControlFlow::Break`] (the reader of the output went away, the
-    /// destination is full, the writer died), no further file is handed out, the sweeps
-    /// stop reading ahead, and the call returns when the files already handed out are
-    /// done, with [`ReadStats::stopped`] set.
-    ///
-    /// ```
-    /// use std::ops::ControlFlow;
-    /// use std::sync::Arc;
-    /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// use seekless_core::{Plan, PlanOptions, Quiet, read::{ReadOptions, Reader}};
-    ///
-    /// let dir = tempfile::tempdir()?;
-    /// for i in 0..100 {
-    ///     std::fs::write(dir.path().join(format!("f{i}")), b"x")?;
-    /// }
-    /// let plan = Arc::new(Plan::build(&[dir.path().to_path_buf()], &PlanOptions::default(), &Quiet));
-    /// let seen = AtomicU64::new(0);
-    /// let stats = Reader::new(plan, ReadOptions::default()).par_for_each_until(1, |_, _| {
-    ///     // Enough after three files.
-    ///     if seen.fetch_add(1, Ordering::Relaxed) == 2 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
-    /// });
-    /// assert!(stats.stopped);
-    /// assert_eq!(seen.into_inner(), 3);
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn par_for_each_until<F>(self, workers: usize, work: F) -> ReadStats
-    where
-        F: Fn(&PlannedFile, Result<FileReader, Error>) -> ControlFlow<()> + Sync,
-    {
-        let plan = self.plan.clone();
-        self.par_for_each_with(
-            workers,
-            || (),
-            |(), index, item| work(&plan.files()[index as usize], item),
-        )
-    }
-
-    /// [`par_for_each_until`](Self::par_for_each_until) with state of each worker's own
-    /// (a buffer, clocks), made by `init` in the worker's thread, and the file's index in
-    /// the plan instead of the planned file.
+    /// busy, with state of each worker's own (a buffer, clocks) made by `init` in the
+    /// worker's thread; `work` gets the file's index in the plan and either a reader for
+    /// it or the error that kept it from being opened. Once `work` returns
+    /// [`ControlFlow::Break`], no further file is handed out, the sweeps stop reading
+    /// ahead, and the call returns when the files already handed out are done, with
+    /// [`ReadStats::stopped`] set. The consume layer's engine ([`run`]).
     pub(crate) fn par_for_each_with<S, I, F>(self, workers: usize, init: I, work: F) -> ReadStats
     where
         I: Fn() -> S + Sync,
@@ -810,7 +740,11 @@ mod tests {
         for workers in [1, 4] {
             let p = plan.clone();
             let message = panic_message(move || {
-                Reader::new(p, ReadOptions::default()).par_for_each(workers, |_, _| {});
+                Reader::new(p, ReadOptions::default()).par_for_each_with(
+                    workers,
+                    || (),
+                    |(), _, _| ControlFlow::Continue(()),
+                );
             });
             assert!(
                 message.contains("injected sweep fault"),
@@ -820,18 +754,25 @@ mod tests {
     }
 
     #[test]
-    fn a_worker_that_panics_fails_par_for_each_with_its_message() {
+    fn a_worker_that_panics_fails_the_workers_run_with_its_message() {
         let (_t, plan) = plan_of(&["a", "b", "c", "d", "e", "f"]);
         for workers in [1, 4] {
             let p = plan.clone();
             let message = panic_message(move || {
-                Reader::new(p, ReadOptions::default()).par_for_each(workers, |planned, _| {
-                    assert!(
-                        !planned.entry.path.ends_with("c"),
-                        "worker fault at {}",
-                        planned.entry.path.display()
-                    );
-                });
+                let files = p.clone();
+                Reader::new(p, ReadOptions::default()).par_for_each_with(
+                    workers,
+                    || (),
+                    |(), index, _| {
+                        let planned = &files.files()[index as usize];
+                        assert!(
+                            !planned.entry.path.ends_with("c"),
+                            "worker fault at {}",
+                            planned.entry.path.display()
+                        );
+                        ControlFlow::Continue(())
+                    },
+                );
             });
             assert!(message.contains("worker fault at"), "{workers}: {message}");
         }
