@@ -37,6 +37,7 @@ pub mod thumb;
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
@@ -51,7 +52,7 @@ use seekless_core::path_to_bytes;
 use seekless_core::plan::{Plan, PlanOptions, PlannedFile};
 use seekless_core::read::{self, ConsumeOptions, Job, ReadOptions, Work};
 use seekless_core::report::Reporter;
-use seekless_jobs::destructive::{Forget, Witness};
+use seekless_jobs::destructive::{Clearance, Forget, Witness};
 
 /// The extensions of the files catalogued by default (case-insensitive).
 pub const IMAGE_EXTENSIONS: &[&str] = &[
@@ -293,10 +294,56 @@ pub fn index_with(
     // (see `WriterLock`).
     let lock = WriterLock::take(&opts.db)?;
     let own = own_files(&opts.db);
+    let roots = roots_before_walk(inputs);
+    let Walked {
+        plan,
+        clearance,
+        unopened,
+    } = walk(&roots, plan_opts, reporter);
+    // A lock another program holds on the catalog is waited for, with a message.
+    let waiting = |what: &str| reporter.warning(Some(&opts.db), what);
+    let mut catalog = lock.open(&waiting)?;
+    catalog.batch_rows = opts.batch_rows;
+    let mut summary = IndexSummary::default();
 
-    // Roots as the catalog names them, and what each was before the walk.
+    let mut known = catalog.known()?;
+    let clearance = absent_roots(&roots, &known, opts, reporter, clearance);
+    let Decided {
+        mut read,
+        at_new_path,
+        new_dev,
+    } = decide_known(&plan, &own, &mut known, opts, reporter, &mut summary);
+    let failed_rows = rows_of_unopened(unopened, &mut known, &mut summary);
+    let (moved, forget) = moved_and_gone(
+        &plan,
+        &known,
+        &roots,
+        &clearance,
+        at_new_path,
+        &mut read,
+        opts,
+        reporter,
+        &mut summary,
+    );
+    catalog.relocate(&moved, &new_dev, &forget, &waiting)?;
+    let mut failed_rows = failed_rows.into_iter();
+    catalog.write_all(
+        |_| failed_rows.next().ok_or(RecvTimeoutError::Disconnected),
+        &waiting,
+    )?;
+    drop(known);
+
+    let mut read = read.into_iter();
+    let plan = read::decide(plan, |_| read.next().filter(|&r| r)).plan;
+    read_and_write(&plan, &mut catalog, opts, reporter, events, &mut summary)?;
+    catalog.finish(&summary, &waiting)?;
+    Ok(summary)
+}
+
+/// Phase 1: the roots as the catalog names them, and what each was before the walk.
+fn roots_before_walk(inputs: &[PathBuf]) -> Vec<(PathBuf, RootState)> {
     let mut dirs = HashMap::new();
-    let roots: Vec<(PathBuf, RootState)> = inputs
+    inputs
         .iter()
         .map(|p| {
             let root = catalog_root(p, &mut dirs);
@@ -312,14 +359,29 @@ pub fn index_with(
             };
             (root, state)
         })
-        .collect();
-    drop(dirs);
+        .collect()
+}
+
+/// What the walk gave an index run.
+struct Walked {
+    plan: Plan,
+    /// What may be forgotten: everything outside what the walk could not see whole.
+    clearance: Clearance,
+    /// Regular files the walk found but could not open, their metadata and why.
+    unopened: Vec<(PathBuf, std::fs::Metadata, String)>,
+}
+
+/// Phase 2: walks and plans the roots that exist, noting what could not be seen whole.
+fn walk(
+    roots: &[(PathBuf, RootState)],
+    plan_opts: &PlanOptions,
+    reporter: &dyn Reporter,
+) -> Walked {
     let walked: Vec<PathBuf> = roots
         .iter()
         .filter(|(_, s)| *s != RootState::Missing)
         .map(|(r, _)| r.clone())
         .collect();
-
     // Files the walk found but could not open still get a row, with their error: keep
     // the regular files among the failed paths that the filter would have taken.
     let unopened = std::sync::Mutex::new(Vec::new());
@@ -343,27 +405,30 @@ pub fn index_with(
         }
     });
     let plan = Plan::build(&walked, plan_opts, &recorder);
-    let mut clearance = recorder.clearance_outside_unseen();
-    let unopened = seekless_core::sync::into_inner(unopened);
-    // A lock another program holds on the catalog is waited for, with a message.
-    let waiting = |what: &str| reporter.warning(Some(&opts.db), what);
-    let mut catalog = lock.open(&waiting)?;
-    catalog.batch_rows = opts.batch_rows;
-    let mut summary = IndexSummary::default();
+    let clearance = recorder.clearance_outside_unseen();
+    Walked {
+        plan,
+        clearance,
+        unopened: seekless_core::sync::into_inner(unopened),
+    }
+}
 
-    // Decide per file: unchanged, moved, or to be read.
-    let mut known = catalog.known()?;
-    let root_bytes: Vec<Vec<u8>> = roots
-        .iter()
-        .map(|(r, _)| path_to_bytes(r).into_owned())
-        .collect();
-    // A root that is not there, or empty, where the catalog has rows: most likely a drive
-    // not mounted. Its rows stay (an error) unless `prune` says they may go.
-    for ((root, state), bytes) in roots.iter().zip(&root_bytes) {
+/// Phase 3: a root that is not there, or empty, where the catalog has rows: most likely a
+/// drive not mounted. Its rows stay (an error; the clearance shields them) unless `prune`
+/// says they may go.
+fn absent_roots(
+    roots: &[(PathBuf, RootState)],
+    known: &HashMap<Vec<u8>, catalog::Known>,
+    opts: &IndexOptions,
+    reporter: &dyn Reporter,
+    mut clearance: Clearance,
+) -> Clearance {
+    for (root, state) in roots {
         if *state == RootState::Present {
             continue;
         }
-        let rows = known.keys().filter(|k| under(k, bytes)).count();
+        let bytes = path_to_bytes(root);
+        let rows = known.keys().filter(|k| under(k, &bytes)).count();
         let rows_word = if rows == 1 { "row" } else { "rows" };
         let what = match state {
             RootState::Missing => "does not exist",
@@ -388,13 +453,34 @@ pub fn index_with(
             clearance = clearance.shielding(root.clone());
         }
     }
-    // First, the files at known paths: unchanged or changed. Rows left unseen after this
-    // are of paths the walk did not find.
+    clearance
+}
+
+/// What phase 4 decided of the planned files.
+struct Decided {
+    /// Per planned file: read it.
+    read: Vec<bool>,
+    /// Planned files at a path the catalog has no row for.
+    at_new_path: Vec<u32>,
+    /// Rows of unchanged files now on another device number.
+    new_dev: Vec<(i64, u64)>,
+}
+
+/// Phase 4: the files at known paths, unchanged or changed (marking their rows seen).
+/// Rows left unseen after this are of paths the walk did not find.
+fn decide_known(
+    plan: &Plan,
+    own: &[PathBuf],
+    known: &mut HashMap<Vec<u8>, catalog::Known>,
+    opts: &IndexOptions,
+    reporter: &dyn Reporter,
+    summary: &mut IndexSummary,
+) -> Decided {
     let mut read = vec![false; plan.files().len()];
     let mut at_new_path: Vec<u32> = Vec::new();
     let mut new_dev: Vec<(i64, u64)> = Vec::new();
     for (i, f) in plan.files().iter().enumerate() {
-        if is_own(&own, f) {
+        if is_own(own, f) {
             reporter.skipped(&f.entry.path, "the catalog itself");
             continue;
         }
@@ -423,8 +509,20 @@ pub fn index_with(
             None => at_new_path.push(i as u32),
         }
     }
-    // Files that could not be opened: a row each, with the error (retried next run: a row
-    // without a content hash is never "unchanged").
+    Decided {
+        read,
+        at_new_path,
+        new_dev,
+    }
+}
+
+/// Phase 5: files that could not be opened get a row each, with the error (retried next
+/// run: a row without a content hash is never "unchanged").
+fn rows_of_unopened(
+    unopened: Vec<(PathBuf, std::fs::Metadata, String)>,
+    known: &mut HashMap<Vec<u8>, catalog::Known>,
+    summary: &mut IndexSummary,
+) -> Vec<Row> {
     let mut failed_rows = Vec::with_capacity(unopened.len());
     for (path, meta, why) in unopened {
         summary.seen += 1;
@@ -453,10 +551,32 @@ pub fn index_with(
             visual: None,
         });
     }
-    // Rows of files gone from under the scanned paths, by identity: a file at a new path
-    // with the same identity (device included: an inode number means nothing on another
-    // filesystem) moved there (its row follows it, nothing is read); the rest are
-    // removed. Rows at or under a path the walk could not see whole are neither.
+    failed_rows
+}
+
+/// Phase 6: rows of files gone from under the scanned paths, by identity. A file at a new
+/// path with the same identity (device included: an inode number means nothing on another
+/// filesystem) moved there (its row follows it, nothing is read); the rest are forgotten,
+/// but for rows at or under a path the walk could not see whole, and rows under a mount
+/// point whose filesystem is not there any more (an error; those under a missing or empty
+/// root were told of in phase 3). Returns the moves and what may be forgotten; files at
+/// new paths that did not move are marked to be read.
+#[allow(clippy::too_many_arguments)]
+fn moved_and_gone(
+    plan: &Plan,
+    known: &HashMap<Vec<u8>, catalog::Known>,
+    roots: &[(PathBuf, RootState)],
+    clearance: &Clearance,
+    at_new_path: Vec<u32>,
+    read: &mut [bool],
+    opts: &IndexOptions,
+    reporter: &dyn Reporter,
+    summary: &mut IndexSummary,
+) -> (Vec<(i64, Vec<u8>)>, Forget) {
+    let root_bytes: Vec<Vec<u8>> = roots
+        .iter()
+        .map(|(r, _)| path_to_bytes(r).into_owned())
+        .collect();
     let not_found: Vec<(i64, PathBuf)> = known
         .iter()
         .filter(|(bytes, k)| !k.seen && root_bytes.iter().any(|r| under(bytes, r)))
@@ -464,7 +584,7 @@ pub fn index_with(
         .collect();
     let mut forget = Forget::gone(
         not_found.iter().map(|(id, p)| (*id, p.as_path())),
-        &clearance,
+        clearance,
     );
     drop(not_found);
     let forgettable: HashSet<i64> = forget.ids().iter().copied().collect();
@@ -493,8 +613,6 @@ pub fn index_with(
             }
         }
     }
-    // Rows under a mount point whose filesystem is not there any more stay (an error);
-    // those under a missing or empty root were told of above (pruned, or unseen).
     let gone_ids: HashSet<i64> = gone.values().copied().collect();
     let absent: Vec<&Vec<u8>> = roots
         .iter()
@@ -512,19 +630,22 @@ pub fn index_with(
     let left: HashSet<i64> = gone.into_values().collect();
     forget.retain(|id| left.contains(&id) && !kept.contains(&id));
     summary.removed = forget.len() as u64;
-    catalog.relocate(&moved, &new_dev, &forget, &waiting)?;
-    let mut failed_rows = failed_rows.into_iter();
-    catalog.write_all(
-        |_| failed_rows.next().ok_or(RecvTimeoutError::Disconnected),
-        &waiting,
-    )?;
-    drop(known);
+    (moved, forget)
+}
 
-    // Read what must be read, in physical order; one writer thread writes the rows.
-    let mut read = read.into_iter();
-    let plan = read::decide(plan, |_| read.next().filter(|&r| r)).plan;
+/// Phase 7: reads what must be read, in physical order, on the workers; one writer thread
+/// writes the rows as they come.
+fn read_and_write(
+    plan: &Arc<Plan>,
+    catalog: &mut catalog::Catalog,
+    opts: &IndexOptions,
+    reporter: &dyn Reporter,
+    events: &mut dyn IndexEvents,
+    summary: &mut IndexSummary,
+) -> Result<(), CatalogError> {
+    let waiting = |what: &str| reporter.warning(Some(&opts.db), what);
     let (tx, rx) = crossbeam_channel::bounded::<Row>(WRITER_QUEUE);
-    let written = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         // The writer's time in SQLite: its whole time but its waits for rows.
         // It owns the receiving end: when it stops (a database error, a lock held too
         // long), the workers' sends fail at once and the read stops, rather than a worker
@@ -566,8 +687,8 @@ pub fn index_with(
             reporter,
         };
         let consume = ConsumeOptions::new(opts.read.clone(), opts.workers);
-        let tally = &mut summary;
-        let consumed = read::run(&plan, &consume, &job, events, |_, planned, done| {
+        let tally = &mut *summary;
+        let consumed = read::run(plan, &consume, &job, events, |_, planned, done| {
             let (row, read, phases) = done;
             if read {
                 tally.read_files += 1;
@@ -609,10 +730,7 @@ pub fn index_with(
             }
             Err(panic) => std::panic::resume_unwind(panic),
         }
-    });
-    written?;
-    catalog.finish(&summary, &waiting)?;
-    Ok(summary)
+    })
 }
 
 /// The read of an index run: each file hashed whole and inspected, on the workers.

@@ -268,8 +268,73 @@ pub fn copy_with(
 ) -> Result<CopySummary, CopyError> {
     let roots = follow_dest_links(roots);
     let roots = &roots[..];
-    // Roots made by hand get the protection `resolve_roots` gives: a directory copied into
-    // itself would copy what it is copying.
+    check_destinations(roots)?;
+    // One writer at a time in each destination.
+    let _lock =
+        DestinationLock::take(&destination_dirs(roots)).map_err(|held| CopyError::Busy {
+            path: held.path,
+            holder: held.holder,
+        })?;
+
+    // Every error and every path left out is remembered: `delete` must not take what the
+    // run did not see for what the source does not have.
+    let watch = Witness::new(reporter);
+    let sources: Vec<PathBuf> = roots.iter().map(|r| r.source.clone()).collect();
+    let mut walk_opts = plan_opts.clone();
+    walk_opts.walk.others = true;
+    let plan = Plan::build(&sources, &walk_opts, &watch);
+    let map = Mapping::new(roots);
+    let mut run = Run {
+        map: &map,
+        opts,
+        reporter: &watch,
+        as_root: os::is_root(),
+        summary: CopySummary::default(),
+        wanted: HashSet::new(),
+    };
+
+    // Something else where the source has a directory is replaced, as rsync replaces it,
+    // but only while the run has seen everything (the walk is over: what it could not see
+    // is known).
+    let dir_clearance = watch
+        .clearance(false)
+        .ok()
+        .map(|c| c.translated(|p| map.dest_side(p)).sparing(&sources));
+    let dirs = run.make_directories(&plan, dir_clearance.as_ref());
+    run.make_others(&plan);
+    let actions = run.decide_files(&plan);
+    let firsts = run.first_names(&plan);
+    let (plan, read) = run.read_and_write(plan, actions, events);
+    if !run.summary.stopped {
+        run.link_second_names(&plan, &firsts);
+    }
+
+    // What the run could not see whole: source paths that failed or were left out (all
+    // known once the read is over; what deletion itself fails on comes after).
+    let unseen: HashSet<PathBuf> = watch.unseen().into_iter().collect();
+    let clearance = watch
+        .clearance(opts.ignore_errors)
+        .map(|c| c.translated(|p| map.dest_side(p)).sparing(&sources));
+    run.place_over_directories(read.over_dirs, &clearance);
+    if opts.delete {
+        run.delete_extra(roots, &clearance);
+    }
+    run.set_directory_metadata(&dirs, &unseen);
+    if opts.sync || opts.verify {
+        run.sync_destinations(roots);
+    }
+    let mut summary = run.summary;
+    if opts.verify {
+        verify::verify(&read.hashes, &walk_opts, opts, &watch, &mut summary);
+    }
+    Ok(summary)
+}
+
+/// Before anything is read: roots made by hand get the protection `resolve_roots` gives
+/// (a directory copied into itself would copy what it is copying); a file is not written
+/// through a dangling link (as `cp` refuses it), and the link is not replaced either; each
+/// destination directory is made and must be writable.
+fn check_destinations(roots: &[CopyRoot]) -> Result<(), CopyError> {
     for root in roots {
         if os::symlink_metadata(&root.source).is_ok_and(|m| m.is_dir())
             && roots::is_inside(&root.dest, &root.source)
@@ -281,8 +346,6 @@ pub fn copy_with(
             .into());
         }
     }
-    // The destination must be writable before anything is read; a file is not written
-    // through a dangling link (as `cp` refuses it), and the link is not replaced either.
     for root in roots {
         let dangling = os::symlink_metadata(&root.dest).is_ok_and(|m| m.is_symlink())
             && os::metadata(&root.dest).is_err();
@@ -293,11 +356,7 @@ pub fn copy_with(
             });
         }
     }
-    for root in roots {
-        let dir = match os::symlink_metadata(&root.source) {
-            Ok(m) if m.is_dir() => root.dest.clone(),
-            _ => parent_of(&root.dest).to_path_buf(),
-        };
+    for dir in destination_dirs(roots) {
         fs::create_dir_all(&dir)
             .and_then(|()| AtomicFile::create_private(&dir.join("probe")).map(drop))
             .map_err(|source| CopyError::Destination {
@@ -305,254 +364,296 @@ pub fn copy_with(
                 source,
             })?;
     }
+    Ok(())
+}
 
-    // One writer at a time in each destination.
-    let dest_dirs: Vec<PathBuf> = roots
+/// The directory each root writes into: its destination for a directory, the
+/// destination's parent for anything else.
+fn destination_dirs(roots: &[CopyRoot]) -> Vec<PathBuf> {
+    roots
         .iter()
         .map(|root| match os::symlink_metadata(&root.source) {
             Ok(m) if m.is_dir() => root.dest.clone(),
             _ => parent_of(&root.dest).to_path_buf(),
         })
-        .collect();
-    let _lock = DestinationLock::take(&dest_dirs).map_err(|held| CopyError::Busy {
-        path: held.path,
-        holder: held.holder,
-    })?;
+        .collect()
+}
 
-    // Every error and every path left out is remembered: `delete` must not take what the
-    // run did not see for what the source does not have.
-    let watch = Witness::new(reporter);
-    let reporter: &dyn Reporter = &watch;
-    let mut plan_opts = plan_opts.clone();
-    plan_opts.walk.others = true;
-    let sources: Vec<PathBuf> = roots.iter().map(|r| r.source.clone()).collect();
-    let plan = Plan::build(&sources, &plan_opts, reporter);
-    let map = Mapping::new(roots);
-    let as_root = os::is_root();
-    let mut summary = CopySummary::default();
+/// One copy run's state, shared by its phases.
+struct Run<'a> {
+    map: &'a Mapping<'a>,
+    opts: &'a CopyOptions,
+    /// The run's witness: what it could not see is remembered.
+    reporter: &'a dyn Reporter,
+    as_root: bool,
+    summary: CopySummary,
+    /// With `delete`: every destination path the source has (the rest may go).
+    wanted: HashSet<PathBuf>,
+}
 
-    // Directories first, then symlinks and special files. Something else where the
-    // source has a directory is replaced, as rsync replaces it, but only while the run has
-    // seen everything (the walk is over: what it could not see is known).
-    let dir_clearance = watch
-        .clearance(false)
-        .ok()
-        .map(|c| c.translated(|p| map.dest_side(p)).sparing(&sources));
-    let mut dirs: Vec<(PathBuf, Other)> = Vec::new();
-    let mut wanted: HashSet<PathBuf> = HashSet::new();
-    for other in plan.others() {
-        let Some(dest) = map.dest_of(&other.path) else {
-            continue;
-        };
-        if opts.delete {
-            wanted.insert(dest.clone());
-        }
-        if other.metadata.is_dir() {
-            match make_dir(&dest, other, dir_clearance.as_ref()) {
-                Ok(existed) => {
-                    if existed {
-                        summary.leftovers_removed += target::remove_leftovers(&dest);
+/// What the read phase leaves for the phases after it.
+struct ReadDone {
+    /// Each copied file's path and hash, for `verify`.
+    hashes: Vec<(PathBuf, String)>,
+    /// Copies waiting where the destination has a directory.
+    over_dirs: Vec<content::OverDir>,
+}
+
+impl Run<'_> {
+    fn fail(&mut self, err: Error) {
+        fail(&mut self.summary, self.reporter, err);
+    }
+
+    /// Directories first: each made (or found; then the temporaries an interrupted run
+    /// left in it are removed), a file in its way replaced only with `clearance`.
+    /// Returns them with their sources, for their metadata at the end.
+    fn make_directories(
+        &mut self,
+        plan: &Plan,
+        clearance: Option<&destructive::Clearance>,
+    ) -> Vec<(PathBuf, Other)> {
+        let mut dirs = Vec::new();
+        for other in plan.others() {
+            let Some(dest) = self.map.dest_of(&other.path) else {
+                continue;
+            };
+            if self.opts.delete {
+                self.wanted.insert(dest.clone());
+            }
+            if other.metadata.is_dir() {
+                match make_dir(&dest, other, clearance) {
+                    Ok(existed) => {
+                        if existed {
+                            self.summary.leftovers_removed += target::remove_leftovers(&dest);
+                        }
+                        dirs.push((dest, other.clone()));
                     }
-                    dirs.push((dest, other.clone()));
+                    Err(e) => self.fail(Error::io(&dest, e)),
                 }
-                Err(e) => fail(&mut summary, reporter, Error::io(&dest, e)),
+            }
+        }
+        dirs
+    }
+
+    /// Then symlinks and special files.
+    fn make_others(&mut self, plan: &Plan) {
+        for other in plan.others() {
+            if other.metadata.is_dir() {
+                continue;
+            }
+            let Some(dest) = self.map.dest_of(&other.path) else {
+                continue;
+            };
+            match make_other(other, &dest, self.as_root, self.opts.xattrs, self.reporter) {
+                Ok(Made::New) => self.summary.others += 1,
+                Ok(Made::Refreshed) => self.summary.refreshed += 1,
+                Ok(Made::Same) => {}
+                Err(e) => self.fail(e),
             }
         }
     }
-    for other in plan.others() {
-        if other.metadata.is_dir() {
-            continue;
-        }
-        let Some(dest) = map.dest_of(&other.path) else {
-            continue;
-        };
-        match make_other(other, &dest, as_root, opts.xattrs, reporter) {
-            Ok(Made::New) => summary.others += 1,
-            Ok(Made::Refreshed) => summary.refreshed += 1,
-            Ok(Made::Same) => {}
-            Err(e) => fail(&mut summary, reporter, e),
-        }
-    }
 
-    // Decide per file, from the destination's metadata alone.
-    let rules = Rules {
-        checksum: opts.checksum,
-        hashing: opts.hash.is_some(),
-    };
-    let mut actions = Vec::with_capacity(plan.files().len());
-    for f in plan.files() {
-        let Some(dest) = map.dest_of(&f.entry.path) else {
-            actions.push(Action::Skip);
-            continue;
+    /// What to do with each planned file, from the destination's metadata alone; a file
+    /// skipped as unchanged gets its metadata refreshed.
+    fn decide_files(&mut self, plan: &Plan) -> Vec<Action> {
+        let rules = Rules {
+            checksum: self.opts.checksum,
+            hashing: self.opts.hash.is_some(),
         };
-        if opts.delete {
-            wanted.insert(dest.clone());
-        }
-        let existing = os::symlink_metadata(&dest).ok();
-        if existing.as_ref().is_some_and(|d| d.is_dir()) && !opts.delete {
-            actions.push(Action::Skip);
-            let why = "a directory is in the way of this file (--delete replaces it)";
-            fail(
-                &mut summary,
-                reporter,
-                Error::io(&dest, io::Error::other(why)),
+        let mut actions = Vec::with_capacity(plan.files().len());
+        for f in plan.files() {
+            let Some(dest) = self.map.dest_of(&f.entry.path) else {
+                actions.push(Action::Skip);
+                continue;
+            };
+            if self.opts.delete {
+                self.wanted.insert(dest.clone());
+            }
+            let existing = os::symlink_metadata(&dest).ok();
+            if existing.as_ref().is_some_and(|d| d.is_dir()) && !self.opts.delete {
+                actions.push(Action::Skip);
+                let why = "a directory is in the way of this file (--delete replaces it)";
+                self.fail(Error::io(&dest, io::Error::other(why)));
+                continue;
+            }
+            // With `delete`, a directory in the way is replaced once the copy is complete
+            // and on the disk, and only if the run saw everything (see `content::OverDir`).
+            let action = decide::action(
+                f.entry.size,
+                f.entry.modified,
+                existing.as_ref().map(Existing::of).as_ref(),
+                rules,
             );
-            continue;
-        }
-        // With `delete`, a directory in the way is replaced once the copy is complete and
-        // on the disk, and only if the run saw everything (see `content::OverDir`).
-        let action = decide::action(
-            f.entry.size,
-            f.entry.modified,
-            existing.as_ref().map(Existing::of).as_ref(),
-            rules,
-        );
-        if let (Action::Skip, Some(d)) = (action, &existing) {
-            summary.skipped += 1;
-            match refresh(
-                &f.entry.path,
-                true,
-                &dest,
-                &Stat::of(d),
-                as_root,
-                opts.xattrs,
-            ) {
-                Ok(true) => summary.refreshed += 1,
-                Ok(false) => {}
-                Err(e) => fail(&mut summary, reporter, e),
+            if let (Action::Skip, Some(d)) = (action, &existing) {
+                self.summary.skipped += 1;
+                match refresh(
+                    &f.entry.path,
+                    true,
+                    &dest,
+                    &Stat::of(d),
+                    self.as_root,
+                    self.opts.xattrs,
+                ) {
+                    Ok(true) => self.summary.refreshed += 1,
+                    Ok(false) => {}
+                    Err(e) => self.fail(e),
+                }
             }
+            actions.push(action);
         }
-        actions.push(action);
+        actions
     }
-    for alias in plan.aliases() {
-        if let Some(dest) = map.dest_of(&alias.path).filter(|_| opts.delete) {
-            wanted.insert(dest);
-        }
-    }
-    // The first name of each file that has others, whether or not it is read.
-    let alias_ids: HashSet<FileId> = plan.aliases().iter().map(|a| a.id).collect();
-    let firsts: HashMap<FileId, PathBuf> = plan
-        .files()
-        .iter()
-        .filter(|f| alias_ids.contains(&f.entry.id))
-        .map(|f| (f.entry.id, f.entry.path.to_path_buf()))
-        .collect();
-    // The files to read, each with its action, in plan order.
-    let mut actions = actions.into_iter();
-    let decided = read::decide(plan, |_| actions.next().filter(|a| *a != Action::Skip));
-    let (plan, actions) = (decided.plan, decided.decisions);
 
-    // The read: workers write what the sweeps hand them.
-    let shared = Shared {
-        map: &map,
-        opts,
-        reporter,
-        as_root,
-        actions: &actions,
-        // With `fsync` each file is on the disk already: renamed at once.
-        commits: GroupCommit::new(opts.sync && !opts.fsync),
-        stop: AtomicBool::new(false),
-        copied: AtomicU64::new(0),
-        updated: AtomicU64::new(0),
-        skipped: AtomicU64::new(0),
-        refreshed: AtomicU64::new(0),
-        failed: AtomicU64::new(0),
-        bytes: AtomicU64::new(0),
-        cloned: AtomicU64::new(0),
-        methods: Mutex::new(HashSet::new()),
-        hashes: Mutex::new(Vec::new()),
-        over_dirs: Mutex::new(Vec::new()),
-    };
-    let consume = ConsumeOptions::new(opts.read.clone(), opts.workers);
-    read::run(
-        &plan,
-        &consume,
-        &shared,
-        events,
-        |events, planned, outcome| {
-            if let Some(hex) = &outcome.hash {
-                events.hashed(planned, hex);
-            }
-            // A full destination: the rest would not fit either; stop reading.
-            if shared.stop.load(Ordering::Relaxed) {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        },
-    );
-    shared.placed(shared.commits.finish());
-    summary.copied += shared.copied.into_inner();
-    summary.updated += shared.updated.into_inner();
-    summary.skipped += shared.skipped.into_inner();
-    summary.refreshed += shared.refreshed.into_inner();
-    summary.failed += shared.failed.into_inner();
-    summary.bytes += shared.bytes.into_inner();
-    summary.cloned += shared.cloned.into_inner();
-    summary.stopped = shared.stop.into_inner();
-    let mut methods: Vec<(u64, Method)> = into_inner(shared.methods).into_iter().collect();
-    methods.sort_unstable_by_key(|&(dev, m)| (dev, m as u8));
-    summary.methods = methods;
-    let hashes = into_inner(shared.hashes);
-    let over_dirs = into_inner(shared.over_dirs);
-
-    if !summary.stopped {
-        // Hard links: every second name of a file that is in place, linked to its first.
+    /// The first name of each file that has others, whether or not it is read (second
+    /// names are wanted too).
+    fn first_names(&mut self, plan: &Plan) -> HashMap<FileId, PathBuf> {
         for alias in plan.aliases() {
-            let (Some(first), Some(dest)) = (firsts.get(&alias.id), map.dest_of(&alias.path))
+            if let Some(dest) = self.map.dest_of(&alias.path).filter(|_| self.opts.delete) {
+                self.wanted.insert(dest);
+            }
+        }
+        let alias_ids: HashSet<FileId> = plan.aliases().iter().map(|a| a.id).collect();
+        plan.files()
+            .iter()
+            .filter(|f| alias_ids.contains(&f.entry.id))
+            .map(|f| (f.entry.id, f.entry.path.to_path_buf()))
+            .collect()
+    }
+
+    /// The read: the files to read, each with its action, in plan order; workers write
+    /// what the sweeps hand them.
+    fn read_and_write(
+        &mut self,
+        plan: Plan,
+        actions: Vec<Action>,
+        events: &mut dyn CopyEvents,
+    ) -> (std::sync::Arc<Plan>, ReadDone) {
+        let opts = self.opts;
+        let mut actions = actions.into_iter();
+        let decided = read::decide(plan, |_| actions.next().filter(|a| *a != Action::Skip));
+        let (plan, actions) = (decided.plan, decided.decisions);
+        let shared = Shared {
+            map: self.map,
+            opts,
+            reporter: self.reporter,
+            as_root: self.as_root,
+            actions: &actions,
+            // With `fsync` each file is on the disk already: renamed at once.
+            commits: GroupCommit::new(opts.sync && !opts.fsync),
+            stop: AtomicBool::new(false),
+            copied: AtomicU64::new(0),
+            updated: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            refreshed: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            cloned: AtomicU64::new(0),
+            methods: Mutex::new(HashSet::new()),
+            hashes: Mutex::new(Vec::new()),
+            over_dirs: Mutex::new(Vec::new()),
+        };
+        let consume = ConsumeOptions::new(opts.read.clone(), opts.workers);
+        read::run(
+            &plan,
+            &consume,
+            &shared,
+            events,
+            |events, planned, outcome| {
+                if let Some(hex) = &outcome.hash {
+                    events.hashed(planned, hex);
+                }
+                // A full destination: the rest would not fit either; stop reading.
+                if shared.stop.load(Ordering::Relaxed) {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+        );
+        shared.placed(shared.commits.finish());
+        let summary = &mut self.summary;
+        summary.copied += shared.copied.into_inner();
+        summary.updated += shared.updated.into_inner();
+        summary.skipped += shared.skipped.into_inner();
+        summary.refreshed += shared.refreshed.into_inner();
+        summary.failed += shared.failed.into_inner();
+        summary.bytes += shared.bytes.into_inner();
+        summary.cloned += shared.cloned.into_inner();
+        summary.stopped = shared.stop.into_inner();
+        let mut methods: Vec<(u64, Method)> = into_inner(shared.methods).into_iter().collect();
+        methods.sort_unstable_by_key(|&(dev, m)| (dev, m as u8));
+        summary.methods = methods;
+        let done = ReadDone {
+            hashes: into_inner(shared.hashes),
+            over_dirs: into_inner(shared.over_dirs),
+        };
+        (plan, done)
+    }
+
+    /// Hard links: every second name of a file that is in place, linked to its first.
+    fn link_second_names(&mut self, plan: &Plan, firsts: &HashMap<FileId, PathBuf>) {
+        for alias in plan.aliases() {
+            let (Some(first), Some(dest)) = (firsts.get(&alias.id), self.map.dest_of(&alias.path))
             else {
                 continue;
             };
-            let Some(first_dest) = map.dest_of(first) else {
+            let Some(first_dest) = self.map.dest_of(first) else {
                 continue;
             };
             if first_dest == dest {
                 continue;
             }
             match link_in_place(&first_dest, &dest) {
-                Ok(true) => summary.hardlinks += 1,
+                Ok(true) => self.summary.hardlinks += 1,
                 Ok(false) => {}
-                Err(e) => fail(&mut summary, reporter, Error::io(&dest, e)),
+                Err(e) => self.fail(Error::io(&dest, e)),
             }
         }
     }
 
-    // What the run could not see whole: source paths that failed or were left out (all
-    // known once the read is over; what deletion itself fails on comes after).
-    let unseen: HashSet<PathBuf> = watch.unseen().into_iter().collect();
-    let clearance = watch
-        .clearance(opts.ignore_errors)
-        .map(|c| c.translated(|p| map.dest_side(p)).sparing(&sources));
-    // Copies waiting where the destination has a directory: put in place now, if the
-    // run saw everything there.
-    for waiting in over_dirs {
-        let dest = waiting.temp.dest().to_path_buf();
-        let placed = match &clearance {
-            Ok(c) => waiting.temp.put_in_place_over_dir(waiting.durable, c),
-            Err(errors) => Err(Error::io(
-                &dest,
-                io::Error::other(format!(
-                    "a directory is in the way of this file; kept: {errors} error{} in this \
-                     run (--ignore-errors replaces it all the same)",
-                    if *errors == 1 { "" } else { "s" }
+    /// Copies waiting where the destination has a directory: put in place now, if the
+    /// run saw everything there.
+    fn place_over_directories(
+        &mut self,
+        over_dirs: Vec<content::OverDir>,
+        clearance: &Result<destructive::Clearance, u64>,
+    ) {
+        for waiting in over_dirs {
+            let dest = waiting.temp.dest().to_path_buf();
+            let placed = match clearance {
+                Ok(c) => waiting.temp.put_in_place_over_dir(waiting.durable, c),
+                Err(errors) => Err(Error::io(
+                    &dest,
+                    io::Error::other(format!(
+                        "a directory is in the way of this file; kept: {errors} error{} in \
+                         this run (--ignore-errors replaces it all the same)",
+                        if *errors == 1 { "" } else { "s" }
+                    )),
                 )),
-            )),
-        };
-        match placed {
-            Ok(()) => {
-                summary.deleted += 1;
-                summary.updated += 1;
-                summary.bytes += waiting.placed.written;
-                summary.cloned += waiting.placed.cloned;
+            };
+            match placed {
+                Ok(()) => {
+                    self.summary.deleted += 1;
+                    self.summary.updated += 1;
+                    self.summary.bytes += waiting.placed.written;
+                    self.summary.cloned += waiting.placed.cloned;
+                }
+                Err(e) => self.fail(e),
             }
-            Err(e) => fail(&mut summary, reporter, e),
         }
     }
-    if opts.delete {
-        match &clearance {
+
+    /// With `delete`: what the destination has and the source does not, removed, only
+    /// with the run's clearance.
+    fn delete_extra(
+        &mut self,
+        roots: &[CopyRoot],
+        clearance: &Result<destructive::Clearance, u64>,
+    ) {
+        match clearance {
             Err(errors) => {
-                summary.deletion_skipped = true;
-                reporter.warning(
+                self.summary.deletion_skipped = true;
+                self.reporter.warning(
                     None,
                     &format!(
                         "copy: nothing deleted: {errors} error{} in this run, so the source \
@@ -565,12 +666,12 @@ pub fn copy_with(
             Ok(clearance) => {
                 for root in roots {
                     if os::symlink_metadata(&root.source).is_ok_and(|m| m.is_dir()) {
-                        summary.deleted += destructive::remove_extra(
+                        self.summary.deleted += destructive::remove_extra(
                             &root.dest,
-                            &wanted,
+                            &self.wanted,
                             clearance,
-                            reporter,
-                            &mut summary.failed,
+                            self.reporter,
+                            &mut self.summary.failed,
                         );
                     }
                 }
@@ -578,27 +679,32 @@ pub fn copy_with(
         }
     }
 
-    // Directory metadata last, deepest first, so setting it is not undone by writing
-    // inside them. A directory that could not be read keeps the metadata its copy has:
-    // a backup made unreadable (mode 000) by a source the user cannot read helps nobody.
-    for (dest, other) in dirs.iter().rev() {
-        if unseen.contains(&*other.path) {
-            continue;
-        }
-        let st = Stat::of(&other.metadata);
-        let done = (if opts.xattrs {
-            target::sync_xattrs(&other.path, dest).map(drop)
-        } else {
-            Ok(())
-        })
-        .and_then(|()| target::apply(dest, None, &st, as_root).map_err(|e| Error::io(dest, e)));
-        match done {
-            Ok(()) => summary.dirs += 1,
-            Err(e) => fail(&mut summary, reporter, e),
+    /// Directory metadata last, deepest first, so setting it is not undone by writing
+    /// inside them. A directory that could not be read keeps the metadata its copy has:
+    /// a backup made unreadable (mode 000) by a source the user cannot read helps nobody.
+    fn set_directory_metadata(&mut self, dirs: &[(PathBuf, Other)], unseen: &HashSet<PathBuf>) {
+        for (dest, other) in dirs.iter().rev() {
+            if unseen.contains(&*other.path) {
+                continue;
+            }
+            let st = Stat::of(&other.metadata);
+            let done = (if self.opts.xattrs {
+                target::sync_xattrs(&other.path, dest).map(drop)
+            } else {
+                Ok(())
+            })
+            .and_then(|()| {
+                target::apply(dest, None, &st, self.as_root).map_err(|e| Error::io(dest, e))
+            });
+            match done {
+                Ok(()) => self.summary.dirs += 1,
+                Err(e) => self.fail(e),
+            }
         }
     }
 
-    if opts.sync || opts.verify {
+    /// Everything flushed: the filesystem of each destination.
+    fn sync_destinations(&mut self, roots: &[CopyRoot]) {
         for root in roots {
             let dir = if root.dest.is_dir() {
                 root.dest.as_path()
@@ -606,15 +712,10 @@ pub fn copy_with(
                 parent_of(&root.dest)
             };
             if let Err(e) = os::sync_filesystem(dir) {
-                fail(&mut summary, reporter, Error::io(dir, e));
+                self.fail(Error::io(dir, e));
             }
         }
     }
-
-    if opts.verify {
-        verify::verify(&hashes, &plan_opts, opts, reporter, &mut summary);
-    }
-    Ok(summary)
 }
 
 /// The roots, with each destination that is a symlink replaced by what it leads to: as
