@@ -11,7 +11,7 @@
 //!
 //! Jobs consume a read through [`run`] (workers and one sink) or [`run_in_order`] (one
 //! ordered sink), after [`decide`]: the layer owns the workers' buffers, the change
-//! check, events, stopping and panics (see "The consume layer" in docs/design.md).
+//! check, events, stopping and panics (the [`consume`] module).
 //! [`Reader`] below is the engine they drive, usable on its own.
 //!
 //! ```
@@ -35,7 +35,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod consume;
+pub mod consume;
 mod schedule;
 mod sweep;
 mod window;
