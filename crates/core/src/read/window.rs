@@ -127,6 +127,9 @@ impl Window {
         let active_files = u.files - u.held_files.min(u.files);
         let drained = active_bytes <= self.max_bytes / 2 && active_files <= self.max_files / 2;
         if drained || u.handed == 0 || u.cancelled {
+            // Counted under the lock, for the tests of when a sweep is woken.
+            #[cfg(test)]
+            self.wakes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             drop(u);
             self.changed.notify_all();
         }
