@@ -769,3 +769,78 @@ fn a_run_killed_at_any_moment_leaves_a_sound_database_and_the_next_run_completes
         "killed twice and resumed vs one clean run",
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// 5. --summary.
+
+/// The lines of stderr that say what bound the run.
+fn verdicts(err: &str) -> Vec<&str> {
+    const WORDS: [&str; 4] = [
+        "disk-bound",
+        "CPU-bound",
+        "writer-bound",
+        "bound by what takes the results",
+    ];
+    err.lines()
+        .filter(|l| WORDS.iter().any(|w| l.contains(w)))
+        .collect()
+}
+
+#[test]
+fn a_summary_says_once_what_bound_the_run() {
+    let t = scratch!();
+    let files = t.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    for i in 1..=20u8 {
+        // A GIF's header, i pixels wide: all that is read of it without --thumbs.
+        let gif = [&b"GIF89a"[..], &[i, 0, 1, 0, 0, 0, 0], b";"].concat();
+        std::fs::write(files.join(format!("{i}.gif")), gif).unwrap();
+    }
+    let o = index(
+        &t.path().join("c.db"),
+        &[os("--summary"), files.as_os_str()],
+    );
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    // The phases' verdict, once; the read's line is there, without one of its own.
+    let said = verdicts(&err);
+    assert_eq!(said.len(), 1, "one verdict in:\n{err}");
+    assert!(
+        [
+            "seekless: CPU-bound: ",
+            "seekless: disk-bound: ",
+            "seekless: writer-bound: "
+        ]
+        .iter()
+        .any(|v| said[0].starts_with(v)),
+        "{err}"
+    );
+    let workers = err
+        .lines()
+        .find(|l| l.contains(" s handing results on "))
+        .unwrap_or_else(|| panic!("no workers' line in:\n{err}"));
+    assert!(workers.ends_with("(summed over workers)"), "{workers}");
+
+    // Nothing to read: no verdict at all.
+    let empty = t.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = index(
+        &t.path().join("e.db"),
+        &[os("--summary"), empty.as_os_str()],
+    );
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert_eq!(verdicts(&err), Vec::<&str>::new(), "{err}");
+    assert!(err.contains("seekless: nothing was read\n"), "{err}");
+
+    // hash judges by the read alone: its line's verdict is the one.
+    let o = output_within(
+        seekless().args(["hash", "--summary"]).arg(&files),
+        RUN_LIMIT,
+    );
+    crate::common::assert_exit(&o, 0);
+    let err = stderr(&o);
+    let said = verdicts(&err);
+    assert_eq!(said.len(), 1, "one verdict in:\n{err}");
+    assert!(said[0].contains(" s handing results on "), "{err}");
+}

@@ -19,25 +19,110 @@
 
 use std::ffi::OsStr;
 use std::hash::BuildHasher;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use crate::AtomicFile;
 use crate::digest::Algorithm;
-use seekless_core::path_from_bytes;
+use seekless_core::{path_from_bytes, path_to_bytes};
 
 /// Formats one manifest line (without the trailing newline) from raw path bytes.
 ///
 /// The path is written as given: a file named `-` must be passed as `./-` (see
 /// [`name_in_manifest`]), since `-` on a line means standard input.
 pub fn format_line(hex: &str, path: &[u8]) -> Vec<u8> {
-    let escape = needs_escape(path);
     let mut line = Vec::with_capacity(hex.len() + path.len() + 4);
-    if escape {
-        line.push(b'\\');
-    }
-    line.extend_from_slice(hex.as_bytes());
-    line.extend_from_slice(b"  ");
-    push_name(&mut line, path, escape);
+    push_line(&mut line, hex, path);
     line
+}
+
+/// Appends [`format_line`]'s line to `out`.
+fn push_line(out: &mut Vec<u8>, hex: &str, path: &[u8]) {
+    let escape = needs_escape(path);
+    if escape {
+        out.push(b'\\');
+    }
+    out.extend_from_slice(hex.as_bytes());
+    out.extend_from_slice(b"  ");
+    push_name(out, path, escape);
+}
+
+/// Bytes of lines a [`ManifestFile`] holds before writing them out.
+const MANIFEST_BUFFER: usize = 64 << 10;
+
+/// A manifest written to its file as its lines are made, through an [`AtomicFile`]: it
+/// appears under its name only when [`commit`](Self::commit)ted, complete, and a run of a
+/// million files holds no more than 64 KiB of it at any time. Lines are written in the
+/// order they are pushed. A failure to write is kept and returned by `commit` (lines
+/// pushed after it are dropped): the caller hashing files need not stop to hear of it.
+///
+/// ```
+/// use seekless_jobs::manifest::ManifestFile;
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("SUMS");
+/// let mut manifest = ManifestFile::create(&path)?;
+/// manifest.push("00ff", "photos/a.jpg".as_ref());
+/// assert!(!path.exists());
+/// manifest.commit()?;
+/// assert_eq!(std::fs::read(&path)?, b"00ff  photos/a.jpg\n");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ManifestFile {
+    file: AtomicFile,
+    /// Lines not written yet: less than [`MANIFEST_BUFFER`] bytes, and one line.
+    pending: Vec<u8>,
+    /// The first write that failed.
+    failed: Option<io::Error>,
+}
+
+impl ManifestFile {
+    /// Starts writing the manifest `path` ([`AtomicFile::create`]: through a link, into a
+    /// device or standard output, refusing a file this process could not write).
+    pub fn create(path: &Path) -> io::Result<ManifestFile> {
+        Ok(ManifestFile {
+            file: AtomicFile::create(path)?,
+            pending: Vec::new(),
+            failed: None,
+        })
+    }
+
+    /// The name asked for.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// Adds the line of the file read at `path` whose digest is `hex` ([`format_line`]:
+    /// the path's bytes as they are, escaped where needed), written out once 64 KiB of
+    /// lines are waiting.
+    pub fn push(&mut self, hex: &str, path: &Path) {
+        if self.failed.is_some() {
+            return;
+        }
+        push_line(&mut self.pending, hex, &path_to_bytes(path));
+        self.pending.push(b'\n');
+        if self.pending.len() >= MANIFEST_BUFFER {
+            self.write_pending();
+        }
+    }
+
+    fn write_pending(&mut self) {
+        if let Err(e) = self.file.file().write_all(&self.pending) {
+            self.failed = Some(e);
+        }
+        self.pending.clear();
+    }
+
+    /// Writes the lines still waiting and puts the manifest in place durably
+    /// ([`AtomicFile::commit`]); the first write that failed, if one did, instead.
+    pub fn commit(mut self) -> io::Result<()> {
+        self.write_pending();
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => self.file.commit(),
+        }
+    }
 }
 
 /// The name to write in a manifest for a path: `./-` for a file named `-`, which a
@@ -734,6 +819,60 @@ mod tests {
     use super::*;
 
     const SHA256_ABC: &str = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+
+    #[test]
+    fn a_manifest_file_is_written_as_its_lines_come_and_appears_only_when_complete() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("SUMS");
+        let mut manifest = ManifestFile::create(&path).unwrap();
+        let temp = manifest.file.temp_path().unwrap().to_path_buf();
+        let hex = "ab".repeat(32);
+        let mut want = Vec::new();
+        for i in 0..20_000 {
+            let name = format!("photos/{i:05}/{}.jpg", "x".repeat(i % 50));
+            manifest.push(&hex, Path::new(&name));
+            want.extend_from_slice(format!("{hex}  {name}\n").as_bytes());
+            // Never more than one buffer's worth held: the rest is in the temporary.
+            let written = std::fs::metadata(&temp).unwrap().len() as usize;
+            assert!(
+                want.len() - written <= MANIFEST_BUFFER + 200,
+                "{} bytes of lines held after line {i}",
+                want.len() - written
+            );
+            assert!(manifest.pending.capacity() <= 2 * MANIFEST_BUFFER + 200);
+        }
+        assert!(want.len() > 20 * MANIFEST_BUFFER, "{} bytes", want.len());
+        assert!(!path.exists(), "not under its name before the commit");
+        // An escaped name is escaped in the file as format_line escapes it.
+        manifest.push(&hex, Path::new("two\nlines"));
+        want.extend_from_slice(&format_line(&hex, b"two\nlines"));
+        want.push(b'\n');
+        manifest.commit().unwrap();
+        assert!(
+            std::fs::read(&path).unwrap() == want,
+            "every line, in order"
+        );
+        assert!(!temp.exists());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_manifest_that_cannot_be_written_fails_its_commit() {
+        // /dev/full is written into, never replaced: every write fails with ENOSPC.
+        let mut manifest = ManifestFile::create(Path::new("/dev/full")).unwrap();
+        for _ in 0..5_000 {
+            manifest.push(SHA256_ABC, Path::new("some/file/name"));
+        }
+        assert!(manifest.failed.is_some(), "a buffer's worth was written");
+        let err = manifest.commit().unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ENOSPC), "{err}");
+        let mut short = ManifestFile::create(Path::new("/dev/full")).unwrap();
+        short.push(SHA256_ABC, Path::new("a"));
+        assert!(
+            short.commit().is_err(),
+            "the last lines are written at the commit"
+        );
+    }
 
     #[test]
     fn plain_names_are_written_as_is() {

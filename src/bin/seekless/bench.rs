@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use indicatif::HumanBytes;
 use seekless::jobs::bench::{
-    BenchOptions, BenchResult, Cold, ColdMethod, ContenderResult, OriginRows, bench,
+    BenchOptions, BenchResult, Cold, ColdMethod, ContenderResult, OriginRows, bench, seek_map_svg,
 };
 
 use crate::exit::Code;
@@ -104,7 +104,7 @@ pub fn run(args: Args) -> Result<Code> {
 
     if let Some(plot) = plot {
         let path = plot.path().to_path_buf();
-        commit_durably(plot, seek_map(&result).as_bytes())
+        commit_durably(plot, seek_map_svg(&result).as_bytes())
             .with_context(|| format!("cannot write --plot {}", path.display()))?;
     }
     Ok(Code::from_errors(console.errors()))
@@ -229,121 +229,4 @@ fn origin_table(o: &OriginRows) -> String {
         let _ = writeln!(s, "| {k} | {v} |");
     }
     s
-}
-
-/// An SVG seek map: time since the read began (x) against the disk offset of the file
-/// being read (y), given order and seekless physical order.
-fn seek_map(r: &BenchResult) -> String {
-    const W: f64 = 720.0;
-    const H: f64 = 420.0;
-    const L: f64 = 70.0; // left margin (y labels)
-    const R: f64 = 20.0;
-    const T: f64 = 66.0; // top margin (title, legend)
-    const B: f64 = 50.0;
-    const MAX_POINTS: usize = 4000;
-    let series: Vec<(&str, &str, &ContenderResult)> = [
-        ("given", "#d62728", "given order"),
-        ("physical", "#1f77b4", "seekless (physical, window)"),
-    ]
-    .into_iter()
-    .filter_map(|(name, color, label)| Some((label, color, r.contender(name)?)))
-    .collect();
-    let t_max = series
-        .iter()
-        .map(|(_, _, c)| c.read_secs)
-        .fold(0.0f64, f64::max)
-        .max(1e-3);
-    // The offset axis spans the offsets seen, so a small corpus on a big disk is not a
-    // flat line.
-    let offsets = || {
-        series
-            .iter()
-            .flat_map(|(_, _, c)| c.trace.iter().map(|p| p.1))
-    };
-    let off_min = offsets().min().unwrap_or(0) as f64;
-    let off_max = offsets().max().unwrap_or(0) as f64;
-    let off_span = (off_max - off_min).max(1.0);
-    let (unit, scale) = if off_max >= (4u64 << 30) as f64 {
-        ("GiB", (1u64 << 30) as f64)
-    } else {
-        ("MiB", (1u64 << 20) as f64)
-    };
-    let x = |t: f64| L + t / t_max * (W - L - R);
-    let y = |off: f64| H - B - (off - off_min) / off_span * (H - T - B);
-
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
-    );
-    s += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="20" text-anchor="middle" font-size="14">Seek map: {} files, {}</text>"#,
-        W / 2.0,
-        r.files,
-        HumanBytes(r.bytes)
-    );
-    // Axes, ticks and labels.
-    let _ = writeln!(
-        s,
-        r##"<path d="M{L} {T}V{}H{}" fill="none" stroke="#333"/>"##,
-        H - B,
-        W - R
-    );
-    for i in 0..=5 {
-        let f = i as f64 / 5.0;
-        let (tx, ty) = (x(f * t_max), y(off_min + f * off_span));
-        let _ = writeln!(
-            s,
-            r##"<path d="M{tx:.1} {}v5M{L} {ty:.1}h-5" stroke="#333"/><text x="{tx:.1}" y="{}" text-anchor="middle">{}</text><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
-            H - B,
-            H - B + 18.0,
-            tick(f * t_max, t_max),
-            L - 8.0,
-            ty + 4.0,
-            tick((off_min + f * off_span) / scale, off_span / scale)
-        );
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">time since the read began (s)</text>"#,
-        (L + W - R) / 2.0,
-        H - 12.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text transform="translate(16 {}) rotate(-90)" text-anchor="middle">disk offset ({unit})</text>"#,
-        (T + H - B) / 2.0
-    );
-    // The series: one dot per file handed over (thinned to MAX_POINTS).
-    for (i, (label, color, c)) in series.iter().enumerate() {
-        let step = c.trace.len().div_ceil(MAX_POINTS).max(1);
-        let mut d = String::new();
-        for &(t, off) in c.trace.iter().step_by(step) {
-            let _ = write!(d, "M{:.1} {:.1}h0", x(t), y(off as f64));
-        }
-        let _ = writeln!(
-            s,
-            r#"<g class="series" data-series="{}"><path d="{d}" stroke="{color}" stroke-width="3" stroke-linecap="round" opacity="0.7" fill="none"/></g>"#,
-            c.name
-        );
-        let ly = 36.0 + 15.0 * i as f64;
-        let _ = writeln!(
-            s,
-            r#"<circle cx="{}" cy="{ly}" r="4" fill="{color}"/><text x="{}" y="{}">{label}: {:.2} s read</text>"#,
-            L + 20.0,
-            L + 30.0,
-            ly + 4.0,
-            c.read_secs
-        );
-    }
-    s += "</svg>\n";
-    s
-}
-
-/// A tick label with as many decimals as the axis' span needs (five ticks).
-fn tick(v: f64, span: f64) -> String {
-    let decimals = (-(span / 5.0).log10()).ceil().clamp(0.0, 6.0) as usize;
-    format!("{v:.decimals$}")
 }

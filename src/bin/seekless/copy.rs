@@ -1,6 +1,5 @@
 //! `seekless copy`: `cp -a` read in physical order, atomic per file, incremental.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -9,16 +8,14 @@ use seekless::jobs::copy::{
     CopyError, CopyEvents, CopyOptions, CopySummary, ResolveError, copy_with, resolve_roots,
 };
 use seekless::jobs::digest::Algorithm;
-use seekless::jobs::manifest::format_line;
+use seekless::jobs::manifest::ManifestFile;
 
 use crate::exit::Code;
 use crate::hash::AlgoArg;
 use crate::inputs::{InputArgs, UsageError};
 use crate::options::{ReadArgs, ReportArgs};
-use crate::output::{commit_durably, path_bytes};
 use crate::progress::read_events_through;
 use crate::progress::{Console, ReadProgress};
-use seekless::AtomicFile;
 
 /// A directory SOURCE is copied to DEST/NAME (DEST is made if missing), on every run the
 /// same; `SOURCE/` (a trailing slash) copies its contents into DEST, as rsync does. A file
@@ -123,7 +120,7 @@ pub fn run(mut args: Args) -> Result<Code> {
         Some(path) => {
             opts.hash = Some(Algorithm::from(args.algo));
             Some(
-                AtomicFile::create(path)
+                ManifestFile::create(path)
                     .with_context(|| format!("cannot write {}", path.display()))?,
             )
         }
@@ -133,7 +130,7 @@ pub fn run(mut args: Args) -> Result<Code> {
     let console = Console::new(args.report.verbose);
     let mut events = Progress {
         read: ReadProgress::new(&console, args.report.summary),
-        manifest: Vec::new(),
+        manifest,
     };
     let summary = match copy_with(&roots, &plan_opts, &opts, &console, &mut events) {
         Ok(s) => s,
@@ -148,9 +145,10 @@ pub fn run(mut args: Args) -> Result<Code> {
         }
     };
     console.finish();
-    if let Some(file) = manifest {
-        let path = file.path().to_path_buf();
-        commit_durably(file, &events.manifest)
+    if let Some(manifest) = events.manifest {
+        let path = manifest.path().to_path_buf();
+        manifest
+            .commit()
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if args.report.summary || summary.stopped || summary.deletion_skipped {
@@ -209,18 +207,19 @@ fn print_counts(s: &CopySummary) {
     eprintln!("{text}");
 }
 
-/// The read phase on stderr, as for `hash`, and the manifest's lines.
+/// The read phase on stderr, as for `hash`, and the manifest's lines, written as they
+/// come.
 struct Progress<'a> {
     read: ReadProgress<'a>,
-    manifest: Vec<u8>,
+    manifest: Option<ManifestFile>,
 }
 
 read_events_through!(Progress, read);
 
 impl CopyEvents for Progress<'_> {
     fn hashed(&mut self, file: &PlannedFile, hex: &str) {
-        let line = format_line(hex, &path_bytes(&file.entry.path));
-        let _ = self.manifest.write_all(&line);
-        self.manifest.push(b'\n');
+        if let Some(manifest) = &mut self.manifest {
+            manifest.push(hex, &file.entry.path);
+        }
     }
 }

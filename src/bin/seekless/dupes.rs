@@ -82,17 +82,15 @@ pub fn run(args: Args) -> Result<Code> {
             "images": dupes.images,
             "ignored": dupes.ignored,
             "with_phash": dupes.with_phash,
-            "saving": saving(&dupes),
+            "saving": dupes.saving(),
             "groups": dupes.groups,
         });
         serde_json::to_writer_pretty(&mut out, &doc)?;
         out.write_all(b"\n")?;
     } else if args.null {
-        for g in dupes.groups.iter().filter(|g| g.kind != GroupKind::Burst) {
-            for m in g.members.iter().filter(|m| !m.keeper) {
-                out.write_all(&m.path_bytes)?;
-                out.write_all(b"\0")?;
-            }
+        for m in dupes.removable() {
+            out.write_all(&m.path_bytes)?;
+            out.write_all(b"\0")?;
         }
     } else {
         text(&mut out, &dupes)?;
@@ -109,7 +107,7 @@ pub fn run(args: Args) -> Result<Code> {
             dupes.ignored,
             groups.clone().count(),
             groups.map(|g| g.members.len()).sum::<usize>(),
-            indicatif::HumanBytes(saving(&dupes)),
+            indicatif::HumanBytes(dupes.saving()),
             dupes
                 .groups
                 .iter()
@@ -122,10 +120,6 @@ pub fn run(args: Args) -> Result<Code> {
         );
     }
     Ok(Code::Ok)
-}
-
-fn saving(dupes: &Dupes) -> u64 {
-    dupes.groups.iter().map(|g| g.saving).sum()
 }
 
 /// Groups separated by a blank line: a heading, then one line per file, the keeper marked

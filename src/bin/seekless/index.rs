@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use seekless::Filter;
 use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexOptions, Phases, index_with, thumb};
+use seekless::read::Bound;
 
 use crate::exit::Code;
 use crate::inputs::{InputArgs, Refused};
@@ -83,7 +84,8 @@ pub fn run(args: Args) -> Result<Code> {
     opts.read = args.read.options();
     opts.workers = args.read.workers();
     let console = Console::new(args.report.verbose);
-    let mut events = ReadProgress::new(&console, args.report.summary);
+    // The phases say what bound the run (print_phases): the read's line does not.
+    let mut events = ReadProgress::new(&console, args.report.summary).without_verdict();
     let summary = match index_with(&paths, &plan_opts, &opts, &console, &mut events) {
         Ok(s) => s,
         Err(e) if e.is_refusal() => return Err(Refused(e.to_string()).into()),
@@ -147,11 +149,11 @@ fn print_phases(p: &Phases) {
     for (name, took, what) in lines {
         eprintln!("seekless:   {name:<9} {:>9.3} s  {what}", secs(took));
     }
-    if p.rows == 0 {
+    let Some(bound) = p.bound() else {
         eprintln!("seekless: nothing was read");
         return;
-    }
-    if p.writer_bound() {
+    };
+    if bound == Bound::Sink {
         eprintln!(
             "seekless: writer-bound: the workers computed {:.3} s, waited {:.3} s for the disk \
              and {:.3} s for the writer",
@@ -160,7 +162,7 @@ fn print_phases(p: &Phases) {
             secs(p.blocked)
         );
     } else {
-        let (bound, computing) = if p.disk_bound() {
+        let (bound, computing) = if bound == Bound::Disk {
             ("disk-bound", "only computed")
         } else {
             ("CPU-bound", "computed")

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::time::Duration;
 
-use seekless::read::Consumed;
+use seekless::read::{Bound, Consumed};
 use seekless::{AtomicFile, Plan};
 
 /// Writes the path's bytes as they are (non-UTF-8 names survive), then `end`.
@@ -85,9 +85,16 @@ pub fn print_summary(plan: &Plan) {
 }
 
 /// The read phase's lines of the summary: how much was read, how long it took, how fast,
-/// how often the sweep waited at a gap, what each disk was taken for; then where the workers' time went, and whether
-/// the disks or the workers set the pace.
-pub fn print_read_summary(files: u64, bytes: u64, took: Duration, consumed: &Consumed) {
+/// how often the sweep waited at a gap, what each disk was taken for; then where the
+/// workers' time went, and `verdict`, what set the pace (none where the job gives its
+/// own: one verdict a run).
+pub fn print_read_summary(
+    files: u64,
+    bytes: u64,
+    took: Duration,
+    consumed: &Consumed,
+    verdict: Option<Bound>,
+) {
     let secs = took.as_secs_f64();
     eprintln!(
         "seekless: read {} files, {} in {:.3} s ({}/s); waited at {} gaps",
@@ -107,21 +114,20 @@ pub fn print_read_summary(files: u64, bytes: u64, took: Duration, consumed: &Con
             consumed.stats.kept_in_cache
         );
     }
+    let verdict = match verdict {
+        Some(Bound::Disk) => ": disk-bound",
+        Some(Bound::Sink) => ": bound by what takes the results",
+        Some(Bound::Cpu) => ": CPU-bound",
+        None => "",
+    };
     eprintln!(
         "seekless: {} worker{}: {:.3} s waiting for the disks, {:.3} s working, {:.3} s \
-         handing results on (summed over workers): {}",
+         handing results on (summed over workers){verdict}",
         consumed.workers,
         if consumed.workers == 1 { "" } else { "s" },
         consumed.waiting.as_secs_f64(),
         consumed.working.as_secs_f64(),
         consumed.sinking.as_secs_f64(),
-        if consumed.disk_bound() {
-            "disk-bound"
-        } else if consumed.sink_bound() {
-            "bound by what takes the results"
-        } else {
-            "CPU-bound"
-        }
     );
 }
 

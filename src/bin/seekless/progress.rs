@@ -96,6 +96,8 @@ impl Reporter for Console {
 pub struct ReadProgress<'a> {
     console: &'a Console,
     summary: bool,
+    /// Whether the read's line says what bound the run (not where the job says it).
+    verdict: bool,
     bar: ProgressBar,
     started: std::time::Instant,
     /// Files read whole and their bytes, in this phase.
@@ -108,10 +110,19 @@ impl<'a> ReadProgress<'a> {
         Self {
             console,
             summary,
+            verdict: true,
             bar: ProgressBar::hidden(),
             started: std::time::Instant::now(),
             files: 0,
             bytes: 0,
+        }
+    }
+
+    /// No verdict on the read's line: the job gives its own (`index`: its phases').
+    pub fn without_verdict(self) -> Self {
+        Self {
+            verdict: false,
+            ..self
         }
     }
 
@@ -154,6 +165,7 @@ impl<'a> ReadProgress<'a> {
                 self.bytes,
                 self.started.elapsed(),
                 consumed,
+                self.verdict.then(|| consumed.bound()),
             );
         }
     }

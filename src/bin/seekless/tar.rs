@@ -131,8 +131,7 @@ pub fn run(args: Args) -> Result<Code> {
     opts.xattrs = args.xattrs;
     opts.compression = compression;
     if let Some(out) = &output {
-        opts.exclude = own_files(out);
-        opts.archive_name = out.final_path().file_name().map(ToOwned::to_owned);
+        opts.archive = out.identity();
     }
     if let Some(dir) = &args.directory {
         std::env::set_current_dir(dir)
@@ -171,26 +170,6 @@ fn os_message(e: &io::Error) -> String {
     match text.find(" (os error ") {
         Some(at) => text[..at].to_string(),
         None => text,
-    }
-}
-
-/// The archive being written and the file it replaces: never stored in it.
-fn own_files(out: &ArchiveFile) -> Vec<seekless::FileId> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let id = |m: std::fs::Metadata| seekless::FileId::new(m.dev(), m.ino());
-        let mut own: Vec<_> = out.file().metadata().ok().map(id).into_iter().collect();
-        own.extend(std::fs::metadata(out.final_path()).ok().map(id));
-        own
-    }
-    #[cfg(not(unix))]
-    {
-        // Windows file ids come from an open handle; the walk never meets the temporary
-        // archive's name under a pattern the user chose, and seekless does not store it
-        // there yet.
-        let _ = out;
-        Vec::new()
     }
 }
 

@@ -2,7 +2,7 @@
 //! near-duplicates (perceptual hashes within a Hamming distance, checked further), with a
 //! suggested keeper per group. The catalog is only read, never written
 //! ([`Catalog::open`] refuses anything that is not a seekless catalog); nothing is ever
-//! deleted (the CLI's `-0` lists the files one could delete).
+//! deleted ([`Dupes::removable`] lists the files one could delete: the CLI's `-0`).
 //!
 //! How near-duplicates are found:
 //!
@@ -199,6 +199,35 @@ pub struct Dupes {
     pub rejected_aspect: u64,
     /// Of those, pairs refused by the thumbnail check.
     pub rejected_thumbnail: u64,
+}
+
+impl Dupes {
+    /// The files one could delete: every member of each duplicate group (exact or
+    /// similar) but its keeper, group by group in [`groups`](Self::groups)' order; never a
+    /// burst's frames (bursts have no keeper). What `seekless dupes -0` prints. Nothing is
+    /// deleted here or anywhere in seekless.
+    ///
+    /// ```
+    /// # use seekless_catalog::dupes::Dupes;
+    /// # fn show(dupes: &Dupes) {
+    /// for m in dupes.removable() {
+    ///     assert!(!m.keeper);
+    ///     println!("{}", m.path);
+    /// }
+    /// # }
+    /// ```
+    pub fn removable(&self) -> impl Iterator<Item = &Member> {
+        self.groups
+            .iter()
+            .filter(|g| g.kind != GroupKind::Burst)
+            .flat_map(|g| g.members.iter().filter(|m| !m.keeper))
+    }
+
+    /// Bytes freed by keeping only the keeper of each group: the sum of the groups'
+    /// [`saving`](Group::saving) (bursts count nothing).
+    pub fn saving(&self) -> u64 {
+        self.groups.iter().map(|g| g.saving).sum()
+    }
 }
 
 /// A stored thumbnail.
@@ -672,6 +701,43 @@ mod tests {
         );
         assert_eq!(b.saving, 0);
         assert!(b.members.iter().all(|m| !m.keeper));
+    }
+
+    #[test]
+    fn the_removable_files_are_every_member_but_the_keeper_never_a_burst_frame() {
+        let dupes = Dupes {
+            groups: vec![
+                group(
+                    GroupKind::Exact,
+                    vec![
+                        member("/e1", 10, 10, None, 4),
+                        member("/e2", 10, 10, None, 4),
+                    ],
+                ),
+                group(
+                    GroupKind::Similar,
+                    vec![
+                        member("/s1", 10, 10, None, 5),
+                        member("/s2", 20, 10, None, 7),
+                        member("/s3", 5, 5, None, 3),
+                    ],
+                ),
+                group(
+                    GroupKind::Burst,
+                    vec![
+                        member("/b1", 10, 10, None, 5),
+                        member("/b2", 20, 10, None, 7),
+                    ],
+                ),
+            ],
+            ..Dupes::default()
+        };
+        let removable: Vec<&str> = dupes.removable().map(|m| m.path.as_str()).collect();
+        // The keepers (/e1: same pixels and date, the smaller path; /s2: the most pixels)
+        // stay, and so do both burst frames.
+        assert_eq!(removable, ["/e2", "/s1", "/s3"]);
+        assert_eq!(dupes.saving(), 4 + 5 + 3);
+        assert_eq!(Dupes::default().removable().count(), 0);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use std::time::{Duration, Instant};
 
+use seekless_core::read::Bound;
 use serde::Serialize;
 
 /// The time each phase of an index run took, summed over the worker threads (a run with
@@ -75,6 +76,24 @@ impl Phases {
         self.blocked > self.computing() && self.blocked > self.disk_wait()
     }
 
+    /// The run's one verdict, what `index --summary` prints: the writer
+    /// ([`Bound::Sink`], [`writer_bound`](Self::writer_bound)), else the disk
+    /// ([`disk_bound`](Self::disk_bound)), else the CPUs; `None` when nothing was read.
+    /// Finer than the read's own [`Consumed::bound`](seekless_core::read::Consumed::bound):
+    /// it counts the time in read calls as waiting for the disk, and what the writer held
+    /// up apart from the rest.
+    pub fn bound(&self) -> Option<Bound> {
+        if self.rows == 0 {
+            None
+        } else if self.writer_bound() {
+            Some(Bound::Sink)
+        } else if self.disk_bound() {
+            Some(Bound::Disk)
+        } else {
+            Some(Bound::Cpu)
+        }
+    }
+
     /// Adds the per-file clocks of `other` (phases a worker measured on one file).
     pub(crate) fn add_file(&mut self, other: &Phases) {
         self.read += other.read;
@@ -127,5 +146,24 @@ mod tests {
         assert!(p.writer_bound() && !p.disk_bound(), "writer-bound: {p:?}");
         p.read_wait = ms(900);
         assert!(p.disk_bound() && !p.writer_bound(), "the disk again: {p:?}");
+    }
+
+    #[test]
+    fn a_run_has_one_verdict_and_none_when_nothing_was_read() {
+        let mut p = Phases {
+            read_wait: ms(50),
+            read: ms(100),
+            working: ms(400),
+            ..Phases::default()
+        };
+        assert_eq!(p.bound(), None, "no rows: nothing was read");
+        p.rows = 3;
+        assert_eq!(p.bound(), Some(Bound::Cpu));
+        p.read_wait = ms(500);
+        assert_eq!(p.bound(), Some(Bound::Disk));
+        p.blocked = ms(700);
+        assert_eq!(p.bound(), Some(Bound::Sink), "the writer");
+        p.read_wait = ms(900);
+        assert_eq!(p.bound(), Some(Bound::Disk));
     }
 }

@@ -180,7 +180,43 @@ pub struct Consumed {
     pub disks: Vec<crate::disk::DiskVerdict>,
 }
 
+/// What set a run's pace: the one verdict a summary gives of it ([`Consumed::bound`]; an
+/// index run's is its phases' own, finer, `Phases::bound` in seekless-catalog).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bound {
+    /// The disks: the workers mostly waited for bytes.
+    Disk,
+    /// The CPUs: the workers mostly worked on what they had read.
+    Cpu,
+    /// What takes the results (a catalog's writer, an archive's output): the workers
+    /// mostly waited to hand results on.
+    Sink,
+}
+
 impl Consumed {
+    /// What set the pace of this read: the disks ([`disk_bound`](Self::disk_bound)), else
+    /// what takes the results ([`sink_bound`](Self::sink_bound)), else the CPUs.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use seekless_core::read::{Bound, Consumed};
+    ///
+    /// let mut c = Consumed::default();
+    /// c.working = Duration::from_millis(300);
+    /// assert_eq!(c.bound(), Bound::Cpu);
+    /// c.waiting = Duration::from_millis(400);
+    /// assert_eq!(c.bound(), Bound::Disk);
+    /// ```
+    pub fn bound(&self) -> Bound {
+        if self.disk_bound() {
+            Bound::Disk
+        } else if self.sink_bound() {
+            Bound::Sink
+        } else {
+            Bound::Cpu
+        }
+    }
+
     /// Whether the disks, not the workers, set the pace: workers spent more time waiting
     /// for files than working on them.
     pub fn disk_bound(&self) -> bool {
@@ -421,6 +457,36 @@ mod tests {
         }
         let plan = Plan::build(&[t.path().to_path_buf()], &PlanOptions::default(), &Quiet);
         (t, Arc::new(plan))
+    }
+
+    #[test]
+    fn a_read_has_one_verdict_the_disks_the_sink_or_the_cpus() {
+        let ms = Duration::from_millis;
+        let consumed = |waiting, working, sinking| Consumed {
+            waiting: ms(waiting),
+            working: ms(working),
+            sinking: ms(sinking),
+            ..Consumed::default()
+        };
+        // Waiting for files longer than working and handing on together: the disks.
+        assert_eq!(consumed(500, 300, 100).bound(), Bound::Disk);
+        // Handing on longer than either of the others: the sink.
+        assert_eq!(consumed(200, 100, 300).bound(), Bound::Sink);
+        // Otherwise the CPUs, ties and nothing at all included.
+        assert_eq!(consumed(400, 300, 100).bound(), Bound::Cpu);
+        assert_eq!(consumed(100, 300, 200).bound(), Bound::Cpu);
+        assert_eq!(consumed(0, 0, 0).bound(), Bound::Cpu);
+        // The verdict is the predicates', never two at once.
+        for (w, k, s) in [
+            (500, 300, 100),
+            (200, 100, 300),
+            (400, 300, 100),
+            (600, 0, 600),
+        ] {
+            let c = consumed(w, k, s);
+            assert!(!(c.disk_bound() && c.sink_bound()), "{c:?}");
+            assert_eq!(c.bound() == Bound::Disk, c.disk_bound(), "{c:?}");
+        }
     }
 
     struct Length;

@@ -41,7 +41,8 @@ mod sweep;
 mod window;
 
 pub use consume::{
-    ConsumeOptions, Consumed, Decided, Events, Job, NoEvents, Work, decide, run, run_in_order,
+    Bound, ConsumeOptions, Consumed, Decided, Events, Job, NoEvents, Work, decide, run,
+    run_in_order,
 };
 
 use std::fs::File;

@@ -58,7 +58,7 @@ use seekless_core::walk::{Entry, Other};
 use seekless_core::{os, sync};
 use sink::{FillError, Sink};
 
-pub use output::ArchiveFile;
+pub use output::{ArchiveFile, ArchiveIdentity};
 pub use sink::Compression;
 
 /// How to archive.
@@ -71,12 +71,10 @@ pub struct TarOptions {
     pub xattrs: bool,
     /// How to compress the output.
     pub compression: Compression,
-    /// Files never stored: the archive being written (and what it replaces). Each is
-    /// reported as "file is the archive; not dumped", as GNU tar does.
-    pub exclude: Vec<FileId>,
-    /// The archive's file name, to name it by in that report where the walk meets the
-    /// file being written under its temporary name (see [`AtomicFile`](crate::AtomicFile)).
-    pub archive_name: Option<std::ffi::OsString>,
+    /// The archive being written ([`ArchiveFile::identity`]), never stored in itself:
+    /// where the walk meets it (or the file it replaces) it is left out and reported as
+    /// "file is the archive; not dumped", once, under the archive's name, as GNU tar does.
+    pub archive: ArchiveIdentity,
 }
 
 /// What an archive run stored and skipped.
@@ -144,20 +142,14 @@ pub fn archive_with(
     let mut plan_opts = plan_opts.clone();
     plan_opts.walk.others = true;
     let plan = Plan::build(inputs, &plan_opts, reporter);
-    let plan = if opts.exclude.is_empty() {
+    let plan = if opts.archive.ids.is_empty() {
         plan
     } else {
         let mut named_before = Vec::new();
         plan.retain(|_, f| {
-            let own = opts.exclude.contains(&f.entry.id);
+            let own = opts.archive.is_archive(&f.entry.id);
             if own {
-                let path = &*f.entry.path;
-                let named = match (&opts.archive_name, path.file_name()) {
-                    (Some(archive), Some(name)) if crate::atomic::is_temp(name) => {
-                        path.with_file_name(archive)
-                    }
-                    _ => path.to_path_buf(),
-                };
+                let named = opts.archive.shown_as(&f.entry.path);
                 // The temporary and the archive it replaces, named alike, once.
                 if !named_before.contains(&named) {
                     reporter.warning(Some(&named), "file is the archive; not dumped");
@@ -851,28 +843,81 @@ mod tests {
         );
     }
 
+    /// The warnings a run gave, with their paths.
+    #[derive(Default)]
+    struct Warnings(std::sync::Mutex<Vec<(Option<PathBuf>, String)>>);
+
+    impl Reporter for Warnings {
+        fn warning(&self, path: Option<&Path>, what: &str) {
+            let said = (path.map(Path::to_path_buf), what.to_string());
+            self.0.lock().unwrap().push(said);
+        }
+    }
+
     #[test]
     fn the_archive_itself_is_left_out() {
         let t = tempfile::tempdir().unwrap();
         fs::write(t.path().join("keep"), b"k").unwrap();
         let own = t.path().join("own.tar");
         fs::write(&own, b"previous archive").unwrap();
-        let meta = fs::metadata(&own).unwrap();
-        let id = seekless_core::os::file_id(&own, None, &meta).unwrap();
+        // The archive being written beside the one it replaces: the walk meets both.
+        let file = ArchiveFile::create(&own).unwrap();
+        let temp = file.temp_path().unwrap().to_path_buf();
+        fs::write(&temp, b"half an archive").unwrap();
         let opts = TarOptions {
-            exclude: vec![id],
+            archive: file.identity(),
             ..TarOptions::default()
         };
+        assert_eq!(opts.archive.ids.len(), 2, "{:?}", opts.archive);
+        let warnings = Warnings::default();
         let mut out = Vec::new();
         let summary = archive(
             &[t.path().to_path_buf()],
             &PlanOptions::default(),
             &opts,
-            &Quiet,
+            &warnings,
             &mut out,
         )
         .unwrap();
         assert_eq!(summary.files, 1);
         assert!(!out.windows(7).any(|w| w == b"own.tar"));
+        assert!(!out.windows(14).any(|w| w == b".seekless-tmp-"));
+        // Both are the archive, named once by the archive's own name.
+        let said: Vec<_> = (warnings.0.into_inner().unwrap().into_iter())
+            .filter(|(_, what)| what.contains("archive"))
+            .collect();
+        assert_eq!(
+            said,
+            [(Some(own.clone()), "file is the archive; not dumped".into())]
+        );
+    }
+
+    #[test]
+    fn an_archive_is_shown_by_its_own_name_where_the_walk_meets_its_temporary() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("b.tar");
+        let file = ArchiveFile::create(&path).unwrap();
+        let own = file.identity();
+        // Nothing to replace: the temporary alone.
+        assert_eq!(own.ids.len(), 1);
+        let meta = fs::metadata(file.temp_path().unwrap()).unwrap();
+        let temp_id = seekless_core::os::file_id(&path, Some(file.file()), &meta).unwrap();
+        assert!(own.is_archive(&temp_id));
+        let other = seekless_core::os::file_id(t.path(), None, &fs::metadata(t.path()).unwrap());
+        assert!(!own.is_archive(&other.unwrap()));
+        assert_eq!(own.shown_as(file.temp_path().unwrap()), path);
+        let elsewhere = Path::new("/x/.notes.seekless-tmp-2024-12");
+        assert_eq!(own.shown_as(elsewhere), elsewhere);
+        assert_eq!(own.shown_as(Path::new("/x/y.tar")), Path::new("/x/y.tar"));
+        // An archive written into a device is the device.
+        #[cfg(unix)]
+        {
+            let own = ArchiveFile::create(Path::new("/dev/null"))
+                .unwrap()
+                .identity();
+            let meta = fs::metadata("/dev/null").unwrap();
+            let id = seekless_core::os::file_id(Path::new("/dev/null"), None, &meta).unwrap();
+            assert_eq!(own.ids, [id]);
+        }
     }
 }

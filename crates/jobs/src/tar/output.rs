@@ -15,11 +15,13 @@
 //! - a device, a FIFO or standard output (`/dev/null`, a tape, `/dev/stdout`) is written
 //!   into, never replaced.
 
+use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::AtomicFile;
+use seekless_core::{FileId, os};
 
 /// The archive being written ([`AtomicFile::create`]): under a temporary name beside
 /// ARCHIVE (beside the target of a link named ARCHIVE), or, where ARCHIVE is a device, a
@@ -75,9 +77,76 @@ impl ArchiveFile {
         self.file.removed()
     }
 
+    /// What the walk may meet of this archive, never to be stored in it
+    /// ([`TarOptions::archive`](super::TarOptions::archive)): the file being written (its
+    /// temporary, or the device or FIFO written into), the file it replaces, and the
+    /// archive's name. Identities are taken as the walk takes them ([`os::file_id`]: device
+    /// and inode; on Windows volume serial number and file index); a file that cannot be
+    /// looked at is not among them.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("a.tar");
+    /// std::fs::write(&path, b"the previous archive")?;
+    /// let archive = seekless_jobs::tar::ArchiveFile::create(&path)?;
+    /// let own = archive.identity();
+    /// assert_eq!(own.ids.len(), 2); // the temporary, and the file it replaces
+    /// assert_eq!(own.name.as_deref(), Some("a.tar".as_ref()));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn identity(&self) -> ArchiveIdentity {
+        let written = self.file().metadata().and_then(|m| {
+            let path = self.temp_path().unwrap_or(self.path());
+            os::file_id(path, Some(self.file()), &m)
+        });
+        let replaced =
+            os::metadata(self.final_path()).and_then(|m| os::file_id(self.final_path(), None, &m));
+        let mut ids = Vec::new();
+        for id in [written, replaced].into_iter().flatten() {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        ArchiveIdentity {
+            ids,
+            name: self.final_path().file_name().map(ToOwned::to_owned),
+        }
+    }
+
     /// Puts the archive in place, durably ([`AtomicFile::commit`]); written into a device
     /// or FIFO, it is there already.
     pub fn commit(self) -> io::Result<()> {
         self.file.commit()
+    }
+}
+
+/// The archive a run writes, as its walk may meet it ([`ArchiveFile::identity`]): never
+/// stored in itself. GNU tar's rule ("file is the archive; not dumped"), kept in the
+/// library so that every caller archiving into a file it names gets it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ArchiveIdentity {
+    /// The files that are the archive: the one being written and the one it replaces.
+    pub ids: Vec<FileId>,
+    /// The archive's file name, to name it by where the walk meets it under its temporary
+    /// name (see [`AtomicFile`]).
+    pub name: Option<OsString>,
+}
+
+impl ArchiveIdentity {
+    /// Whether the file `id` is the archive.
+    pub fn is_archive(&self, id: &FileId) -> bool {
+        self.ids.contains(id)
+    }
+
+    /// The name to report the archive by where the walk met it at `path`: the archive's
+    /// own name where `path` is its temporary, else `path`.
+    pub fn shown_as(&self, path: &Path) -> PathBuf {
+        match (&self.name, path.file_name()) {
+            (Some(archive), Some(name)) if crate::atomic::is_temp(name) => {
+                path.with_file_name(archive)
+            }
+            _ => path.to_path_buf(),
+        }
     }
 }

@@ -30,6 +30,8 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod seek_map;
+
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -46,6 +48,8 @@ use seekless_core::read::{self, ConsumeOptions, Job, NoEvents, ReadOptions, Work
 use seekless_core::report::Reporter;
 use seekless_core::sync::{into_inner, lock};
 use seekless_core::{Disk, Strategy};
+
+pub use seek_map::seek_map_svg;
 
 /// How to make the cache cold before each run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
