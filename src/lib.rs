@@ -22,6 +22,11 @@ pub mod jobs {
 
 pub use seekless_jobs::AtomicFile;
 
+/// How seekless is built and why: the pipeline, the layers and their crates, the safety
+/// model, the decisions behind them (`docs/design.md`, rendered here).
+#[doc = include_str!("../docs/design.md")]
+pub mod design {}
+
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
