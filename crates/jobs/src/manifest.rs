@@ -832,13 +832,16 @@ mod tests {
             let name = format!("photos/{i:05}/{}.jpg", "x".repeat(i % 50));
             manifest.push(&hex, Path::new(&name));
             want.extend_from_slice(format!("{hex}  {name}\n").as_bytes());
-            // Never more than one buffer's worth held: the rest is in the temporary.
-            let written = std::fs::metadata(&temp).unwrap().len() as usize;
-            assert!(
-                want.len() - written <= MANIFEST_BUFFER + 200,
-                "{} bytes of lines held after line {i}",
-                want.len() - written
-            );
+            // Never more than one buffer's worth held: the rest is in the temporary. (Looked
+            // at every 97th line: Wine leaks a handle per metadata call, and runs out.)
+            if i % 97 == 0 {
+                let written = std::fs::metadata(&temp).unwrap().len() as usize;
+                assert!(
+                    want.len() - written <= MANIFEST_BUFFER + 200,
+                    "{} bytes of lines held after line {i}",
+                    want.len() - written
+                );
+            }
             assert!(manifest.pending.capacity() <= 2 * MANIFEST_BUFFER + 200);
         }
         assert!(want.len() > 20 * MANIFEST_BUFFER, "{} bytes", want.len());
