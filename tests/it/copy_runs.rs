@@ -821,3 +821,57 @@ fn concat_lines(lines: &[Vec<u8>]) -> Vec<u8> {
     }
     out
 }
+
+#[test]
+fn a_manifest_written_inside_the_source_is_not_copied_and_its_copy_not_deleted() {
+    let t = scratch!();
+    let (src, dst) = (t.path().join("src"), t.path().join("dst"));
+    put(&src, b"a.txt", b"alpha");
+    put(&src, b"sub/b.txt", b"beta");
+    put(&src, b"SUMS", b"the previous manifest\n");
+    let o = copy(&[slash(&src).as_os_str(), dst.as_os_str()]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        fs::read(dst.join("SUMS")).unwrap(),
+        b"the previous manifest\n"
+    );
+
+    // A run that writes src/SUMS while it reads src/: its manifest (the temporary it is
+    // writing, and the file it replaces) is left out, not read while it grows, and with
+    // --delete the destination's copy of it stays.
+    let manifest = src.join("SUMS");
+    let o = copy(&[
+        os("--delete"),
+        os("--checksum"),
+        os("--manifest"),
+        manifest.as_os_str(),
+        os("--verbose"),
+        slash(&src).as_os_str(),
+        dst.as_os_str(),
+    ]);
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert!(!err.contains("changed"), "{err}");
+    assert!(
+        err.contains("SUMS: skipped: this run writes it; not copied"),
+        "{err}"
+    );
+    assert_eq!(
+        fs::read(dst.join("SUMS")).unwrap(),
+        b"the previous manifest\n",
+        "the destination's copy of the manifest is neither replaced nor deleted"
+    );
+    assert!(temporaries(&dst).is_empty(), "{:?}", temporaries(&dst));
+    let lines = String::from_utf8(fs::read(&manifest).unwrap()).unwrap();
+    let mut names: Vec<&str> = lines
+        .lines()
+        .map(|l| l.split_once("  ").unwrap().1)
+        .collect();
+    names.sort_unstable();
+    let want = [src.join("a.txt"), src.join("sub/b.txt")];
+    assert_eq!(
+        names,
+        want.iter().map(|p| p.to_str().unwrap()).collect::<Vec<_>>(),
+        "the manifest lists the files read, not itself"
+    );
+}

@@ -59,6 +59,35 @@ pub(crate) fn temp_pid(name: &OsStr) -> Option<u32> {
     u32::from_str_radix(std::str::from_utf8(run).ok()?, 16).ok()
 }
 
+/// An output a run writes, as its walk may meet it ([`AtomicFile::identity`]): a run
+/// never reads its own output as an input (an archive is not stored in itself, a copy's
+/// manifest is not copied).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutputIdentity {
+    /// The files that are the output: the one being written and the one it replaces.
+    pub ids: Vec<seekless_core::FileId>,
+    /// The output's file name, to name it by where the walk meets it under its temporary
+    /// name.
+    pub name: Option<OsString>,
+}
+
+impl OutputIdentity {
+    /// Whether the file `id` is the output.
+    pub fn is_output(&self, id: &seekless_core::FileId) -> bool {
+        self.ids.contains(id)
+    }
+
+    /// The name to report the output by where the walk met it at `path`: the output's
+    /// own name where `path` is its temporary, else `path`.
+    pub fn shown_as(&self, path: &Path) -> PathBuf {
+        match (&self.name, path.file_name()) {
+            (Some(output), Some(name)) if is_temp(name) => path.with_file_name(output),
+            _ => path.to_path_buf(),
+        }
+    }
+}
+
 /// A file being written under a temporary name beside its final name;
 /// [`commit`](Self::commit) renames it into place. Dropped without a commit (an error, a
 /// panic), the temporary is removed. Written into a device, a FIFO or standard output,
@@ -177,6 +206,30 @@ impl AtomicFile {
         match &self.target {
             Target::Replace { file, .. } => file.as_ref().expect("open until committed"),
             Target::Into { file } => file,
+        }
+    }
+
+    /// What a walk may meet of this output: the file being written (its temporary, or
+    /// the device or FIFO written into), the file it replaces, and its name. Identities
+    /// are taken as the walk takes them ([`os::file_id`]: device and inode; on Windows
+    /// volume serial number and file index); a file that cannot be looked at is not among
+    /// them.
+    pub fn identity(&self) -> OutputIdentity {
+        let written = self.file().metadata().and_then(|m| {
+            let path = self.temp_path().unwrap_or(self.path());
+            os::file_id(path, Some(self.file()), &m)
+        });
+        let replaced =
+            os::metadata(self.final_path()).and_then(|m| os::file_id(self.final_path(), None, &m));
+        let mut ids = Vec::new();
+        for id in [written, replaced].into_iter().flatten() {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        OutputIdentity {
+            ids,
+            name: self.final_path().file_name().map(ToOwned::to_owned),
         }
     }
 

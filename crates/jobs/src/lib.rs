@@ -24,4 +24,4 @@ pub mod manifest;
 mod stat;
 pub mod tar;
 
-pub use atomic::AtomicFile;
+pub use atomic::{AtomicFile, OutputIdentity};

@@ -93,6 +93,12 @@ impl ManifestFile {
         self.file.path()
     }
 
+    /// What a walk may meet of this manifest ([`AtomicFile::identity`]): a copy leaves it
+    /// out ([`CopyOptions::outputs`](crate::copy::CopyOptions::outputs)).
+    pub fn identity(&self) -> crate::OutputIdentity {
+        self.file.identity()
+    }
+
     /// Adds the line of the file read at `path` whose digest is `hex` ([`format_line`]:
     /// the path's bytes as they are, escaped where needed), written out once 64 KiB of
     /// lines are waiting.

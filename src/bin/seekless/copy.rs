@@ -119,10 +119,10 @@ pub fn run(mut args: Args) -> Result<Code> {
     let manifest = match &args.manifest {
         Some(path) => {
             opts.hash = Some(Algorithm::from(args.algo));
-            Some(
-                ManifestFile::create(path)
-                    .with_context(|| format!("cannot write {}", path.display()))?,
-            )
+            let manifest = ManifestFile::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            opts.outputs.push(manifest.identity());
+            Some(manifest)
         }
         None => None,
     };

@@ -134,6 +134,10 @@ pub struct CopyOptions {
     pub hash: Option<Algorithm>,
     /// Within one filesystem, share blocks or copy in the kernel where possible.
     pub fast_path: bool,
+    /// What this run writes itself (its manifest: [`AtomicFile::identity`]): where the
+    /// walk meets it, it is left out, with a message, as an unseen path (`delete` keeps
+    /// what the destination has there).
+    pub outputs: Vec<crate::OutputIdentity>,
 }
 
 impl Default for CopyOptions {
@@ -150,6 +154,7 @@ impl Default for CopyOptions {
             verify: false,
             hash: None,
             fast_path: true,
+            outputs: Vec::new(),
         }
     }
 }
@@ -282,7 +287,7 @@ pub fn copy_with(
     let sources: Vec<PathBuf> = roots.iter().map(|r| r.source.clone()).collect();
     let mut walk_opts = plan_opts.clone();
     walk_opts.walk.others = true;
-    let plan = Plan::build(&sources, &walk_opts, &watch);
+    let plan = leave_out_outputs(Plan::build(&sources, &walk_opts, &watch), opts, &watch);
     let map = Mapping::new(roots);
     let mut run = Run {
         map: &map,
@@ -328,6 +333,27 @@ pub fn copy_with(
         verify::verify(&read.hashes, &walk_opts, opts, &watch, &mut summary);
     }
     Ok(summary)
+}
+
+/// The plan without the files this run writes itself ([`CopyOptions::outputs`]: its
+/// manifest inside a source), each named once, as a path the run left out.
+fn leave_out_outputs(plan: Plan, opts: &CopyOptions, reporter: &dyn Reporter) -> Plan {
+    if opts.outputs.iter().all(|o| o.ids.is_empty()) {
+        return plan;
+    }
+    let mut named_before = Vec::new();
+    plan.retain(|_, f| {
+        let Some(output) = opts.outputs.iter().find(|o| o.is_output(&f.entry.id)) else {
+            return true;
+        };
+        let named = output.shown_as(&f.entry.path);
+        // Named once (the temporary by the manifest's name): nothing there is deleted.
+        if !named_before.contains(&named) {
+            reporter.skipped(&named, "this run writes it; not copied");
+            named_before.push(named);
+        }
+        false
+    })
 }
 
 /// Before anything is read: roots made by hand get the protection `resolve_roots` gives

@@ -147,7 +147,7 @@ pub fn archive_with(
     } else {
         let mut named_before = Vec::new();
         plan.retain(|_, f| {
-            let own = opts.archive.is_archive(&f.entry.id);
+            let own = opts.archive.is_output(&f.entry.id);
             if own {
                 let named = opts.archive.shown_as(&f.entry.path);
                 // The temporary and the archive it replaces, named alike, once.
@@ -902,9 +902,9 @@ mod tests {
         assert_eq!(own.ids.len(), 1);
         let meta = fs::metadata(file.temp_path().unwrap()).unwrap();
         let temp_id = seekless_core::os::file_id(&path, Some(file.file()), &meta).unwrap();
-        assert!(own.is_archive(&temp_id));
+        assert!(own.is_output(&temp_id));
         let other = seekless_core::os::file_id(t.path(), None, &fs::metadata(t.path()).unwrap());
-        assert!(!own.is_archive(&other.unwrap()));
+        assert!(!own.is_output(&other.unwrap()));
         assert_eq!(own.shown_as(file.temp_path().unwrap()), path);
         let elsewhere = Path::new("/x/.notes.seekless-tmp-2024-12");
         assert_eq!(own.shown_as(elsewhere), elsewhere);

@@ -15,13 +15,11 @@
 //! - a device, a FIFO or standard output (`/dev/null`, a tape, `/dev/stdout`) is written
 //!   into, never replaced.
 
-use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::AtomicFile;
-use seekless_core::{FileId, os};
+use crate::{AtomicFile, OutputIdentity};
 
 /// The archive being written ([`AtomicFile::create`]): under a temporary name beside
 /// ARCHIVE (beside the target of a link named ARCHIVE), or, where ARCHIVE is a device, a
@@ -80,7 +78,7 @@ impl ArchiveFile {
     /// What the walk may meet of this archive, never to be stored in it
     /// ([`TarOptions::archive`](super::TarOptions::archive)): the file being written (its
     /// temporary, or the device or FIFO written into), the file it replaces, and the
-    /// archive's name. Identities are taken as the walk takes them ([`os::file_id`]: device
+    /// archive's name. Identities are taken as the walk takes them (`os::file_id`: device
     /// and inode; on Windows volume serial number and file index); a file that cannot be
     /// looked at is not among them.
     ///
@@ -95,22 +93,7 @@ impl ArchiveFile {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn identity(&self) -> ArchiveIdentity {
-        let written = self.file().metadata().and_then(|m| {
-            let path = self.temp_path().unwrap_or(self.path());
-            os::file_id(path, Some(self.file()), &m)
-        });
-        let replaced =
-            os::metadata(self.final_path()).and_then(|m| os::file_id(self.final_path(), None, &m));
-        let mut ids = Vec::new();
-        for id in [written, replaced].into_iter().flatten() {
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
-        }
-        ArchiveIdentity {
-            ids,
-            name: self.final_path().file_name().map(ToOwned::to_owned),
-        }
+        self.file.identity()
     }
 
     /// Puts the archive in place, durably ([`AtomicFile::commit`]); written into a device
@@ -123,30 +106,4 @@ impl ArchiveFile {
 /// The archive a run writes, as its walk may meet it ([`ArchiveFile::identity`]): never
 /// stored in itself. GNU tar's rule ("file is the archive; not dumped"), kept in the
 /// library so that every caller archiving into a file it names gets it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ArchiveIdentity {
-    /// The files that are the archive: the one being written and the one it replaces.
-    pub ids: Vec<FileId>,
-    /// The archive's file name, to name it by where the walk meets it under its temporary
-    /// name (see [`AtomicFile`]).
-    pub name: Option<OsString>,
-}
-
-impl ArchiveIdentity {
-    /// Whether the file `id` is the archive.
-    pub fn is_archive(&self, id: &FileId) -> bool {
-        self.ids.contains(id)
-    }
-
-    /// The name to report the archive by where the walk met it at `path`: the archive's
-    /// own name where `path` is its temporary, else `path`.
-    pub fn shown_as(&self, path: &Path) -> PathBuf {
-        match (&self.name, path.file_name()) {
-            (Some(archive), Some(name)) if crate::atomic::is_temp(name) => {
-                path.with_file_name(archive)
-            }
-            _ => path.to_path_buf(),
-        }
-    }
-}
+pub type ArchiveIdentity = OutputIdentity;
