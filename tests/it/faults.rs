@@ -29,6 +29,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::copying::slash;
 use crate::common::faults::*;
 use crate::common::*;
 
@@ -1326,12 +1327,6 @@ fn fault_list(f: &Faulty) -> Vec<String> {
         .iter()
         .map(|l| format!("{} {}", l.kind, show(&l.path)))
         .collect()
-}
-
-fn slash(p: &Path) -> std::ffi::OsString {
-    let mut s = p.as_os_str().to_os_string();
-    s.push("/");
-    s
 }
 
 /// `got` equals `want` entry by entry (kind, mode, content, symlink target, and mtime of

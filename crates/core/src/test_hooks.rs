@@ -96,21 +96,28 @@ pub fn panic_message(f: impl FnOnce() + Send + 'static) -> String {
     }
 }
 
-/// A unit test that cannot run here, for want of `need` (`block-device`, `holes`, …):
-/// fails unless `SEEKLESS_ALLOW_SKIP` allows it, by the rule of the integration tests
-/// (`tests/it/common/skip.rs`: a comma list of needs, their kinds, or `all`;
-/// `SEEKLESS_REQUIRE_ROOT_TESTS=1` allows none). An allowed skip says so on stderr.
-pub fn skip(need: &str, why: &str) {
-    let required = std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1");
+/// Whether a test that cannot run here for want of `need` (`root`, `tool:exiftool`,
+/// `holes`, …) may skip: `SEEKLESS_ALLOW_SKIP` is a comma list of needs, their kinds (the
+/// part before `:`), or `all`; `SEEKLESS_REQUIRE_ROOT_TESTS=1` (CI) allows none. The one
+/// rule of the unit tests and the integration tests (`tests/it/common/skip.rs`).
+pub fn skip_allowed(need: &str) -> bool {
+    if std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1") {
+        return false;
+    }
+    let Ok(list) = std::env::var("SEEKLESS_ALLOW_SKIP") else {
+        return false;
+    };
     let kind = need.split(':').next().unwrap_or(need);
-    let allowed = !required
-        && std::env::var("SEEKLESS_ALLOW_SKIP").is_ok_and(|list| {
-            list.split(',')
-                .map(str::trim)
-                .any(|e| e == "all" || e == need || e == kind)
-        });
+    list.split(',')
+        .map(str::trim)
+        .any(|entry| entry == "all" || entry == need || entry == kind)
+}
+
+/// A unit test that cannot run here, for want of `need`: fails unless [`skip_allowed`],
+/// and says so on stderr when it is.
+pub fn skip(need: &str, why: &str) {
     assert!(
-        allowed,
+        skip_allowed(need),
         "cannot run here ({why}); SEEKLESS_ALLOW_SKIP={need} lets it skip"
     );
     eprintln!("SKIP ({need}): {why}");

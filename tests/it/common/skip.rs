@@ -35,18 +35,10 @@ struct Skipped {
 static SKIPPED: Mutex<Vec<Skipped>> = Mutex::new(Vec::new());
 static TALLY_AT_EXIT: Once = Once::new();
 
-/// Whether `need` (`root`, `tool:exiftool`, …) may be skipped in this environment.
+/// Whether `need` (`root`, `tool:exiftool`, …) may be skipped in this environment: the
+/// rule the crates' unit tests follow too ([`seekless_core::test_hooks::skip_allowed`]).
 pub fn skip_allowed(need: &str) -> bool {
-    if std::env::var_os("SEEKLESS_REQUIRE_ROOT_TESTS").is_some_and(|v| v == "1") {
-        return false;
-    }
-    let Ok(list) = std::env::var("SEEKLESS_ALLOW_SKIP") else {
-        return false;
-    };
-    let kind = need.split(':').next().unwrap_or(need);
-    list.split(',')
-        .map(str::trim)
-        .any(|entry| entry == "all" || entry == need || entry == kind)
+    seekless_core::test_hooks::skip_allowed(need)
 }
 
 /// The test named `test` cannot run for want of `need`, for the reason `why`: recorded
