@@ -6,9 +6,11 @@ use std::io::Cursor;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 mod bmp;
+pub(crate) mod boxes;
 mod jpeg;
 mod png;
 mod tiff;
+pub(crate) mod view;
 mod webp;
 mod xmp;
 
@@ -48,12 +50,49 @@ pub struct ImageInfo {
     pub gps_lon: Option<f64>,
     /// GPS altitude in metres, negative below sea level.
     pub gps_alt: Option<f64>,
+    /// What the file holds: `image`, `raw` (a camera raw file) or `video`, from its
+    /// format ([`kind_of`]).
+    pub kind: Option<&'static str>,
+    /// A video's duration in seconds.
+    pub duration: Option<f64>,
+    /// The codec of a video's main track (`avc1`, `hvc1`, `V_VP9`, …) or of a HEIF's
+    /// primary item (`hvc1`, `av01`).
+    pub codec: Option<String>,
+    /// The rotation a video's matrix applies, in degrees clockwise (0, 90, 180, 270);
+    /// `width` and `height` are the displayed size, after it.
+    pub rotation: Option<u32>,
+    /// Apple's content identifier, shared by a Live Photo's HEIC (or JPEG) and its MOV.
+    pub content_id: Option<String>,
+    /// Where the embedded JPEG a thumbnail is made from lies: byte offset and length (a
+    /// raw file's largest preview, a video's cover art).
+    pub preview: Option<(u64, u64)>,
     /// Why the content could not be (fully) understood.
     pub error: Option<String>,
     /// Damage every reader works around (junk between JPEG segments): the fields were
     /// read, the file is not an error.
     pub warning: Option<String>,
 }
+
+/// What a file of `format` holds: `raw` for camera raw formats, `video` for video
+/// containers, `image` for the rest.
+pub fn kind_of(format: &str) -> &'static str {
+    if RAW_FORMATS.contains(&format) {
+        "raw"
+    } else if VIDEO_FORMATS.contains(&format) {
+        "video"
+    } else {
+        "image"
+    }
+}
+
+/// The camera raw formats, as [`format_of`] names them.
+pub const RAW_FORMATS: &[&str] = &[
+    "dng", "cr2", "cr3", "crw", "nef", "nrw", "arw", "sr2", "orf", "rw2", "pef", "raf", "srw",
+    "3fr", "iiq", "x3f", "mrw",
+];
+
+/// The video formats, as [`format_of`] names them.
+pub const VIDEO_FORMATS: &[&str] = &["mp4", "mov", "m4v", "3gp", "mkv", "webm", "avi"];
 
 /// The format a file's first bytes say it is.
 pub fn format_of(head: &[u8]) -> Option<&'static str> {
@@ -246,8 +285,29 @@ struct Layout<'a> {
     owned_exif: Option<Vec<u8>>,
     /// Damage that every reader works around (junk between JPEG segments).
     warnings: Vec<String>,
+    /// What a container says outside EXIF (a video's or raw file's own tags): each field
+    /// fills the one EXIF did not have.
+    meta: Meta,
     /// Damage that makes the file not what it claims (truncated, no header).
     error: Option<String>,
+}
+
+/// Fields a container keeps in its own structure rather than in EXIF (videos, some raw
+/// formats). Each fills the [`ImageInfo`] field of its name when EXIF had none.
+#[derive(Debug, Default, PartialEq)]
+struct Meta {
+    taken: Option<String>,
+    make: Option<String>,
+    model: Option<String>,
+    orientation: Option<u32>,
+    gps_lat: Option<f64>,
+    gps_lon: Option<f64>,
+    gps_alt: Option<f64>,
+    duration: Option<f64>,
+    codec: Option<String>,
+    rotation: Option<u32>,
+    content_id: Option<String>,
+    preview: Option<(u64, u64)>,
 }
 
 impl Layout<'_> {
