@@ -10,7 +10,9 @@ pub(crate) mod boxes;
 mod jpeg;
 mod png;
 mod tiff;
-pub(crate) mod view;
+pub mod view;
+
+pub use view::View;
 mod webp;
 mod xmp;
 
@@ -150,16 +152,15 @@ fn formats_for_extension(ext: &str) -> &'static [&'static str] {
     }
 }
 
-/// Everything `data` says, for a file with extension `ext`: the whole file when
-/// `complete`, else its first part (huge files). Never panics: a parser panic becomes the
-/// error.
-pub fn inspect(data: &[u8], ext: Option<&str>, complete: bool) -> ImageInfo {
-    match catch_unwind(AssertUnwindSafe(|| inspect_inner(data, ext, complete))) {
+/// Everything the bytes kept of a file (`view`: the whole file, or its head and tail)
+/// say, for a file with extension `ext`. Never panics: a parser panic becomes the error.
+pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
+    match catch_unwind(AssertUnwindSafe(|| inspect_inner(view, ext))) {
         Ok(info) => info,
         Err(panic) => {
             let what = seekless_core::sync::panic_text(&*panic);
             ImageInfo {
-                format: format_of(data),
+                format: format_of(view.head()),
                 error: Some(format!("the image parser failed: {what}")),
                 ..ImageInfo::default()
             }
@@ -167,7 +168,8 @@ pub fn inspect(data: &[u8], ext: Option<&str>, complete: bool) -> ImageInfo {
     }
 }
 
-fn inspect_inner(data: &[u8], ext: Option<&str>, complete: bool) -> ImageInfo {
+fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
+    let (data, complete) = (view.head(), view.complete());
     let mut info = ImageInfo {
         format: format_of(data),
         ..ImageInfo::default()
@@ -402,7 +404,9 @@ pub mod fuzzing {
     use std::hint::black_box;
 
     pub fn inspect(data: &[u8], ext: Option<&str>, complete: bool) {
-        black_box(super::inspect_inner(data, ext, complete));
+        // Not complete: the file goes on past `data`, as a huge file's head.
+        let size = data.len() as u64 + u64::from(!complete) * (1 << 30);
+        black_box(super::inspect_inner(super::View::new(data, &[], size), ext));
     }
     pub fn jpeg(data: &[u8]) {
         let layout = super::jpeg::read(data);
@@ -467,19 +471,18 @@ mod tests {
 
     #[test]
     fn garbage_is_an_error_not_a_panic() {
-        let info = inspect(b"this is text", Some("png"), true);
+        let info = inspect(View::whole(b"this is text"), Some("png"));
         assert!(info.error.is_some());
         assert!(info.ext_mismatch);
         let info = inspect(
-            &[0xFF, 0xD8, 0xFF, 0xE1, 0xFF, 0xFF, b'E', b'x'],
+            View::whole(&[0xFF, 0xD8, 0xFF, 0xE1, 0xFF, 0xFF, b'E', b'x']),
             Some("jpg"),
-            true,
         );
         assert_eq!(info.format, Some("jpeg"));
         // A segment longer than the file is damage the readers handle, not a panic.
         let error = info.error.unwrap();
         assert!(!error.contains("parser failed"), "{error}");
-        assert!(inspect(b"", Some("jpg"), true).error.is_some());
+        assert!(inspect(View::whole(b""), Some("jpg")).error.is_some());
     }
 
     /// One TIFF entry: tag, type, count, value bytes (little-endian).
@@ -584,7 +587,7 @@ mod tests {
         file.extend_from_slice(&(chunks.len() as u32 + 4).to_le_bytes());
         file.extend_from_slice(b"WEBP");
         file.extend_from_slice(&chunks);
-        let info = inspect(&file, Some("webp"), true);
+        let info = inspect(View::whole(&file), Some("webp"));
         assert_eq!(info.error, None);
         assert_eq!(info.orientation, Some(6));
         assert_eq!((info.width, info.height), (Some(4), Some(2)));
@@ -607,7 +610,7 @@ mod tests {
 
     #[test]
     fn a_top_down_bmp_has_as_many_rows_as_its_negative_height_says() {
-        let info = inspect(&bmp(5, -3, 12), Some("bmp"), true);
+        let info = inspect(View::whole(&bmp(5, -3, 12)), Some("bmp"));
         assert_eq!(
             (info.width, info.height, info.error),
             (Some(5), Some(3), None)
@@ -620,7 +623,7 @@ mod tests {
         b.extend_from_slice(&12u32.to_le_bytes());
         b.extend_from_slice(&[127, 0, 64, 0, 1, 0, 8, 0]);
         b.resize(26 + 128 * 64, 0);
-        let info = inspect(&b, Some("bmp"), true);
+        let info = inspect(View::whole(&b), Some("bmp"));
         assert_eq!(
             (info.width, info.height, info.error),
             (Some(127), Some(64), None)
@@ -629,13 +632,15 @@ mod tests {
 
     #[test]
     fn impossible_or_cut_short_bmps_are_errors() {
-        let info = inspect(&bmp(-127, 64, 1024), Some("bmp"), true);
+        let info = inspect(View::whole(&bmp(-127, 64, 1024)), Some("bmp"));
         assert_eq!((info.width, info.height), (None, None));
         assert!(info.error.unwrap().contains("impossible"));
-        let info = inspect(&bmp(127, 64, 200), Some("bmp"), true);
+        let info = inspect(View::whole(&bmp(127, 64, 200)), Some("bmp"));
         assert!(info.error.unwrap().contains("truncated"));
         // Only the head of a huge file: nothing is known about its end.
-        assert_eq!(inspect(&bmp(127, 64, 200), Some("bmp"), false).error, None);
+        let head = bmp(127, 64, 200);
+        let huge = View::new(&head, &[], 1 << 30);
+        assert_eq!(inspect(huge, Some("bmp")).error, None);
     }
 
     #[test]
@@ -644,7 +649,7 @@ mod tests {
         j.extend_from_slice(b"hello"); // not a marker
         j.extend_from_slice(&[0xFF, 0xC0, 0, 11, 8, 3, 0, 4, 0, 1, 1, 0x11, 0]); // 1024×768
         j.extend_from_slice(&[0xFF, 0xDA, 0, 2, 0xFF, 0xD9]);
-        let info = inspect(&j, Some("jpg"), true);
+        let info = inspect(View::whole(&j), Some("jpg"));
         assert_eq!((info.width, info.height), (Some(1024), Some(768)));
         assert_eq!(info.error, None);
         assert!(info.warning.unwrap().contains("5 bytes of junk"));
@@ -662,7 +667,7 @@ mod tests {
             t.extend_from_slice(&u64::from(v).to_le_bytes());
         }
         t.extend_from_slice(&0u64.to_le_bytes());
-        let info = inspect(&t, Some("tif"), true);
+        let info = inspect(View::whole(&t), Some("tif"));
         assert_eq!(info.format, Some("tiff"));
         assert_eq!(
             (info.width, info.height, info.error),
@@ -682,7 +687,7 @@ mod tests {
             &[ascii(0x9003, "2019:10:02 15:12:43"), rational(0x829D, 5, 4)],
             13, // IFD, not LONG
         );
-        let info = inspect(&t, Some("tiff"), true);
+        let info = inspect(View::whole(&t), Some("tiff"));
         assert_eq!(info.error, None);
         assert_eq!((info.width, info.height), (Some(8), Some(6)));
         assert_eq!(info.make.as_deref(), Some("FLIR"));
@@ -706,7 +711,7 @@ mod tests {
             &[],
             4,
         );
-        let info = inspect(&t, Some("tiff"), true);
+        let info = inspect(View::whole(&t), Some("tiff"));
         assert_eq!(info.make.as_deref(), Some("Canon"));
         assert_eq!(info.orientation, Some(3));
         assert_eq!((info.width, info.height), (Some(8), Some(6)));
@@ -717,7 +722,7 @@ mod tests {
     fn bytes_after_a_png_iend_are_no_error() {
         let mut p = png(&[]);
         p.extend_from_slice(b"trailing garbage");
-        let info = inspect(&p, Some("png"), true);
+        let info = inspect(View::whole(&p), Some("png"));
         assert_eq!(
             (info.width, info.height, info.error),
             (Some(3), Some(2), None)
@@ -728,7 +733,7 @@ mod tests {
     fn a_png_without_ihdr_has_an_error_and_no_dimensions() {
         let mut p = b"\x89PNG\r\n\x1a\n".to_vec();
         p.extend_from_slice(&[0x2f, 0xc5, 0x7d, 0x50, 0xf4, 0xa8, 0x81, 0xe1, 5, 6, 7, 8]);
-        let info = inspect(&p, Some("png"), true);
+        let info = inspect(View::whole(&p), Some("png"));
         assert_eq!((info.width, info.height), (None, None));
         assert!(info.error.unwrap().contains("IHDR"));
     }
@@ -736,7 +741,7 @@ mod tests {
     #[test]
     fn png_exif_comes_from_exif_chunks_or_imagemagicks_raw_profile() {
         let block = tiff(&[short(0x112, 6)], &[], 4);
-        let info = inspect(&png(&[chunk(b"eXIf", &block)]), Some("png"), true);
+        let info = inspect(View::whole(&png(&[chunk(b"eXIf", &block)])), Some("png"));
         assert_eq!(info.orientation, Some(6));
         let payload = [b"Exif\0\0".as_slice(), &block].concat();
         let hex: String = payload.iter().map(|b| format!("{b:02x}")).collect();
@@ -744,7 +749,10 @@ mod tests {
             "Raw profile type exif\0\nexif\n{:8}\n{hex}\n",
             payload.len()
         );
-        let info = inspect(&png(&[chunk(b"tEXt", text.as_bytes())]), Some("png"), true);
+        let info = inspect(
+            View::whole(&png(&[chunk(b"tEXt", text.as_bytes())])),
+            Some("png"),
+        );
         assert_eq!(info.orientation, Some(6));
     }
 
@@ -757,7 +765,7 @@ mod tests {
             b"iTXt",
             format!("XML:com.adobe.xmp\0\0\0\0\0{xmp}").as_bytes(),
         )]);
-        let info = inspect(&p, Some("png"), true);
+        let info = inspect(View::whole(&p), Some("png"));
         assert_eq!(info.orientation, Some(3));
         assert_eq!(info.taken.as_deref(), Some("2010-07-11T13:53:00+02:00"));
         assert_eq!(info.make.as_deref(), Some("Sony"));
@@ -769,7 +777,7 @@ mod tests {
                 format!("XML:com.adobe.xmp\0\0\0\0\0{xmp}").as_bytes(),
             ),
         ]);
-        let info = inspect(&p, Some("png"), true);
+        let info = inspect(View::whole(&p), Some("png"));
         assert_eq!(info.orientation, Some(8));
         assert_eq!(info.make.as_deref(), Some("Canon"));
     }

@@ -811,7 +811,7 @@ fn read_one(
                 phases.hash = hashing + t.elapsed();
                 let complete = head.len() as u64 == entry.size;
                 let t = Instant::now();
-                row.info = inspect::inspect(&head, ext, complete);
+                row.info = inspect::inspect(inspect::View::new(&head, &[], entry.size), ext);
                 phases.inspect = t.elapsed();
                 if let Some(why) = &row.info.error {
                     let why = std::io::Error::other(why.clone());

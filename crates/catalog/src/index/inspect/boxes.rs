@@ -185,7 +185,10 @@ pub(crate) mod tests {
 
     #[test]
     fn boxes_are_walked_and_nested_paths_found() {
-        let moov = bx(b"moov", &[bx(b"mvhd", &[0; 4]), bx(b"trak", &bx(b"tkhd", &[1; 4]))].concat());
+        let moov = bx(
+            b"moov",
+            &[bx(b"mvhd", &[0; 4]), bx(b"trak", &bx(b"tkhd", &[1; 4]))].concat(),
+        );
         let file = [bx(b"ftyp", b"isom"), moov].concat();
         let v = View::whole(&file);
         let kinds: Vec<_> = boxes(v, 0, v.size()).map(|b| b.unwrap().kind).collect();
@@ -216,10 +219,19 @@ pub(crate) mod tests {
         assert_eq!((all[0].body, all[0].end), (16, 20));
         assert_eq!((&all[1].kind, all[1].end), (b"free", large.len() as u64));
         // The second header lies in the part that was not kept.
-        let big = [bx(b"ftyp", b"isom"), bx(b"mdat", &[0; 100]), bx(b"moov", &[])].concat();
+        let big = [
+            bx(b"ftyp", b"isom"),
+            bx(b"mdat", &[0; 100]),
+            bx(b"moov", &[]),
+        ]
+        .concat();
         let v = View::new(&big[..20], &big[big.len() - 8..], big.len() as u64);
         let all: Vec<_> = boxes(v, 0, v.size()).collect();
-        assert_eq!(all.len(), 3, "mdat's header is in the head, moov's in the tail");
+        assert_eq!(
+            all.len(),
+            3,
+            "mdat's header is in the head, moov's in the tail"
+        );
         assert!(all.iter().all(Result::is_ok));
         let v = View::new(&big[..14], &[], big.len() as u64);
         let all: Vec<_> = boxes(v, 0, v.size()).collect();

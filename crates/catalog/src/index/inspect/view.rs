@@ -25,7 +25,9 @@ impl<'a> View<'a> {
     /// were kept. A `head` or `tail` longer than `size` is cut to it.
     pub fn new(head: &'a [u8], tail: &'a [u8], size: u64) -> Self {
         let head = &head[..head.len().min(usize::try_from(size).unwrap_or(usize::MAX))];
-        let tail = &tail[tail.len().saturating_sub(usize::try_from(size).unwrap_or(usize::MAX))..];
+        let tail = &tail[tail
+            .len()
+            .saturating_sub(usize::try_from(size).unwrap_or(usize::MAX))..];
         Self { head, tail, size }
     }
 
