@@ -6,6 +6,7 @@ use std::io::Cursor;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 mod bmp;
+#[allow(dead_code)] // Until the HEIF, CR3 and video parsers use it.
 pub(crate) mod boxes;
 mod jpeg;
 mod png;
@@ -53,7 +54,7 @@ pub struct ImageInfo {
     /// GPS altitude in metres, negative below sea level.
     pub gps_alt: Option<f64>,
     /// What the file holds: `image`, `raw` (a camera raw file) or `video`, from its
-    /// format ([`kind_of`]).
+    /// format ([`kind_of`]); `other` when its format is not one the catalog knows.
     pub kind: Option<&'static str>,
     /// A video's duration in seconds.
     pub duration: Option<f64>,
@@ -155,7 +156,7 @@ fn formats_for_extension(ext: &str) -> &'static [&'static str] {
 /// Everything the bytes kept of a file (`view`: the whole file, or its head and tail)
 /// say, for a file with extension `ext`. Never panics: a parser panic becomes the error.
 pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
-    match catch_unwind(AssertUnwindSafe(|| inspect_inner(view, ext))) {
+    let mut info = match catch_unwind(AssertUnwindSafe(|| inspect_inner(view, ext))) {
         Ok(info) => info,
         Err(panic) => {
             let what = seekless_core::sync::panic_text(&*panic);
@@ -165,7 +166,9 @@ pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
                 ..ImageInfo::default()
             }
         }
-    }
+    };
+    info.kind = Some(info.format.map_or("other", kind_of));
+    info
 }
 
 fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
@@ -260,6 +263,7 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         }
         fill_exif(&mut info, f);
     }
+    fill_meta(&mut info, std::mem::take(&mut layout.meta));
     let lacking = [&info.taken, &info.lens, &info.make, &info.model]
         .iter()
         .any(|f| f.is_none())
@@ -335,6 +339,27 @@ fn fill_exif(info: &mut ImageInfo, f: tiff::Fields) {
     info.gps_lat = f.gps_lat;
     info.gps_lon = f.gps_lon;
     info.gps_alt = f.gps_alt;
+}
+
+/// The fields EXIF did not have, from the container's own structure.
+fn fill_meta(info: &mut ImageInfo, m: Meta) {
+    fn or<T>(field: &mut Option<T>, value: Option<T>) {
+        if field.is_none() {
+            *field = value;
+        }
+    }
+    or(&mut info.taken, m.taken);
+    or(&mut info.make, m.make);
+    or(&mut info.model, m.model);
+    or(&mut info.orientation, m.orientation);
+    if info.gps_lat.is_none() && info.gps_lon.is_none() {
+        (info.gps_lat, info.gps_lon, info.gps_alt) = (m.gps_lat, m.gps_lon, m.gps_alt);
+    }
+    or(&mut info.duration, m.duration);
+    or(&mut info.codec, m.codec);
+    or(&mut info.rotation, m.rotation);
+    or(&mut info.content_id, m.content_id);
+    or(&mut info.preview, m.preview);
 }
 
 /// The fields EXIF did not have, from XMP.
