@@ -44,6 +44,8 @@ mod index_commits; // a stalled file, a lock held by another program (python3), 
 #[cfg(target_os = "linux")]
 mod index_fields; // the catalog's fields against exiftool and ImageMagick on Pillow's test images
 #[cfg(target_os = "linux")]
+mod index_media; // HEIC, AVIF, JPEG XL, camera raw and video against exiftool; ffmpeg, heif-enc
+#[cfg(target_os = "linux")]
 mod index_scope; // a second writer, which files, odd names, unreadable files, unmounted disks
 #[cfg(target_os = "linux")]
 mod index_thumbs; // thumbnails against ImageMagick, pHash against Python's imagehash
