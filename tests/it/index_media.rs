@@ -349,7 +349,12 @@ fn media_fields_agree_with_exiftool() {
             if col == "rotation" && kind != "video" {
                 continue;
             }
-            let reference = match &e[tag] {
+            // exiftool 12.57 names Apple's maker-note identifier `MediaGroupUUID`.
+            let value = match &e[tag] {
+                Value::Null if tag == "ContentIdentifier" => &e["MediaGroupUUID"],
+                v => v,
+            };
+            let reference = match value {
                 Value::String(s) if s.trim_end_matches(['\0', ' ']).trim().is_empty() => {
                     Value::Null
                 }
