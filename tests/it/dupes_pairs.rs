@@ -16,6 +16,9 @@ use serde_json::Value;
 use crate::common::catalog::{Ifd, Val, corpus, query, tiff_block, with_exif_segment};
 use crate::common::*;
 
+/// A group as compared: its kind, its link, its files (relative path, keeper).
+type GroupShape = (String, Option<String>, Vec<(String, bool)>);
+
 const CONTENT_ID: &str = "6E0D6A8C-1B2F-4E5A-9C3D-7F8E9A0B1C2D";
 
 /// An Apple maker note (`Apple iOS`, version 1, big-endian) holding only the content
@@ -232,7 +235,7 @@ fn raw_and_jpeg_and_live_photos_are_pairs_and_an_export_is_a_duplicate_of_its_or
     );
     assert_exit(&o, 0);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let mut groups: Vec<(String, Option<String>, Vec<(String, bool)>)> = doc["groups"]
+    let mut groups: Vec<GroupShape> = doc["groups"]
         .as_array()
         .unwrap()
         .iter()
