@@ -29,11 +29,7 @@ pub(super) fn read(view: View<'_>) -> Raw<'_> {
     let at = if version >> 16 >= 4 { 40 } else { 28 };
     raw.size(le32(at).map(u64::from), le32(at + 4).map(u64::from));
     let mut props = Fields::default();
-    let dir = view
-        .size()
-        .checked_sub(4)
-        .and_then(|at| le32(at))
-        .map(u64::from);
+    let dir = view.size().checked_sub(4).and_then(&le32).map(u64::from);
     let header = dir
         .and_then(|d| view.get(d, 12))
         .filter(|h| h.starts_with(b"SECd"));
