@@ -8,13 +8,16 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 mod bmp;
 #[allow(dead_code)] // Until the HEIF, CR3 and video parsers use it.
 pub(crate) mod boxes;
+mod ciff;
 mod jpeg;
 mod png;
+mod raw;
 mod tiff;
 pub mod view;
 
 pub use view::View;
 mod webp;
+mod x3f;
 mod xmp;
 
 /// What was found in one image. Fields it does not have stay `None`.
@@ -110,6 +113,14 @@ pub fn format_of(head: &[u8]) -> Option<&'static str> {
         Some("webp")
     } else if at(0, b"BM") && head.len() >= 26 {
         Some("bmp")
+    } else if at(0, b"II\x1a\0\0\0") && at(6, b"HEAPCCDR") {
+        Some("crw")
+    } else if at(0, b"FUJIFILMCCD-RAW") {
+        Some("raf")
+    } else if at(0, b"FOVb") {
+        Some("x3f")
+    } else if at(0, b"\0MRM") {
+        Some("mrw")
     } else if at(0, b"II*\0") && at(8, b"CR\x02") {
         Some("cr2")
     } else if at(0, b"IIRO") || at(0, b"IIRS") || at(0, b"MMOR") {
@@ -117,11 +128,13 @@ pub fn format_of(head: &[u8]) -> Option<&'static str> {
     } else if at(0, b"IIU\0") {
         Some("rw2")
     } else if at(0, b"II*\0") || at(0, b"MM\0*") || at(0, b"II+\0") || at(0, b"MM\0+") {
-        // Classic TIFF (42) and BigTIFF (43).
+        // Classic TIFF (42) and BigTIFF (43); which raw format it may be is told from
+        // IFD0 by `raw::tiff_format`.
         Some("tiff")
     } else if at(4, b"ftyp") {
         let brand = head.get(8..12)?;
         match brand {
+            b"crx " => Some("cr3"),
             b"avif" | b"avis" => Some("avif"),
             b"heic" | b"heix" | b"heim" | b"heis" | b"hevc" | b"hevx" | b"mif1" | b"msf1" => {
                 Some("heif")
@@ -134,7 +147,7 @@ pub fn format_of(head: &[u8]) -> Option<&'static str> {
 }
 
 /// The formats a file with extension `ext` may hold (TIFF-based raw formats are TIFF
-/// inside, so `.dng`, `.nef`, `.arw`, `.pef` accept it).
+/// inside and IFD0 may not tell which, so `.dng`, `.nef`, `.arw`, `.pef`, … accept it).
 fn formats_for_extension(ext: &str) -> &'static [&'static str] {
     match ext.to_ascii_lowercase().as_str() {
         "jpg" | "jpeg" | "jpe" => &["jpeg"],
@@ -145,10 +158,23 @@ fn formats_for_extension(ext: &str) -> &'static [&'static str] {
         "bmp" => &["bmp"],
         "heic" | "heif" => &["heif"],
         "avif" => &["avif", "heif"],
-        "dng" | "nef" | "arw" | "pef" => &["tiff"],
+        "dng" => &["dng", "tiff"],
         "cr2" => &["cr2", "tiff"],
+        "nef" => &["nef", "tiff"],
+        "nrw" => &["nrw", "nef", "tiff"],
+        "arw" => &["arw", "tiff"],
+        "sr2" => &["sr2", "arw", "tiff"],
+        "pef" => &["pef", "tiff"],
+        "srw" => &["srw", "tiff"],
+        "3fr" => &["3fr", "tiff"],
+        "iiq" => &["iiq", "tiff"],
+        "cr3" => &["cr3"],
+        "crw" => &["crw"],
         "orf" => &["orf"],
         "rw2" => &["rw2"],
+        "raf" => &["raf"],
+        "x3f" => &["x3f"],
+        "mrw" => &["mrw"],
         _ => &[],
     }
 }
@@ -181,6 +207,9 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         info.error = Some("empty file".into());
         return info;
     }
+    if info.format == Some("tiff") {
+        info.format = Some(raw::tiff_format(data, ext));
+    }
     let Some(format) = info.format else {
         info.ext_mismatch = ext.is_some_and(|e| !formats_for_extension(e).is_empty());
         info.error = Some("not an image this catalog knows (no known signature)".into());
@@ -190,21 +219,32 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         let expected = formats_for_extension(e);
         !expected.is_empty() && !expected.contains(&format)
     });
+    info.kind = Some(kind_of(format));
+    let is_raw = RAW_FORMATS.contains(&format);
+    let mut raw_fields = None;
     let mut layout = match format {
         "jpeg" => jpeg::read(data),
         "png" => png::read(data, complete),
         "bmp" => bmp::read(data, complete),
         "webp" => webp::read(data),
         // The TIFF structure is the file; its IFD0 has the dimensions.
-        "tiff" | "cr2" | "orf" | "rw2" => Layout {
+        "tiff" => Layout {
             exif: Some(data),
             ..Layout::default()
         },
+        _ if is_raw => {
+            let (layout, fields) = raw::read(view, format);
+            raw_fields = fields;
+            layout
+        }
         _ => Layout::default(),
     };
     let mut errors: Vec<String> = layout.error.take().into_iter().collect();
     let mut tiff_fields = None;
-    let whole_tiff = matches!(format, "tiff" | "cr2" | "orf" | "rw2");
+    let whole_tiff = format == "tiff";
+    if raw_fields.is_some() {
+        tiff_fields = raw_fields;
+    }
     if let Some(block) = layout.exif.or(layout.owned_exif.as_deref()) {
         match tiff::read(block) {
             Ok(fields) => tiff_fields = Some(fields),
@@ -231,7 +271,7 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     }
     // Our readers' own verdict stands for the formats they read; `imagesize` has the rest
     // (GIF, WebP, HEIF, AVIF, the raw formats whose IFD0 is a thumbnail).
-    if layout.width.is_none() && !matches!(format, "jpeg" | "png" | "bmp" | "tiff") {
+    if layout.width.is_none() && !matches!(format, "jpeg" | "png" | "bmp" | "tiff") && !is_raw {
         match imagesize::blob_size(data) {
             Ok(size) => {
                 layout.width = Some(size.width as u64);
@@ -341,7 +381,8 @@ fn fill_exif(info: &mut ImageInfo, f: tiff::Fields) {
     info.gps_alt = f.gps_alt;
 }
 
-/// The fields EXIF did not have, from the container's own structure.
+/// The fields EXIF did not have, from the container's own structure; and what only the
+/// container says (a preview's place, a video's duration).
 fn fill_meta(info: &mut ImageInfo, m: Meta) {
     fn or<T>(field: &mut Option<T>, value: Option<T>) {
         if field.is_none() {
@@ -451,6 +492,37 @@ pub mod fuzzing {
     }
     pub fn bmp(data: &[u8], complete: bool) {
         black_box(super::bmp::read(data, complete));
+    }
+    /// The raw readers, each on `data` as a whole file (the format by its signature or,
+    /// for a TIFF structure, by `raw::tiff_format`).
+    pub fn raw(data: &[u8], ext: Option<&str>) {
+        let view = super::View::whole(data);
+        let format = match super::format_of(data) {
+            Some("tiff") => super::raw::tiff_format(data, ext),
+            Some(f) => f,
+            None => return,
+        };
+        if super::RAW_FORMATS.contains(&format) {
+            black_box(super::raw::read(view, format));
+        }
+    }
+    pub fn tiff_images(data: &[u8]) {
+        let _ = black_box(super::tiff::images(data));
+    }
+    pub fn crw(data: &[u8]) {
+        black_box(super::raw::read(super::View::whole(data), "crw"));
+    }
+    pub fn x3f(data: &[u8]) {
+        black_box(super::raw::read(super::View::whole(data), "x3f"));
+    }
+    pub fn cr3(data: &[u8]) {
+        black_box(super::raw::read(super::View::whole(data), "cr3"));
+    }
+    pub fn raf(data: &[u8]) {
+        black_box(super::raw::read(super::View::whole(data), "raf"));
+    }
+    pub fn mrw(data: &[u8]) {
+        black_box(super::raw::read(super::View::whole(data), "mrw"));
     }
     pub fn xmp(data: &[u8]) {
         if let Some(packet) = super::xmp::packet(data) {
