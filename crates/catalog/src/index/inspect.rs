@@ -2,13 +2,19 @@
 //! no decode) and its EXIF fields. Pure: bytes in, facts out; a parser that panics on
 //! hostile input is caught here and becomes the file's error.
 
-use std::io::Cursor;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+mod apple;
+mod avi;
 mod bmp;
 pub(crate) mod boxes;
+mod cursor;
+mod heif;
 mod jpeg;
+mod jxl;
+mod matroska;
 mod png;
+mod quicktime;
 mod tiff;
 pub mod view;
 
@@ -119,17 +125,43 @@ pub fn format_of(head: &[u8]) -> Option<&'static str> {
         // Classic TIFF (42) and BigTIFF (43).
         Some("tiff")
     } else if at(4, b"ftyp") {
-        let brand = head.get(8..12)?;
-        match brand {
-            b"avif" | b"avis" => Some("avif"),
-            b"heic" | b"heix" | b"heim" | b"heis" | b"hevc" | b"hevx" | b"mif1" | b"msf1" => {
-                Some("heif")
-            }
-            _ => None,
-        }
+        ftyp_format(head.get(8..12)?, head)
+    } else if at(0, b"RIFF") && at(8, b"AVI ") {
+        Some("avi")
+    } else if at(0, &[0x1A, 0x45, 0xDF, 0xA3]) {
+        matroska::doc_type(head)
+    } else if at(0, &[0xFF, 0x0A]) || at(0, b"\0\0\0\x0cJXL \r\n\x87\n") {
+        Some("jxl")
+    } else if quicktime::is_classic(head) {
+        Some("mov")
     } else {
         None
     }
+}
+
+/// The format an ISO BMFF file's major brand names; a brand this catalog does not know
+/// is looked for among the compatible brands (after the minor version) too.
+fn ftyp_format(major: &[u8], head: &[u8]) -> Option<&'static str> {
+    let of = |brand: &[u8]| -> Option<&'static str> {
+        Some(match brand {
+            b"avif" | b"avis" => "avif",
+            b"heic" | b"heix" | b"heim" | b"heis" | b"hevc" | b"hevx" | b"mif1" | b"msf1" => "heif",
+            b"crx " => "cr3",
+            b"qt  " => "mov",
+            b"M4V " | b"M4VH" | b"M4VP" => "m4v",
+            [b'3', b'g', b'p' | b'2' | b'e' | b's', _] => "3gp",
+            b"isom" | b"iso2" | b"iso3" | b"iso4" | b"iso5" | b"iso6" | b"iso7" | b"iso8"
+            | b"iso9" | b"mp41" | b"mp42" | b"avc1" | b"dash" | b"MSNV" | b"XAVC" | b"f4v "
+            | b"mmp4" | b"NDAS" | b"mp71" => "mp4",
+            _ => return None,
+        })
+    };
+    of(major).or_else(|| {
+        // The ftyp box's own size bounds its compatible brands.
+        let size = u32::from_be_bytes(head.get(..4)?.try_into().ok()?) as usize;
+        let brands = head.get(16..size.min(head.len()))?;
+        brands.chunks_exact(4).find_map(of)
+    })
 }
 
 /// The formats a file with extension `ext` may hold (TIFF-based raw formats are TIFF
@@ -142,8 +174,16 @@ fn formats_for_extension(ext: &str) -> &'static [&'static str] {
         "webp" => &["webp"],
         "tif" | "tiff" => &["tiff"],
         "bmp" => &["bmp"],
-        "heic" | "heif" => &["heif"],
+        "heic" | "heif" | "hif" => &["heif"],
         "avif" => &["avif", "heif"],
+        "mp4" => &["mp4", "m4v", "mov", "3gp"],
+        "m4v" => &["m4v", "mp4", "mov"],
+        "mov" | "qt" => &["mov", "mp4"],
+        "3gp" | "3g2" => &["3gp", "mp4"],
+        "mkv" => &["mkv", "webm"],
+        "webm" => &["webm", "mkv"],
+        "avi" => &["avi"],
+        "jxl" => &["jxl"],
         "dng" | "nef" | "arw" | "pef" => &["tiff"],
         "cr2" => &["cr2", "tiff"],
         "orf" => &["orf"],
@@ -192,6 +232,11 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         "png" => png::read(data, complete),
         "bmp" => bmp::read(data, complete),
         "webp" => webp::read(data),
+        "heif" | "avif" => heif::read(view),
+        "mp4" | "mov" | "m4v" | "3gp" => quicktime::read(view),
+        "mkv" | "webm" => matroska::read(view),
+        "avi" => avi::read(view),
+        "jxl" => jxl::read(view),
         // The TIFF structure is the file; its IFD0 has the dimensions.
         "tiff" | "cr2" | "orf" | "rw2" => Layout {
             exif: Some(data),
@@ -208,27 +253,13 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
             Err(e) if whole_tiff => errors.push(format!("unreadable TIFF structure: {e}")),
             Err(e) => errors.push(format!("unreadable EXIF: {e}")),
         }
-    } else if matches!(format, "heif" | "avif") {
-        // HEIF keeps EXIF in an item located through its boxes: `kamadak-exif` finds it.
-        match exif::Reader::new()
-            .continue_on_error(true)
-            .read_from_container(&mut Cursor::new(data))
-            .or_else(|e| e.distill_partial_result(|_| {}))
-        {
-            Ok(found) => match tiff::read(found.buf()) {
-                Ok(fields) => tiff_fields = Some(fields),
-                Err(e) => errors.push(format!("unreadable EXIF: {e}")),
-            },
-            Err(exif::Error::NotFound(_)) => {}
-            Err(e) => errors.push(format!("unreadable EXIF: {e}")),
-        }
     }
     if whole_tiff && let Some(f) = &tiff_fields {
         (layout.width, layout.height) = (f.width, f.height);
     }
     // Our readers' own verdict stands for the formats they read; `imagesize` has the rest
-    // (GIF, WebP, HEIF, AVIF, the raw formats whose IFD0 is a thumbnail).
-    if layout.width.is_none() && !matches!(format, "jpeg" | "png" | "bmp" | "tiff") {
+    // (GIF, WebP, the raw formats whose IFD0 is a thumbnail).
+    if layout.width.is_none() && !OWN_SIZE.contains(&format) {
         match imagesize::blob_size(data) {
             Ok(size) => {
                 layout.width = Some(size.width as u64);
@@ -260,6 +291,13 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         }
         fill_exif(&mut info, f);
     }
+    if let Some(block) = layout.exif.or(layout.owned_exif.as_deref())
+        && layout.meta.content_id.is_none()
+    {
+        layout.meta.content_id = apple::content_id(block);
+    }
+    fill_meta(&mut info, layout.meta);
+    info.kind = Some(kind_of(format));
     let lacking = [&info.taken, &info.lens, &info.make, &info.model]
         .iter()
         .any(|f| f.is_none())
@@ -275,6 +313,13 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
 /// The largest width or height the catalog believes: PNG's limit (2³¹ − 1), far above
 /// any real image; a header claiming more is damaged.
 const MAX_SIDE: u64 = i32::MAX as u64;
+
+/// The formats whose dimensions our own readers find (or say why not); `imagesize` is
+/// asked for the others'.
+const OWN_SIZE: &[&str] = &[
+    "jpeg", "png", "bmp", "tiff", "heif", "avif", "mp4", "mov", "m4v", "3gp", "mkv", "webm", "avi",
+    "jxl",
+];
 
 /// What a container's header says: the dimensions, where its EXIF block (a TIFF
 /// structure) is, and what was wrong with it.
@@ -335,6 +380,30 @@ fn fill_exif(info: &mut ImageInfo, f: tiff::Fields) {
     info.gps_lat = f.gps_lat;
     info.gps_lon = f.gps_lon;
     info.gps_alt = f.gps_alt;
+}
+
+/// The fields EXIF did not have, from the container's own structure.
+fn fill_meta(info: &mut ImageInfo, meta: Meta) {
+    fn fill<T>(field: &mut Option<T>, value: Option<T>) {
+        if field.is_none() {
+            *field = value;
+        }
+    }
+    fill(&mut info.taken, meta.taken);
+    fill(&mut info.make, meta.make);
+    fill(&mut info.model, meta.model);
+    fill(&mut info.orientation, meta.orientation);
+    // A place is its latitude and longitude together: one from EXIF, the other from the
+    // container would be no place.
+    if info.gps_lat.is_none() && info.gps_lon.is_none() {
+        (info.gps_lat, info.gps_lon) = (meta.gps_lat, meta.gps_lon);
+        fill(&mut info.gps_alt, meta.gps_alt);
+    }
+    fill(&mut info.duration, meta.duration);
+    fill(&mut info.codec, meta.codec);
+    fill(&mut info.rotation, meta.rotation);
+    fill(&mut info.content_id, meta.content_id);
+    fill(&mut info.preview, meta.preview);
 }
 
 /// The fields EXIF did not have, from XMP.
