@@ -19,11 +19,6 @@ impl<'a> Cursor<'a> {
         self.at
     }
 
-    /// The bytes not yet read.
-    pub(super) fn rest(&self) -> &'a [u8] {
-        self.data.get(self.at..).unwrap_or_default()
-    }
-
     /// The next `n` bytes.
     pub(super) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let bytes = self.data.get(self.at..self.at.checked_add(n)?)?;
@@ -53,10 +48,6 @@ impl<'a> Cursor<'a> {
 
     pub(super) fn u64(&mut self) -> Option<u64> {
         self.array().map(u64::from_be_bytes)
-    }
-
-    pub(super) fn u16_le(&mut self) -> Option<u16> {
-        self.array().map(u16::from_le_bytes)
     }
 
     pub(super) fn u32_le(&mut self) -> Option<u32> {

@@ -161,18 +161,14 @@ impl Tags {
             }
         };
         match name {
-            b"com.apple.quicktime.creationdate" | b"\xA9day" => {
-                if self.date.is_none() {
-                    self.date = iso_date(value);
-                }
+            b"com.apple.quicktime.creationdate" | b"\xA9day" if self.date.is_none() => {
+                self.date = iso_date(value);
             }
             b"com.apple.quicktime.make" | b"\xA9mak" => fill(&mut self.make),
             b"com.apple.quicktime.model" | b"\xA9mod" => fill(&mut self.model),
             b"com.apple.quicktime.content.identifier" => fill(&mut self.id),
-            b"com.apple.quicktime.location.ISO6709" | b"\xA9xyz" => {
-                if self.place.is_none() {
-                    self.place = iso6709(value);
-                }
+            b"com.apple.quicktime.location.ISO6709" | b"\xA9xyz" if self.place.is_none() => {
+                self.place = iso6709(value);
             }
             _ => {}
         }
@@ -202,6 +198,9 @@ fn read_meta(view: View<'_>, meta: &BoxHeader, tags: &mut Tags) {
         return;
     };
     for item in boxes::boxes(view, ilst.body, ilst.end).map_while(Result::ok) {
+        if item.is_empty() {
+            continue;
+        }
         let Some(data) = boxes::find(view, item.body, item.end, b"data") else {
             continue;
         };
