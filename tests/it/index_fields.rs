@@ -10,11 +10,12 @@
 //! it the test fails, unless the skip is allowed (`SEEKLESS_ALLOW_SKIP=corpus:pillow`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
 
+use crate::common::catalog::corpus;
 use crate::common::*;
 
 /// The directory `.ci/fetch-corpora` unpacks (its version, URL and SHA-256 are pinned there).
@@ -69,28 +70,7 @@ const JUDGEMENT_CALLS: &[(&str, &str, &str)] = &[
 /// The pinned Pillow sdist's `Tests/images`, as `.ci/fetch-corpora` unpacks it (the test
 /// run itself never uses the network); `None` after a [`skip`] when it is not there.
 pub(crate) fn pillow_images(test: &str) -> Option<PathBuf> {
-    let corpora = match std::env::var_os("SEEKLESS_CORPORA") {
-        Some(dir) => PathBuf::from(dir),
-        None => std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
-            .unwrap_or_default()
-            .join("seekless-corpora"),
-    };
-    let images = corpora.join(PILLOW).join("Tests/images");
-    let done = corpora.join(format!("{PILLOW}.unpacked"));
-    if done.exists() && images.is_dir() {
-        return Some(images);
-    }
-    skip(
-        test,
-        "corpus:pillow",
-        &format!(
-            "{} is missing: run .ci/fetch-corpora (SEEKLESS_CORPORA says where)",
-            images.display()
-        ),
-    );
-    None
+    corpus(test, PILLOW, &format!("{PILLOW}/Tests/images"))
 }
 
 /// ImageMagick's first-frame dimensions of every file it can read. IM 6's TIFF reader
@@ -137,7 +117,7 @@ fn identify_dims(files: &[String]) -> BTreeMap<String, (u64, u64)> {
 
 /// `taken` as the catalog writes it, from exiftool's DateTimeOriginal (EXIF's, or XMP's
 /// with its offset) and the EXIF sub-seconds and offset.
-fn reference_taken(e: &Value) -> Option<String> {
+pub(crate) fn reference_taken(e: &Value) -> Option<String> {
     let d = e["DateTimeOriginal"].as_str()?;
     let b = d.as_bytes();
     if b.len() < 19 || !b[..4].iter().all(u8::is_ascii_digit) {
@@ -163,7 +143,7 @@ fn reference_taken(e: &Value) -> Option<String> {
     Some(out)
 }
 
-fn same(ours: &Value, reference: &Value) -> bool {
+pub(crate) fn same(ours: &Value, reference: &Value) -> bool {
     match (ours, reference) {
         (Value::Number(a), Value::Number(b)) => {
             let (a, b) = (a.as_f64().unwrap(), b.as_f64().unwrap());

@@ -32,6 +32,8 @@ mod copy_safety; // what copy deletes, replaces or trusts: nobody via setpriv, S
 #[cfg(target_os = "linux")]
 mod dupes; // Pillow draws the copies, exiftool the bursts; headless Chromium loads the contact sheet
 #[cfg(target_os = "linux")]
+mod dupes_pairs; // raw+JPEG and Live Photo pairs, a HEIF's export: exiftool, ffmpeg, heif-enc
+#[cfg(target_os = "linux")]
 mod examples; // the library's example programs, against b3sum
 #[cfg(target_os = "linux")]
 mod faults; // invariants over seeded faults: faultfs (FUSE) under copy, tar and index; kill -9
@@ -43,6 +45,8 @@ mod index; // exiftool, sqlite3, b3sum, Pillow; SIGSTOP and /proc to freeze a ru
 mod index_commits; // a stalled file, a lock held by another program (python3), foreign databases
 #[cfg(target_os = "linux")]
 mod index_fields; // the catalog's fields against exiftool and ImageMagick on Pillow's test images
+#[cfg(target_os = "linux")]
+mod index_media; // HEIC, AVIF, JPEG XL, camera raw and video against exiftool; ffmpeg, heif-enc
 #[cfg(target_os = "linux")]
 mod index_scope; // a second writer, which files, odd names, unreadable files, unmounted disks
 #[cfg(target_os = "linux")]

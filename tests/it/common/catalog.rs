@@ -191,6 +191,35 @@ pub fn write_exif(test: &str, edits: &[(&Path, &[&str])]) {
     run(Command::new("exiftool").arg("-@").arg(file.path()));
 }
 
+/// `member` of the corpus `name` as `.ci/fetch-corpora` unpacks it (the test run itself
+/// never uses the network), under `$SEEKLESS_CORPORA`, else `~/.cache/seekless-corpora`;
+/// `None` after a [`skip`] when it is not there.
+pub fn corpus(test: &str, name: &str, member: &str) -> Option<PathBuf> {
+    let corpora = match std::env::var_os("SEEKLESS_CORPORA") {
+        Some(dir) => PathBuf::from(dir),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
+            .unwrap_or_default()
+            .join("seekless-corpora"),
+    };
+    let dir = corpora.join(member);
+    let done = corpora.join(format!("{name}.unpacked"));
+    if done.exists() && dir.is_dir() {
+        return Some(dir);
+    }
+    let short = name.split('-').next().unwrap_or(name);
+    skip(
+        test,
+        &format!("corpus:{short}"),
+        &format!(
+            "{} is missing: run .ci/fetch-corpora (SEEKLESS_CORPORA says where)",
+            dir.display()
+        ),
+    );
+    None
+}
+
 /// What exiftool reads from each file (`-json -n -G`), by path.
 pub fn exiftool_json(files: &[&Path]) -> BTreeMap<PathBuf, Value> {
     let out = Command::new("exiftool")

@@ -16,8 +16,9 @@ use seekless_jobs::destructive::Forget;
 /// The schema's version (`PRAGMA user_version`). Version 2 stores paths absolute; a
 /// version-1 catalog is upgraded in place, in one transaction, when opened (see
 /// `upgrade_v1`). Version 3 adds `images.phash` and the `thumbs` table (see
-/// `UPGRADE_V2`), also in place.
-pub const SCHEMA_VERSION: i64 = 3;
+/// `UPGRADE_V2`), also in place. Version 4 adds what a phone's or camera's library needs
+/// (`kind`, `duration`, `codec`, `rotation`, `content_id`; see `upgrade_v3`).
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// `PRAGMA application_id` of a seekless catalog ("SKLS"): what tells a catalog from any
 /// other SQLite database. Catalogs made before it was set (schema versions 1 and 2) are
@@ -85,6 +86,56 @@ CREATE TABLE IF NOT EXISTS thumbs (
     error        TEXT
 );
 ";
+
+/// The columns version 4 adds to `images`, with their types (see [`upgrade_v3`]).
+const V4_COLUMNS: &[(&str, &str)] = &[
+    ("kind", "TEXT"),
+    ("duration", "REAL"),
+    ("codec", "TEXT"),
+    ("rotation", "INTEGER"),
+    ("content_id", "TEXT"),
+];
+
+/// What version 4 adds besides its columns: the links between files that belong together
+/// (`pairs`, a view: always what the rows say, never stale, nothing to remove), and the
+/// indexes that make it fast.
+///
+/// - `raw+jpeg`: a camera raw file and the JPEG (or HEIF) the camera wrote beside it: one
+///   directory, one name but for the extension (any case), one capture time (to the second).
+/// - `live-photo`: a Live Photo's still and its video: one Apple content identifier.
+/// - `export`: a HEIF and a JPEG made from it: one capture time (to the second), one
+///   camera (make and model, both known), anywhere; the HEIF is the original.
+///
+/// A name's stem is its path with the trailing letters and digits trimmed (`/p/IMG_1.CR2`
+/// and `/p/IMG_1.jpg` both `/p/IMG_1.`), as an indexed expression.
+const UPGRADE_V3: &str = "
+CREATE INDEX IF NOT EXISTS images_stem ON images(lower(rtrim(path,
+    'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789')))
+    WHERE kind IN ('raw', 'image');
+CREATE INDEX IF NOT EXISTS images_content_id ON images(content_id)
+    WHERE content_id IS NOT NULL;
+CREATE VIEW IF NOT EXISTS pairs (a, b, link) AS
+    SELECT r.id, j.id, 'raw+jpeg' FROM images r JOIN images j
+        ON lower(rtrim(j.path, 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'))
+         = lower(rtrim(r.path, 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'))
+        AND j.kind IN ('raw', 'image')
+    WHERE r.kind = 'raw' AND j.format IN ('jpeg', 'heif') AND j.id != r.id
+        AND substr(r.taken, 1, 19) = substr(j.taken, 1, 19)
+    UNION ALL
+    SELECT i.id, v.id, 'live-photo' FROM images i JOIN images v ON v.content_id = i.content_id
+    WHERE i.kind = 'image' AND v.kind = 'video'
+    UNION ALL
+    SELECT h.id, j.id, 'export' FROM images h JOIN images j
+        ON substr(j.taken, 1, 19) = substr(h.taken, 1, 19)
+    WHERE h.format = 'heif' AND h.kind = 'image' AND j.format = 'jpeg' AND j.kind = 'image'
+        AND h.make = j.make AND h.model = j.model AND length(h.taken) >= 19;
+";
+
+/// The formats whose rows a version-3 catalog has right: their `kind` is set to `image` by
+/// the upgrade. Every other row (HEIF sizes were an item's, raw sizes a preview's) has no
+/// `kind` and is read again by the next run.
+const V3_RIGHT: &str = "format IN ('jpeg', 'png', 'gif', 'webp', 'bmp')
+    OR (format = 'tiff' AND (lower(path) LIKE '%.tif' OR lower(path) LIKE '%.tiff'))";
 
 /// Rows per transaction, at most. [`BATCH_TIME`] is the loss bound; this only caps the
 /// work one commit writes. Each commit writes every page its rows dirtied, and a row of a
@@ -487,6 +538,7 @@ impl WriterLock {
         }
         tx.execute_batch(SCHEMA).map_err(io)?;
         upgrade_v2(&tx).map_err(io)?;
+        upgrade_v3(&tx).map_err(io)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(io)?;
         tx.pragma_update(None, "application_id", APPLICATION_ID)
@@ -613,6 +665,8 @@ pub(crate) struct ReadOnly {
     conn: Connection,
     /// Version 3 and later: `images.phash` and the `thumbs` table exist.
     visual: bool,
+    /// Version 4 and later: the `pairs` view exists.
+    pairs: bool,
 }
 
 /// A row's fields as finding duplicates needs them (every row with a content hash).
@@ -655,7 +709,26 @@ impl ReadOnly {
         Ok(ReadOnly {
             conn,
             visual: version >= 3,
+            pairs: version >= 4,
         })
+    }
+
+    /// Every link of the `pairs` view between rows with a content hash: the two rows' ids
+    /// and the link (`raw+jpeg`, `live-photo`, `export`). None before version 4.
+    pub(crate) fn each_pair(&self, mut each: impl FnMut(i64, i64, String)) -> rusqlite::Result<()> {
+        if !self.pairs {
+            return Ok(());
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT p.a, p.b, p.link FROM pairs p
+                 JOIN images x ON x.id = p.a JOIN images y ON y.id = p.b
+             WHERE x.blake3 IS NOT NULL AND y.blake3 IS NOT NULL",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            each(r.get(0)?, r.get(1)?, r.get(2)?);
+        }
+        Ok(())
     }
 
     /// Rows whose content hash is not known (files that could not be read).
@@ -797,9 +870,13 @@ fn contents(conn: &Connection) -> rusqlite::Result<Contents> {
     let user_version = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     let objects = schema_objects(conn)?;
     let has_all = |expected: Vec<SchemaObject>| expected.iter().all(|o| objects.contains(o));
+    let mut catalog = false;
+    for version in 2..=SCHEMA_VERSION {
+        catalog = catalog || has_all(expected_schema(version)?);
+    }
     let schema = if objects.is_empty() {
         Schema::Empty
-    } else if has_all(expected_schema(2)?) || has_all(expected_schema(3)?) {
+    } else if catalog {
         Schema::Catalog
     } else {
         Schema::Other(
@@ -836,13 +913,16 @@ fn schema_objects(conn: &Connection) -> rusqlite::Result<Vec<SchemaObject>> {
 }
 
 /// The schema objects of a catalog of schema `version` (2: [`SCHEMA`]; 3: with
-/// [`UPGRADE_V2`]), as SQLite records them.
+/// [`UPGRADE_V2`]; 4: with [`V4_COLUMNS`]), as SQLite records them.
 fn expected_schema(version: i64) -> rusqlite::Result<Vec<SchemaObject>> {
     let mut conn = Connection::open_in_memory()?;
     conn.execute_batch(SCHEMA)?;
     if version >= 3 {
         let tx = conn.transaction()?;
         upgrade_v2(&tx)?;
+        if version >= 4 {
+            upgrade_v3(&tx)?;
+        }
         tx.commit()?;
     }
     schema_objects(&conn)
@@ -870,7 +950,7 @@ fn judge(path: &Path, contents: &Contents, new: bool) -> Result<(), CatalogError
     }
     match &contents.schema {
         Schema::Empty if new && contents.user_version == 0 => Ok(()),
-        Schema::Catalog if matches!(contents.user_version, 1..=3) => Ok(()),
+        Schema::Catalog if matches!(contents.user_version, 1..=4) => Ok(()),
         Schema::Catalog => refuse(format!(
             "an SQLite database with the catalog's tables but user_version {}",
             contents.user_version
@@ -964,6 +1044,33 @@ pub(crate) fn upgrade_v2(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
     tx.execute_batch(UPGRADE_V2)
 }
 
+/// Upgrades a version-3 catalog (or one just made by [`upgrade_v2`]) to version 4, inside
+/// the caller's transaction: adds the columns of [`V4_COLUMNS`] where missing, and
+/// [`UPGRADE_V3`]'s view and indexes. Rows of a
+/// catalog that had none of them get `kind = 'image'` where their fields were right
+/// ([`V3_RIGHT`]); the rest keep every field and are read again by the next run, which
+/// gives them their kind (nothing is removed). Running it again changes nothing.
+pub(crate) fn upgrade_v3(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let mut added = false;
+    for (name, kind) in V4_COLUMNS {
+        let has: bool = tx.query_row(
+            "SELECT count(*) > 0 FROM pragma_table_info('images') WHERE name = ?1",
+            [name],
+            |r| r.get(0),
+        )?;
+        if !has {
+            tx.execute_batch(&format!("ALTER TABLE images ADD COLUMN {name} {kind};"))?;
+            added = true;
+        }
+    }
+    if added {
+        tx.execute_batch(&format!(
+            "UPDATE images SET kind = 'image' WHERE blake3 IS NOT NULL AND ({V3_RIGHT});"
+        ))?;
+    }
+    tx.execute_batch(UPGRADE_V3)
+}
+
 impl Catalog {
     /// Takes the writer lock of the catalog at `path` and opens it at once (for callers
     /// that do not walk in between).
@@ -982,7 +1089,8 @@ impl Catalog {
             .conn
             .prepare(
                 "SELECT i.path_bytes, i.id, i.dev, i.ino, i.size, i.mtime_ns,
-                     i.blake3 IS NOT NULL AND substr(coalesce(i.error, ''), 1, ?1) IS NOT ?2,
+                     i.blake3 IS NOT NULL AND substr(coalesce(i.error, ''), 1, ?1) IS NOT ?2
+                         AND i.kind IS NOT NULL,
                      t.size FROM images i LEFT JOIN thumbs t ON t.image = i.id",
             )
             .map_err(|e| self.err(e))?;
@@ -1126,6 +1234,11 @@ impl Catalog {
                                 i.error,
                                 scan,
                                 phash,
+                                i.kind,
+                                i.duration,
+                                i.codec,
+                                i.rotation,
+                                i.content_id,
                             ],
                             |r| r.get(0),
                         )
@@ -1210,9 +1323,10 @@ pub(crate) const READ_FAILED: &str = "read failed: ";
 const UPSERT: &str = "
 INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, format, ext_mismatch, width,
     height, taken, make, model, lens, orientation, exposure_time, f_number, iso,
-    focal_length, gps_lat, gps_lon, gps_alt, blake3, error, scan, phash)
+    focal_length, gps_lat, gps_lon, gps_alt, blake3, error, scan, phash, kind, duration, codec,
+    rotation, content_id)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-    ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)
+    ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)
 ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
     ino = excluded.ino,
     size = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.size, excluded.size),
@@ -1233,6 +1347,11 @@ ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
     gps_lat = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.gps_lat, excluded.gps_lat),
     gps_lon = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.gps_lon, excluded.gps_lon),
     gps_alt = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.gps_alt, excluded.gps_alt),
+    kind = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.kind, excluded.kind),
+    duration = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.duration, excluded.duration),
+    codec = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.codec, excluded.codec),
+    rotation = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.rotation, excluded.rotation),
+    content_id = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.content_id, excluded.content_id),
     blake3 = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.blake3, excluded.blake3),
     error = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL,
         'read failed: ' || coalesce(excluded.error, 'unknown error') ||
@@ -1335,6 +1454,7 @@ mod tests {
         let mut info = ImageInfo::default();
         if read {
             info.format = Some("jpeg");
+            info.kind = Some("image");
             info.width = Some(640);
             info.height = Some(480);
             info.make = Some("Canon".into());
@@ -1566,8 +1686,11 @@ mod tests {
             conn.execute_batch(SCHEMA).unwrap();
             conn.execute_batch(
                 "INSERT INTO scans (id, started) VALUES (1, 'x');
-                 INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, blake3, scan)
-                     VALUES ('/p/a.jpg', CAST('/p/a.jpg' AS BLOB), 1, 2, 3, 4, 'h', 1);
+                 INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, blake3, scan,
+                         format)
+                     VALUES ('/p/a.jpg', CAST('/p/a.jpg' AS BLOB), 1, 2, 3, 4, 'h', 1, 'jpeg'),
+                         ('/p/b.CR2', CAST('/p/b.CR2' AS BLOB), 1, 3, 5, 6, 'i', 1, 'cr2'),
+                         ('/p/c.heic', CAST('/p/c.heic' AS BLOB), 1, 4, 5, 6, 'j', 1, 'heif');
                  PRAGMA user_version = 2;",
             )
             .unwrap();
@@ -1577,6 +1700,11 @@ mod tests {
         let row = &known[b"/p/a.jpg".as_slice()];
         assert_eq!((row.size, row.mtime_ns, row.read), (3, 4, true));
         assert_eq!(row.thumb_size, None);
+        // Rows whose fields version 3 got wrong (a raw file's preview size, a HEIF item's)
+        // are read again, keeping every field until then.
+        for path in [b"/p/b.CR2".as_slice(), b"/p/c.heic"] {
+            assert!(!known[path].read, "{}", String::from_utf8_lossy(path));
+        }
         drop(catalog);
         let conn = Connection::open(&db).unwrap();
         let version: i64 = conn
@@ -1587,6 +1715,21 @@ mod tests {
             .query_row("SELECT phash FROM images", [], |r| r.get(0))
             .unwrap();
         assert_eq!(phash, None);
+        let kinds: Vec<(String, Option<String>, Option<String>)> = conn
+            .prepare("SELECT path, kind, blake3 FROM images ORDER BY path")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            kinds,
+            [
+                ("/p/a.jpg".into(), Some("image".into()), Some("h".into())),
+                ("/p/b.CR2".into(), None, Some("i".into())),
+                ("/p/c.heic".into(), None, Some("j".into())),
+            ]
+        );
         let thumbs: i64 = conn
             .query_row("SELECT count(*) FROM thumbs", [], |r| r.get(0))
             .unwrap();
@@ -1598,7 +1741,10 @@ mod tests {
             schema_objects(&conn).unwrap(),
             schema_objects(&Connection::open(&new).unwrap()).unwrap()
         );
-        assert_eq!(schema_objects(&conn).unwrap(), expected_schema(3).unwrap());
+        assert_eq!(
+            schema_objects(&conn).unwrap(),
+            expected_schema(SCHEMA_VERSION).unwrap()
+        );
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub struct ImageInfo {
     /// GPS altitude in metres, negative below sea level.
     pub gps_alt: Option<f64>,
     /// What the file holds: `image`, `raw` (a camera raw file) or `video`, from its
-    /// format ([`kind_of`]).
+    /// format ([`kind_of`]); `other` when its format is not one the catalog knows.
     pub kind: Option<&'static str>,
     /// A video's duration in seconds.
     pub duration: Option<f64>,
@@ -199,7 +199,7 @@ fn formats_for_extension(ext: &str) -> &'static [&'static str] {
 /// Everything the bytes kept of a file (`view`: the whole file, or its head and tail)
 /// say, for a file with extension `ext`. Never panics: a parser panic becomes the error.
 pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
-    match catch_unwind(AssertUnwindSafe(|| inspect_inner(view, ext))) {
+    let mut info = match catch_unwind(AssertUnwindSafe(|| inspect_inner(view, ext))) {
         Ok(info) => info,
         Err(panic) => {
             let what = seekless_core::sync::panic_text(&*panic);
@@ -209,7 +209,9 @@ pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
                 ..ImageInfo::default()
             }
         }
-    }
+    };
+    info.kind = Some(info.format.map_or("other", kind_of));
+    info
 }
 
 fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
@@ -300,8 +302,7 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     {
         layout.meta.content_id = apple::content_id(block);
     }
-    fill_meta(&mut info, layout.meta);
-    info.kind = Some(kind_of(format));
+    fill_meta(&mut info, std::mem::take(&mut layout.meta));
     let lacking = [&info.taken, &info.lens, &info.make, &info.model]
         .iter()
         .any(|f| f.is_none())
@@ -387,27 +388,24 @@ fn fill_exif(info: &mut ImageInfo, f: tiff::Fields) {
 }
 
 /// The fields EXIF did not have, from the container's own structure.
-fn fill_meta(info: &mut ImageInfo, meta: Meta) {
-    fn fill<T>(field: &mut Option<T>, value: Option<T>) {
+fn fill_meta(info: &mut ImageInfo, m: Meta) {
+    fn or<T>(field: &mut Option<T>, value: Option<T>) {
         if field.is_none() {
             *field = value;
         }
     }
-    fill(&mut info.taken, meta.taken);
-    fill(&mut info.make, meta.make);
-    fill(&mut info.model, meta.model);
-    fill(&mut info.orientation, meta.orientation);
-    // A place is its latitude and longitude together: one from EXIF, the other from the
-    // container would be no place.
+    or(&mut info.taken, m.taken);
+    or(&mut info.make, m.make);
+    or(&mut info.model, m.model);
+    or(&mut info.orientation, m.orientation);
     if info.gps_lat.is_none() && info.gps_lon.is_none() {
-        (info.gps_lat, info.gps_lon) = (meta.gps_lat, meta.gps_lon);
-        fill(&mut info.gps_alt, meta.gps_alt);
+        (info.gps_lat, info.gps_lon, info.gps_alt) = (m.gps_lat, m.gps_lon, m.gps_alt);
     }
-    fill(&mut info.duration, meta.duration);
-    fill(&mut info.codec, meta.codec);
-    fill(&mut info.rotation, meta.rotation);
-    fill(&mut info.content_id, meta.content_id);
-    fill(&mut info.preview, meta.preview);
+    or(&mut info.duration, m.duration);
+    or(&mut info.codec, m.codec);
+    or(&mut info.rotation, m.rotation);
+    or(&mut info.content_id, m.content_id);
+    or(&mut info.preview, m.preview);
 }
 
 /// The fields EXIF did not have, from XMP.

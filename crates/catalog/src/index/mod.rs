@@ -30,9 +30,11 @@ pub(crate) mod catalog;
 #[doc(hidden)]
 pub mod dc_jpeg;
 pub mod inspect;
+mod libheif;
 mod phases;
 pub(crate) mod phash;
 pub mod thumb;
+mod video;
 
 use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
@@ -54,18 +56,36 @@ use seekless_core::read::{self, ConsumeOptions, Job, ReadOptions, Work};
 use seekless_core::report::Reporter;
 use seekless_jobs::destructive::{Clearance, Forget, Witness};
 
-/// The extensions of the files catalogued by default (case-insensitive).
+/// The extensions of the files catalogued by default (case-insensitive): images, camera
+/// raw files and videos.
 pub const IMAGE_EXTENSIONS: &[&str] = &[
-    "jpg", "jpeg", "png", "gif", "webp", "tif", "tiff", "bmp", "heic", "heif", "avif", "dng",
-    "cr2", "nef", "arw", "orf", "rw2", "pef",
+    // Images.
+    "jpg", "jpeg", "jpe", "png", "gif", "webp", "tif", "tiff", "bmp", "heic", "heif", "hif", "avif",
+    "jxl", // Camera raw.
+    "dng", "cr2", "cr3", "crw", "nef", "nrw", "arw", "sr2", "orf", "rw2", "pef", "raf", "srw",
+    "3fr", "iiq", "x3f", "mrw", // Video.
+    "mp4", "mov", "m4v", "3gp", "3g2", "mkv", "webm", "avi",
 ];
 
-/// Bytes of a file kept for parsing its header and EXIF (the whole file when smaller):
-/// EXIF in TIFF-based raw files may lie anywhere in it.
+/// Extensions whose files are read for their header, EXIF and embedded previews only,
+/// never kept whole for a thumbnail (camera raw, video): their thumbnail comes from a
+/// preview they carry or from `ffmpeg`.
+const NOT_KEPT_WHOLE: &[&str] = &[
+    "dng", "cr2", "cr3", "crw", "nef", "nrw", "arw", "sr2", "orf", "rw2", "pef", "raf", "srw",
+    "3fr", "iiq", "x3f", "mrw", "mp4", "mov", "m4v", "3gp", "3g2", "mkv", "webm", "avi",
+];
+
+/// Bytes of a file kept from its start for parsing its header and EXIF (the whole file
+/// when smaller): EXIF in TIFF-based raw files may lie anywhere in it.
 const KEEP: usize = 32 << 20;
 
+/// Bytes kept from the end of a file larger than [`KEEP`]: where MP4 and MOV writers put
+/// the `moov` box (after the media data) and some raw writers their previews.
+const KEEP_TAIL: usize = 16 << 20;
+
 /// Bytes of a file kept with `--thumbs`: the whole file, up to this size (a larger one gets
-/// a recorded "too large" instead of a thumbnail: it is never read a second time).
+/// a recorded "too large" instead of a thumbnail: it is never read a second time). Raw
+/// files and videos are not kept whole ([`NOT_KEPT_WHOLE`]).
 pub const MAX_THUMB_FILE: u64 = 256 << 20;
 
 /// How to index.
@@ -768,6 +788,7 @@ fn read_one(
     let planned = work.planned();
     thread_local! {
         static HEAD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        static TAIL: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     let entry = &planned.entry;
     #[cfg(any(test, feature = "test-hooks"))]
@@ -784,78 +805,104 @@ fn read_one(
         blake3: None,
         visual: None,
     };
-    // With thumbnails the whole file is kept (one read, never a second), up to a bound.
-    let keep = match thumbs {
-        Some(_) => (MAX_THUMB_FILE as usize).max(KEEP),
-        None => KEEP,
+    // With thumbnails an image is kept whole (one read, never a second), up to a bound;
+    // a raw file or a video never is: its head and tail have what it needs.
+    let whole = thumbs.is_some()
+        && !ext.is_some_and(|e| NOT_KEPT_WHOLE.iter().any(|n| n.eq_ignore_ascii_case(e)));
+    let keep = if whole {
+        (MAX_THUMB_FILE as usize).max(KEEP)
+    } else {
+        KEEP
     };
+    // The tail starts this far into the file (as planned; a file that changed while read
+    // is an error, and its tail is never more than KEEP_TAIL bytes).
+    let tail_at = entry.size.saturating_sub(KEEP_TAIL as u64).max(keep as u64);
     let read = HEAD.with(|head| {
-        let mut head = head.borrow_mut();
-        head.clear();
-        let mut hasher = blake3::Hasher::new();
-        // Read calls are the whole time in `read_all` but the chunks' handling (hashing).
-        let reading = Instant::now();
-        let mut hashing = Duration::ZERO;
-        let result = work.read_all(|chunk| {
-            let t = Instant::now();
-            hasher.update(chunk);
-            let room = keep.saturating_sub(head.len());
-            head.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            hashing += t.elapsed();
-        });
-        phases.read = reading.elapsed().saturating_sub(hashing);
-        match result {
-            Ok(_) => {
+        TAIL.with(|tail| {
+            let (mut head, mut tail) = (head.borrow_mut(), tail.borrow_mut());
+            head.clear();
+            tail.clear();
+            let mut hasher = blake3::Hasher::new();
+            // Read calls are the whole time in `read_all` but the chunks' handling (hashing).
+            let reading = Instant::now();
+            let mut hashing = Duration::ZERO;
+            let mut at = 0u64;
+            let result = work.read_all(|chunk| {
                 let t = Instant::now();
-                row.blake3 = Some(hasher.finalize().to_hex().to_string());
-                phases.hash = hashing + t.elapsed();
-                let complete = head.len() as u64 == entry.size;
-                let t = Instant::now();
-                row.info = inspect::inspect(inspect::View::new(&head, &[], entry.size), ext);
-                phases.inspect = t.elapsed();
-                if let Some(why) = &row.info.error {
-                    let why = std::io::Error::other(why.clone());
-                    reporter.error(&Error::io(&*entry.path, why));
+                hasher.update(chunk);
+                let room = keep.saturating_sub(head.len());
+                head.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                let end = at + chunk.len() as u64;
+                if end > tail_at {
+                    let from = tail_at.saturating_sub(at) as usize;
+                    let room = KEEP_TAIL.saturating_sub(tail.len());
+                    let part = &chunk[from..];
+                    tail.extend_from_slice(&part[..part.len().min(room)]);
                 }
-                if let Some(what) = &row.info.warning {
-                    reporter.warning(Some(&*entry.path), what);
-                }
-                if let Some(t) = thumbs {
-                    let visual = if !complete {
-                        thumb::Visual::none(format!(
-                            "larger than {} MiB: no thumbnail",
-                            MAX_THUMB_FILE >> 20
-                        ))
-                    } else {
-                        let (format, orientation) = (row.info.format, row.info.orientation);
-                        thumb::visual_timed(&head, format, ext, orientation, t, &mut phases)
-                    };
-                    if let Err(why) = &visual.thumb
-                        && row.info.error.is_none()
-                        && !why.starts_with("no decoder")
-                    {
-                        reporter.warning(Some(&*entry.path), &format!("no thumbnail: {why}"));
+                at = end;
+                hashing += t.elapsed();
+            });
+            phases.read = reading.elapsed().saturating_sub(hashing);
+            match result {
+                Ok(_) => {
+                    let t = Instant::now();
+                    row.blake3 = Some(hasher.finalize().to_hex().to_string());
+                    phases.hash = hashing + t.elapsed();
+                    let view = inspect::View::new(&head, &tail, entry.size);
+                    let t = Instant::now();
+                    row.info = inspect::inspect(view, ext);
+                    phases.inspect = t.elapsed();
+                    if let Some(why) = &row.info.error {
+                        let why = std::io::Error::other(why.clone());
+                        reporter.error(&Error::io(&*entry.path, why));
                     }
-                    row.visual = Some((t.size, visual));
+                    if let Some(what) = &row.info.warning {
+                        reporter.warning(Some(&*entry.path), what);
+                    }
+                    if let Some(t) = thumbs {
+                        let visual = if whole && !view.complete() {
+                            thumb::Visual::none(format!(
+                                "larger than {} MiB: no thumbnail",
+                                MAX_THUMB_FILE >> 20
+                            ))
+                        } else {
+                            let source = thumb::Source {
+                                view,
+                                info: &row.info,
+                                ext,
+                                path: &entry.path,
+                            };
+                            thumb::visual_timed(&source, t, &mut phases)
+                        };
+                        if let Err(why) = &visual.thumb
+                            && row.info.error.is_none()
+                            && !why.starts_with("no decoder")
+                        {
+                            reporter.warning(Some(&*entry.path), &format!("no thumbnail: {why}"));
+                        }
+                        row.visual = Some((t.size, visual));
+                    }
+                    true
                 }
-                true
+                Err(e) => {
+                    reporter.error(&e);
+                    row.info.error = Some(e.kind().to_string());
+                    false
+                }
             }
-            Err(e) => {
-                reporter.error(&e);
-                row.info.error = Some(e.kind().to_string());
-                false
-            }
-        }
+        })
     });
     // Keep big buffers from one huge file from staying with the thread (with thumbnails,
     // those of a typical photo stay: one allocation per thread, not one per file).
     let stays = if thumbs.is_some() { 32 << 20 } else { 4 << 20 };
-    HEAD.with(|head| {
-        let mut head = head.borrow_mut();
-        if head.capacity() > stays {
-            *head = Vec::new();
-        }
-    });
+    for buffer in [&HEAD, &TAIL] {
+        buffer.with(|b| {
+            let mut b = b.borrow_mut();
+            if b.capacity() > stays {
+                *b = Vec::new();
+            }
+        });
+    }
     (row, read, phases)
 }
 

@@ -7,14 +7,22 @@
 //! by [`dc_jpeg`](super::dc_jpeg), which reads only the DC coefficients), PNG, GIF
 //! (first frame), WebP, TIFF and BMP whole by the `image` crate; then a Lanczos3 resize
 //! (`fast_image_resize`), the EXIF orientation applied to the small result, and a JPEG
-//! encode (`jpeg-encoder`, quality [`QUALITY`]). HEIC, AVIF and camera raw files get a
-//! recorded "no decoder".
+//! encode (`jpeg-encoder`, quality [`QUALITY`]). A camera raw file's thumbnail is made
+//! from the largest JPEG preview it carries, oriented as the raw says; HEIC and AVIF are
+//! decoded by the system's libheif ([`libheif`](super::libheif)), loaded at run time; a
+//! video's from a frame a tenth into it, by `ffmpeg` when installed
+//! ([`video`](super::video)), else from its embedded cover art. What has no decoder here
+//! (JPEG XL; HEIF without libheif; video without ffmpeg or cover) gets a recorded "no
+//! decoder" saying what to install.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 
+use std::path::Path;
+
+use super::inspect::{ImageInfo, View};
 use super::phases::{Phases, Stopwatch};
 use super::phash;
 
@@ -22,8 +30,9 @@ use super::phash;
 pub const DEFAULT_SIZE: u32 = 256;
 /// The largest image decoded by default, in megapixels (width × height / 10^6).
 pub const DEFAULT_MAX_MEGAPIXELS: u32 = 200;
-/// Extensions of camera raw files (TIFF-based), which get no thumbnail yet.
-const RAW_EXTENSIONS: &[&str] = &["dng", "cr2", "nef", "arw", "orf", "rw2", "pef"];
+/// The largest embedded preview read back from the file when it lies outside the bytes
+/// the sweep kept.
+const MAX_PREVIEW: u64 = 64 << 20;
 /// The JPEG quality thumbnails are stored at.
 pub const QUALITY: u8 = 85;
 
@@ -65,7 +74,9 @@ pub struct Thumbnail {
     pub height: u32,
     /// What it was made from: `dct-scaled` (a JPEG decoded at 1/2, 1/4 or 1/8 scale),
     /// `exif` (the JPEG's EXIF thumbnail, when large enough and of the image's aspect
-    /// ratio) or `full` (the whole image decoded).
+    /// ratio), `full` (the whole image decoded), `preview` (a raw file's embedded JPEG),
+    /// `heif-thumbnail` (a HEIF's own thumbnail item), `frame` (a video's frame, by
+    /// ffmpeg) or `cover` (a video's cover art).
     pub source: &'static str,
     /// The thumbnail as a baseline JPEG.
     pub jpeg: Vec<u8>,
@@ -98,44 +109,54 @@ struct Pixels {
     source: &'static str,
 }
 
-/// The thumbnail and perceptual hash of the image in `data`, whose content is `format`
-/// (as [`format_of`](super::inspect::format_of) says) and whose EXIF orientation is
-/// `orientation` (1 to 8). Never panics: a decoder's panic becomes the error.
+/// What a thumbnail is made from: the bytes the sweep kept of one file, what
+/// [`inspect`](super::inspect::inspect) found in them, and the file's path (a video's
+/// frame is read by ffmpeg from it; a raw preview outside the kept bytes is read back).
+#[derive(Clone, Copy, Debug)]
+pub struct Source<'a> {
+    /// The bytes kept: the whole file for an image.
+    pub view: View<'a>,
+    /// What inspecting them found (format, kind, orientation, preview, duration).
+    pub info: &'a ImageInfo,
+    /// The file's extension.
+    pub ext: Option<&'a str>,
+    /// The file.
+    pub path: &'a Path,
+}
+
+/// The thumbnail and perceptual hash of an image kept whole in `data` (its `format` as
+/// [`format_of`](super::inspect::format_of) says, its EXIF `orientation`). Never panics.
 pub fn visual(
     data: &[u8],
-    format: Option<&str>,
-    ext: Option<&str>,
+    format: Option<&'static str>,
     orientation: Option<u32>,
     opts: &ThumbOptions,
 ) -> Visual {
-    visual_timed(data, format, ext, orientation, opts, &mut Phases::default())
+    let info = ImageInfo {
+        format,
+        kind: format.map(super::inspect::kind_of),
+        orientation,
+        ..ImageInfo::default()
+    };
+    let source = Source {
+        view: View::whole(data),
+        info: &info,
+        ext: None,
+        path: Path::new(""),
+    };
+    visual_timed(&source, opts, &mut Phases::default())
 }
 
-/// [`visual`], adding the time of each phase (decode, resize, encode, pHash) to `phases`.
+/// The thumbnail and perceptual hash of `source`, adding the time of each phase (decode,
+/// resize, encode, pHash) to `phases`. Never panics: a decoder's panic becomes the error.
 pub(crate) fn visual_timed(
-    data: &[u8],
-    format: Option<&str>,
-    ext: Option<&str>,
-    orientation: Option<u32>,
+    source: &Source<'_>,
     opts: &ThumbOptions,
     phases: &mut Phases,
 ) -> Visual {
-    // TIFF-based camera raw files would decode as their first IFD (a small preview, or
-    // nothing the `image` crate reads): not a thumbnail to trust.
-    let raw = ext
-        .map(|e| e.to_ascii_lowercase())
-        .filter(|e| RAW_EXTENSIONS.contains(&e.as_str()));
-    let format = match (&raw, format) {
-        (Some(e), Some("tiff" | "cr2" | "orf" | "rw2")) => {
-            return Visual::none(format!("no decoder for camera raw ({e})"));
-        }
-        (_, f) => f,
-    };
     quiet_panics_while_decoding();
     DECODING.with(|d| d.set(true));
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        visual_inner(data, format, orientation, opts, phases)
-    }));
+    let result = catch_unwind(AssertUnwindSafe(|| visual_inner(source, opts, phases)));
     DECODING.with(|d| d.set(false));
     match result {
         Ok(Ok(v)) => v,
@@ -168,21 +189,50 @@ fn quiet_panics_while_decoding() {
 }
 
 fn visual_inner(
-    data: &[u8],
-    format: Option<&str>,
-    orientation: Option<u32>,
+    source: &Source<'_>,
     opts: &ThumbOptions,
     phases: &mut Phases,
 ) -> Result<Visual, String> {
     let size = opts.size.max(1);
+    let info = source.info;
+    let data = source.view.head();
+    let mut orientation = info.orientation;
     let mut clock = Stopwatch::start();
-    let decoded = match format {
-        Some("jpeg") => decode_jpeg(data, size, opts.max_megapixels),
-        Some(f @ ("png" | "gif" | "webp" | "tiff" | "bmp")) => {
+    let decoded = match (info.kind, info.format) {
+        (Some("raw"), _) => {
+            let preview = preview(source)?;
+            decode_jpeg(&preview, size, opts.max_megapixels).map(|p| Pixels {
+                source: "preview",
+                ..p
+            })
+        }
+        (Some("video"), _) => {
+            // ffmpeg turns the frame as the video's matrix says.
+            orientation = None;
+            video_frame(source, size, opts.max_megapixels)
+        }
+        (_, Some("heif" | "avif")) => {
+            // The transformations (`irot`, `imir`) are the orientation; EXIF's is only
+            // informative in a HEIF (ISO/IEC 23008-12), and libheif has applied them.
+            orientation = None;
+            let max = u64::from(opts.max_megapixels) * 1_000_000;
+            super::libheif::decode(data, size, max).map(|d| Pixels {
+                width: d.width,
+                height: d.height,
+                rgb: d.rgb,
+                source: if d.source == "thumbnail" {
+                    "heif-thumbnail"
+                } else {
+                    "full"
+                },
+            })
+        }
+        (_, Some("jpeg")) => decode_jpeg(data, size, opts.max_megapixels),
+        (_, Some(f @ ("png" | "gif" | "webp" | "tiff" | "bmp"))) => {
             decode_other(data, f, opts.max_megapixels)
         }
-        Some(f) => return Err(format!("no decoder for {f}")),
-        None => return Err("no decoder: not an image this catalog knows".into()),
+        (_, Some(f)) => return Err(format!("no decoder for {f}")),
+        (_, None) => return Err("no decoder: not an image this catalog knows".into()),
     };
     // A failed decode took its time too.
     phases.decode += clock.lap();
@@ -224,6 +274,71 @@ fn visual_inner(
         }),
         phash: Some(hash),
     })
+}
+
+/// A raw file's embedded preview JPEG: from the bytes kept, or read back from the file
+/// when it lies outside them (up to [`MAX_PREVIEW`] bytes).
+fn preview(source: &Source<'_>) -> Result<std::borrow::Cow<'static, [u8]>, String> {
+    let (at, len) = source
+        .info
+        .preview
+        .ok_or("no decoder for camera raw: the file carries no JPEG preview")?;
+    if let Some(bytes) = source.view.get(at, len) {
+        return Ok(std::borrow::Cow::Owned(bytes.to_vec()));
+    }
+    if len > MAX_PREVIEW {
+        return Err(format!("the embedded preview is {len} bytes: not read"));
+    }
+    read_at(source.path, at, len)
+        .map(std::borrow::Cow::Owned)
+        .map_err(|e| format!("cannot read the embedded preview at byte {at}: {e}"))
+}
+
+/// `len` bytes at `at` of the file at `path`.
+fn read_at(path: &Path, at: u64, len: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path)?;
+    f.seek(SeekFrom::Start(at))?;
+    let mut buf = Vec::with_capacity(len as usize);
+    f.take(len).read_to_end(&mut buf)?;
+    if buf.len() as u64 != len {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "the file is shorter than when it was read",
+        ));
+    }
+    Ok(buf)
+}
+
+/// A video's frame by ffmpeg; without ffmpeg (or when it fails), its cover art.
+fn video_frame(source: &Source<'_>, size: u32, max_megapixels: u32) -> Result<Pixels, String> {
+    // Twice the thumbnail's size: the pHash and the resize get more than they keep.
+    let frame = super::video::frame(source.path, source.info.duration, size.saturating_mul(2));
+    let why = match frame {
+        Ok(f) => {
+            return Ok(Pixels {
+                width: f.width,
+                height: f.height,
+                rgb: f.rgb,
+                source: "frame",
+            });
+        }
+        Err(why) => why,
+    };
+    match source.info.preview {
+        Some((at, len)) => {
+            let cover = source
+                .view
+                .get(at, len)
+                .ok_or_else(|| format!("{why}; the cover art was not among the bytes read"))?;
+            decode_jpeg(cover, size, max_megapixels).map(|p| Pixels {
+                source: "cover",
+                ..p
+            })
+        }
+        None if super::video::available() => Err(why),
+        None => Err(format!("no decoder for video: {why}")),
+    }
 }
 
 /// The size of an image of `width` × `height` fitted into `size` × `size` (never enlarged),
@@ -601,9 +716,14 @@ mod tests {
     #[test]
     fn formats_without_a_decoder_are_told_and_garbage_is_an_error() {
         let opts = ThumbOptions::default();
-        let v = visual(b"\0\0\0\x18ftypheic", Some("heic"), None, None, &opts);
-        assert_eq!(v.thumb, Err("no decoder for heic".into()));
-        let v = visual(b"\xff\xd8\xff\xe0garbage", Some("jpeg"), None, None, &opts);
+        let v = visual(b"\0\0\0\x0cJXL \r\n\x87\n", Some("jxl"), None, &opts);
+        assert_eq!(v.thumb, Err("no decoder for jxl".into()));
+        let v = visual(b"\xff\xd8\xff\xe0garbage", Some("jpeg"), None, &opts);
+        assert!(v.thumb.is_err() && v.phash.is_none(), "{v:?}");
+        // A raw file without a preview, a HEIF libheif cannot read: errors, not panics.
+        let v = visual(b"II*\0\x08\0\0\0CR\x02\0", Some("cr2"), None, &opts);
+        assert!(v.thumb.unwrap_err().contains("no JPEG preview"));
+        let v = visual(b"\0\0\0\x18ftypheic", Some("heif"), None, &opts);
         assert!(v.thumb.is_err() && v.phash.is_none(), "{v:?}");
     }
 }

@@ -25,11 +25,6 @@ impl BoxHeader {
         self.end - self.body
     }
 
-    /// Whether the payload is empty.
-    pub fn is_empty(&self) -> bool {
-        self.end == self.body
-    }
-
     /// The whole payload, if it was kept.
     pub fn payload<'a>(&self, view: &View<'a>) -> Option<&'a [u8]> {
         view.get(self.body, self.len())

@@ -253,7 +253,7 @@ fn read_info(info: &[u8], out: &mut Layout<'_>) {
             DATE_UTC if data.len() == 8 => {
                 let ns = i64::from_be_bytes(data.try_into().unwrap_or_default());
                 let secs = ns.div_euclid(1_000_000_000).checked_add(EPOCH_2001);
-                out.meta.taken = secs.map(|s| date_time(s, "+00:00"));
+                out.meta.taken = secs.map(|s| date_time(s, "Z"));
             }
             _ => {}
         }
@@ -400,7 +400,7 @@ mod tests {
         assert_eq!((out.width, out.height), (Some(320), Some(240)));
         assert_eq!(out.meta.codec.as_deref(), Some("V_VP9"));
         assert_eq!(out.meta.duration, Some(2.5));
-        assert_eq!(out.meta.taken.as_deref(), Some("2010-02-03T21:17:48+00:00"));
+        assert_eq!(out.meta.taken.as_deref(), Some("2010-02-03T21:17:48Z"));
         assert_eq!(
             (out.meta.gps_lat, out.meta.gps_lon),
             (Some(48.8584), Some(2.2945))

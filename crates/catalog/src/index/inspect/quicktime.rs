@@ -106,13 +106,13 @@ fn movie_header(body: &[u8]) -> Option<(Option<String>, Option<f64>)> {
         (created, scale, duration)
     };
     let duration = (scale > 0 && duration != u64::MAX).then(|| duration as f64 / f64::from(scale));
-    // Seconds since 1904-01-01, which the specifications call UTC but many cameras fill
-    // with their local time: written without a zone, as exiftool prints it.
+    // Seconds since 1904-01-01 UTC, as the specifications say (some old cameras wrote
+    // their local time, which exiftool's QuickTimeUTC option exists for): written `Z`.
     let created = (created != 0)
         .then(|| created.checked_sub(EPOCH_1904))
         .flatten()
         .and_then(|s| i64::try_from(s).ok())
-        .map(|s| date_time(s, ""));
+        .map(|s| date_time(s, "Z"));
     Some((created, duration))
 }
 
@@ -198,7 +198,7 @@ fn read_meta(view: View<'_>, meta: &BoxHeader, tags: &mut Tags) {
         return;
     };
     for item in boxes::boxes(view, ilst.body, ilst.end).map_while(Result::ok) {
-        if item.is_empty() {
+        if item.body == item.end {
             continue;
         }
         let Some(data) = boxes::find(view, item.body, item.end, b"data") else {
@@ -283,7 +283,7 @@ fn location(body: &[u8]) -> Option<(f64, f64, Option<f64>)> {
 }
 
 /// `YYYY-MM-DDTHH:MM:SS` with its zone (`+HHMM`, `+HH:MM` or `Z`) as the catalog writes
-/// dates: `YYYY-MM-DDTHH:MM:SS+HH:MM`; fractions of a second are dropped. A value that
+/// dates: `YYYY-MM-DDTHH:MM:SS+HH:MM` (`Z` for UTC); fractions of a second are dropped. A value that
 /// is not a full date and time (`2008`) is none.
 pub(super) fn iso_date(value: &str) -> Option<String> {
     let b = value.trim().as_bytes();
@@ -310,7 +310,7 @@ pub(super) fn iso_date(value: &str) -> Option<String> {
     }
     let zone = match rest {
         [] => String::new(),
-        [b'Z'] => "+00:00".into(),
+        [b'Z'] => "Z".into(),
         [s @ (b'+' | b'-'), h1, h2, m1, m2] | [s @ (b'+' | b'-'), h1, h2, b':', m1, m2]
             if [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit()) =>
         {
@@ -605,7 +605,7 @@ mod tests {
         let file = movie(&moov, 0, false);
         let out = read(View::whole(&file));
         let m = &out.meta;
-        assert_eq!(m.taken.as_deref(), Some("2005-08-11T14:03:54"));
+        assert_eq!(m.taken.as_deref(), Some("2005-08-11T14:03:54Z"));
         assert_eq!(m.make.as_deref(), Some("Pentax"));
         assert_eq!(m.gps_lat, Some(35.0 + 18.5 / 60.0));
         assert_eq!(m.gps_lon, Some(139.0 + 38.25 / 60.0));
@@ -676,7 +676,7 @@ mod tests {
         );
         assert_eq!(
             iso_date("2019-05-25T14:32:17.5Z").as_deref(),
-            Some("2019-05-25T14:32:17+00:00")
+            Some("2019-05-25T14:32:17Z")
         );
         assert_eq!(
             iso_date("2019-05-25 14:32:17").as_deref(),

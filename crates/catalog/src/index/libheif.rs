@@ -1,0 +1,266 @@
+//! HEIC and AVIF decoded by the system's libheif, loaded when first needed
+//! (`libheif.so.1`, `libheif.1.dylib`, `libheif.dll`): neither the build nor a run that
+//! meets no HEIF file needs it. When it is missing, the thumbnail's recorded error says
+//! what to install.
+//!
+//! The primary image is decoded with its transformations (`irot`, `imir`, `clap`)
+//! applied, as libheif does by default; when the file carries a thumbnail item at least
+//! as large as the thumbnail asked for (iPhones store a 320-pixel one), that is decoded
+//! instead of the whole image.
+
+use std::ffi::{CStr, c_char, c_int, c_void};
+use std::sync::OnceLock;
+
+use libloading::Library;
+
+/// libheif's `struct heif_error`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct HeifError {
+    code: c_int,
+    subcode: c_int,
+    message: *const c_char,
+}
+
+type Ctx = c_void;
+type Handle = c_void;
+type Image = c_void;
+type ItemId = u32;
+
+const COLORSPACE_RGB: c_int = 1;
+const CHROMA_INTERLEAVED_RGB: c_int = 10;
+const CHANNEL_INTERLEAVED: c_int = 10;
+
+/// The functions used, resolved once.
+struct Api {
+    _lib: Library,
+    context_alloc: unsafe extern "C" fn() -> *mut Ctx,
+    context_free: unsafe extern "C" fn(*mut Ctx),
+    read_from_memory:
+        unsafe extern "C" fn(*mut Ctx, *const c_void, usize, *const c_void) -> HeifError,
+    primary_handle: unsafe extern "C" fn(*mut Ctx, *mut *mut Handle) -> HeifError,
+    handle_release: unsafe extern "C" fn(*const Handle),
+    handle_width: unsafe extern "C" fn(*const Handle) -> c_int,
+    handle_height: unsafe extern "C" fn(*const Handle) -> c_int,
+    thumbnail_ids: unsafe extern "C" fn(*const Handle, *mut ItemId, c_int) -> c_int,
+    thumbnail: unsafe extern "C" fn(*const Handle, ItemId, *mut *mut Handle) -> HeifError,
+    decode: unsafe extern "C" fn(
+        *const Handle,
+        *mut *mut Image,
+        c_int,
+        c_int,
+        *const c_void,
+    ) -> HeifError,
+    image_width: unsafe extern "C" fn(*const Image, c_int) -> c_int,
+    image_height: unsafe extern "C" fn(*const Image, c_int) -> c_int,
+    plane: unsafe extern "C" fn(*const Image, c_int, *mut c_int) -> *const u8,
+    image_release: unsafe extern "C" fn(*const Image),
+}
+
+/// The library's names, most specific first.
+const NAMES: &[&str] = if cfg!(target_os = "macos") {
+    &["libheif.1.dylib", "libheif.dylib"]
+} else if cfg!(windows) {
+    &["libheif.dll", "heif.dll"]
+} else {
+    &["libheif.so.1", "libheif.so"]
+};
+
+/// What to tell a user who has no libheif.
+pub const MISSING: &str = "no decoder for heif: libheif is not installed (Debian and Ubuntu: \
+    apt install libheif1; macOS: brew install libheif)";
+
+fn api() -> Result<&'static Api, &'static str> {
+    static API: OnceLock<Option<Api>> = OnceLock::new();
+    API.get_or_init(load).as_ref().ok_or(MISSING)
+}
+
+fn load() -> Option<Api> {
+    // SAFETY: loading libheif runs its initialisers, which have no preconditions; the
+    // library stays loaded for the life of the process (it is kept in a static).
+    let lib = NAMES
+        .iter()
+        .find_map(|name| unsafe { Library::new(name) }.ok())?;
+    // SAFETY: each symbol is looked up by its C name and given the type libheif's
+    // `heif.h` declares for it (version 1.x, stable since 1.0: the struct returned by
+    // value is `struct heif_error { int; int; const char*; }`). The pointers stay valid
+    // as long as `_lib`, which the `Api` owns.
+    unsafe {
+        // `heif_init` exists from 1.13 on (plugins); older versions need none.
+        if let Ok(init) = lib.get::<unsafe extern "C" fn(*mut c_void) -> HeifError>(b"heif_init\0")
+        {
+            init(std::ptr::null_mut());
+        }
+        Some(Api {
+            context_alloc: *lib.get(b"heif_context_alloc\0").ok()?,
+            context_free: *lib.get(b"heif_context_free\0").ok()?,
+            read_from_memory: *lib
+                .get(b"heif_context_read_from_memory_without_copy\0")
+                .ok()?,
+            primary_handle: *lib.get(b"heif_context_get_primary_image_handle\0").ok()?,
+            handle_release: *lib.get(b"heif_image_handle_release\0").ok()?,
+            handle_width: *lib.get(b"heif_image_handle_get_width\0").ok()?,
+            handle_height: *lib.get(b"heif_image_handle_get_height\0").ok()?,
+            thumbnail_ids: *lib
+                .get(b"heif_image_handle_get_list_of_thumbnail_IDs\0")
+                .ok()?,
+            thumbnail: *lib.get(b"heif_image_handle_get_thumbnail\0").ok()?,
+            decode: *lib.get(b"heif_decode_image\0").ok()?,
+            image_width: *lib.get(b"heif_image_get_width\0").ok()?,
+            image_height: *lib.get(b"heif_image_get_height\0").ok()?,
+            plane: *lib.get(b"heif_image_get_plane_readonly\0").ok()?,
+            image_release: *lib.get(b"heif_image_release\0").ok()?,
+            _lib: lib,
+        })
+    }
+}
+
+/// libheif's error as text.
+fn text(e: HeifError) -> String {
+    if e.message.is_null() {
+        return format!("libheif error {}.{}", e.code, e.subcode);
+    }
+    // SAFETY: libheif documents `message` as always a valid NUL-terminated string (static
+    // or owned by the context, which outlives this call).
+    unsafe { CStr::from_ptr(e.message) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn check(e: HeifError) -> Result<(), String> {
+    if e.code == 0 { Ok(()) } else { Err(text(e)) }
+}
+
+/// Decoded RGB: width, height, and 3 bytes a pixel, row after row.
+pub struct Rgb {
+    pub width: u32,
+    pub height: u32,
+    pub rgb: Vec<u8>,
+    /// `thumbnail` when the file's own thumbnail item was decoded, else `full`.
+    pub source: &'static str,
+}
+
+/// Releases what libheif allocated, in reverse order, however the decode ends.
+struct Owned<'a> {
+    api: &'a Api,
+    ctx: *mut Ctx,
+    handles: Vec<*mut Handle>,
+    image: *mut Image,
+}
+
+impl Drop for Owned<'_> {
+    fn drop(&mut self) {
+        // SAFETY: each pointer was returned by libheif for this context and is released
+        // exactly once, here, images and handles before the context that owns them.
+        unsafe {
+            if !self.image.is_null() {
+                (self.api.image_release)(self.image);
+            }
+            for &h in self.handles.iter().rev() {
+                (self.api.handle_release)(h);
+            }
+            if !self.ctx.is_null() {
+                (self.api.context_free)(self.ctx);
+            }
+        }
+    }
+}
+
+/// Decodes the HEIF or AVIF in `data`: the file's own thumbnail when its longest side is
+/// at least `size`, else the primary image (refused above `max_pixels`).
+pub fn decode(data: &[u8], size: u32, max_pixels: u64) -> Result<Rgb, String> {
+    let api = api().map_err(str::to_string)?;
+    // SAFETY: allocating a context has no preconditions; a null result is checked.
+    let ctx = unsafe { (api.context_alloc)() };
+    if ctx.is_null() {
+        return Err("libheif could not allocate a context".into());
+    }
+    let mut owned = Owned {
+        api,
+        ctx,
+        handles: Vec::new(),
+        image: std::ptr::null_mut(),
+    };
+    // SAFETY: `data` outlives the context (`owned` is dropped before this function
+    // returns), as reading "without copy" requires; null options mean the defaults.
+    check(unsafe {
+        (api.read_from_memory)(ctx, data.as_ptr().cast(), data.len(), std::ptr::null())
+    })?;
+    let mut primary = std::ptr::null_mut();
+    // SAFETY: `ctx` is a live context and `primary` a valid out-pointer.
+    check(unsafe { (api.primary_handle)(ctx, &mut primary) })?;
+    owned.handles.push(primary);
+    let mut handle = primary;
+    let mut source = "full";
+    let mut ids = [0 as ItemId; 4];
+    // SAFETY: `primary` is a live handle; `ids` has room for the count passed.
+    let n = unsafe { (api.thumbnail_ids)(primary, ids.as_mut_ptr(), ids.len() as c_int) };
+    for &id in &ids[..n.clamp(0, ids.len() as c_int) as usize] {
+        let mut thumb = std::ptr::null_mut();
+        // SAFETY: `primary` is live, `id` one of its thumbnails, `thumb` an out-pointer.
+        if check(unsafe { (api.thumbnail)(primary, id, &mut thumb) }).is_err() {
+            continue;
+        }
+        owned.handles.push(thumb);
+        // SAFETY: `thumb` is a live handle.
+        let (w, h) = unsafe { ((api.handle_width)(thumb), (api.handle_height)(thumb)) };
+        if w.max(h) >= size as c_int {
+            handle = thumb;
+            source = "thumbnail";
+            break;
+        }
+    }
+    // SAFETY: `handle` is a live handle.
+    let (w, h) = unsafe { ((api.handle_width)(handle), (api.handle_height)(handle)) };
+    if w <= 0 || h <= 0 {
+        return Err(format!("libheif gives the image a size of {w}×{h}"));
+    }
+    if w as u64 * h as u64 > max_pixels {
+        return Err(format!(
+            "{w}×{h} is over --max-megapixels {}: not decoded",
+            max_pixels / 1_000_000
+        ));
+    }
+    let mut image = std::ptr::null_mut();
+    // SAFETY: `handle` is live; `image` an out-pointer; null options mean the defaults
+    // (transformations applied).
+    check(unsafe {
+        (api.decode)(
+            handle,
+            &mut image,
+            COLORSPACE_RGB,
+            CHROMA_INTERLEAVED_RGB,
+            std::ptr::null(),
+        )
+    })?;
+    owned.image = image;
+    // SAFETY: `image` is a live decoded image with an interleaved plane.
+    let (width, height) = unsafe {
+        (
+            (api.image_width)(image, CHANNEL_INTERLEAVED),
+            (api.image_height)(image, CHANNEL_INTERLEAVED),
+        )
+    };
+    let mut stride: c_int = 0;
+    // SAFETY: as above; `stride` is an out-pointer.
+    let plane = unsafe { (api.plane)(image, CHANNEL_INTERLEAVED, &mut stride) };
+    if plane.is_null() || width <= 0 || height <= 0 || (stride as i64) < width as i64 * 3 {
+        return Err("libheif gave no RGB plane".into());
+    }
+    let (width, height, stride) = (width as usize, height as usize, stride as usize);
+    let mut rgb = Vec::with_capacity(width * height * 3);
+    for y in 0..height {
+        // SAFETY: libheif's plane holds `height` rows of `stride` bytes, each starting
+        // with `width` RGB pixels (checked above: stride ≥ width × 3); it lives until
+        // `owned` releases the image below.
+        let row = unsafe { std::slice::from_raw_parts(plane.add(y * stride), width * 3) };
+        rgb.extend_from_slice(row);
+    }
+    drop(owned);
+    Ok(Rgb {
+        width: width as u32,
+        height: height as u32,
+        rgb,
+        source,
+    })
+}

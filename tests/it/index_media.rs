@@ -1,0 +1,466 @@
+//! The catalog's fields for the formats phones and cameras write (HEIC, AVIF, JPEG XL,
+//! camera raw, video) against `exiftool -n`, on a corpus of real files and made ones:
+//!
+//! - ExifTool's and Exiv2's own sample files (their Debian source tarballs, fetched and
+//!   checked by `.ci/fetch-corpora`): raw files from Canon (CR2, CR3, CRW), Nikon, Fuji,
+//!   Panasonic, Minolta, Phase One/Leaf, Sigma, a DNG; iPhone HEICs (a grid, a rotated
+//!   one), AVIFs, JPEG XL, a camera's MOV, Matroska and AVI files;
+//! - files made here by the tools a user has: ffmpeg (MP4, MOV, M4V, 3GP, Matroska, WebM,
+//!   AVI), exiftool writing the tags phones write into them (a rotation, Apple's keys:
+//!   make, model, creation date with its zone, location, content identifier), heif-enc
+//!   (HEIC, AVIF).
+//!
+//! One `seekless index` run, one `exiftool` run. At least 99 % of the fields exiftool has
+//! must agree; every difference must be a listed judgement call (docs/index.md), and a
+//! listed one that agrees now must leave the list. Two rules are not differences but the
+//! issue's definition of size, applied to exiftool's numbers before comparing: a video's
+//! and a HEIF's size is the displayed one (exiftool's `ImageSize` turned by its
+//! `Rotation`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::catalog::{corpus, query};
+use crate::common::*;
+use crate::index_fields::{reference_taken, same};
+
+const EXIFTOOL: &str = "exiftool-12.57";
+const EXIV2: &str = "exiv2-0.27.6";
+
+/// The sample files used, from ExifTool's `t/images`.
+const FROM_EXIFTOOL: &[&str] = &[
+    "CanonRaw.cr2",
+    "CanonRaw.cr3",
+    "CanonRaw.crw",
+    "DNG.dng",
+    "Nikon.nef",
+    "Panasonic.rw2",
+    "FujiFilm.raf",
+    "Minolta.mrw",
+    "PhaseOne.iiq",
+    "Sigma.x3f",
+    "SigmaDP2.x3f",
+    "QuickTime.heic",
+    "QuickTime.mov",
+    "Matroska.mkv",
+    "RIFF.avi",
+    "Pentax.avi",
+    "JXL.jxl",
+];
+
+/// The sample files used, from Exiv2's `test/data`.
+const FROM_EXIV2: &[&str] = &[
+    "2021-02-13-1929.heic",
+    "IMG_3578.heic",
+    "Stonehenge.heic",
+    "heic.heic",
+    "avif.avif",
+    "avif_exif_xmp.avif",
+    "avif_metadata2.avif",
+    "Reagan.jxl",
+    "Canon-R6-pruned.CR3",
+    "IMG_1361.dng",
+    "exiv2-canon-powershot-s40.crw",
+];
+
+/// Where seekless is right and exiftool is not, or where the two answer different
+/// questions: (file, field, why). docs/index.md explains each.
+const JUDGEMENT_CALLS: &[(&str, &str, &str)] = &[];
+
+/// The kind each extension's files must have.
+fn kind_of_extension(name: &str) -> &'static str {
+    let ext = name.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
+    match ext.as_str() {
+        "mp4" | "mov" | "m4v" | "3gp" | "mkv" | "webm" | "avi" => "video",
+        "heic" | "avif" | "jxl" | "jpg" | "png" => "image",
+        _ => "raw",
+    }
+}
+
+/// Makes the corpus's own files in `dir` with ffmpeg, exiftool and heif-enc.
+fn make_files(dir: &Path) {
+    let ffmpeg = |size: &str, args: &[&str], out: &str| {
+        run(Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i"])
+            .arg(format!("testsrc=size={size}:rate=10"))
+            .args(["-t", "3"])
+            .args(args)
+            .arg(dir.join(out)));
+    };
+    let h264 = ["-c:v", "libx264", "-pix_fmt", "yuv420p"];
+    ffmpeg(
+        "320x240",
+        &[
+            &h264[..],
+            &[
+                "-metadata",
+                "creation_time=2021-07-04T13:14:15Z",
+                "-metadata",
+                "location=+48.8584+002.2945+035.000/",
+            ],
+        ]
+        .concat(),
+        "plain.mp4",
+    );
+    ffmpeg("320x240", &h264, "rotated.mp4");
+    ffmpeg(
+        "320x240",
+        &[
+            &h264[..],
+            &["-metadata", "make=Canon", "-metadata", "model=EOS R6"],
+        ]
+        .concat(),
+        "camera.mov",
+    );
+    ffmpeg(
+        "640x360",
+        &[
+            &h264[..],
+            &[
+                "-movflags",
+                "use_metadata_tags",
+                "-metadata",
+                "com.apple.quicktime.content.identifier=1A2B3C4D-0000-4000-8000-0123456789AB",
+            ],
+        ]
+        .concat(),
+        "phone.mov",
+    );
+    ffmpeg("320x240", &h264, "clip.m4v");
+    ffmpeg("176x144", &["-c:v", "h263"], "clip.3gp");
+    ffmpeg(
+        "320x240",
+        &[
+            &h264[..],
+            &["-metadata", "creation_time=2020-01-02T03:04:05Z"],
+        ]
+        .concat(),
+        "clip.mkv",
+    );
+    ffmpeg(
+        "320x240",
+        &["-c:v", "libvpx-vp9", "-b:v", "100k"],
+        "clip.webm",
+    );
+    ffmpeg("320x240", &["-c:v", "mjpeg"], "clip.avi");
+    // What phones write, by exiftool: a matrix turned 90°; Apple's keys.
+    run(Command::new("exiftool")
+        .args(["-q", "-overwrite_original", "-Rotation=90"])
+        .arg(dir.join("rotated.mp4")));
+    run(Command::new("exiftool")
+        .args([
+            "-q",
+            "-overwrite_original",
+            "-Rotation=270",
+            "-Keys:Make=Apple",
+            "-Keys:Model=iPhone 12",
+            "-Keys:CreationDate=2021:07:04 13:14:15+02:00",
+            "-Keys:GPSCoordinates=-33.8568, 151.2153, 12",
+        ])
+        .arg(dir.join("phone.mov")));
+    // HEIC and AVIF by libheif's encoder, from a JPEG with EXIF (AVIF from RGB input hits
+    // an assertion in Debian 12's libaom: the JPEG's 4:2:0 is what cameras give anyway).
+    let jpeg = dir.join("source.jpg.in");
+    run(Command::new("convert")
+        .args(["-size", "640x480", "gradient:red-blue", "-quality", "90"])
+        .arg(format!("jpeg:{}", jpeg.display())));
+    run(Command::new("exiftool")
+        .args([
+            "-q",
+            "-overwrite_original",
+            "-Make=Apple",
+            "-Model=iPhone 12",
+            "-DateTimeOriginal=2022:03:04 05:06:07",
+            "-OffsetTimeOriginal=+01:00",
+            "-GPSLatitude=51.5",
+            "-GPSLatitudeRef=N",
+            "-GPSLongitude=0.12",
+            "-GPSLongitudeRef=W",
+        ])
+        .arg(&jpeg));
+    run(Command::new("heif-enc")
+        .args(["-q", "50", "-o"])
+        .arg(dir.join("made.heic"))
+        .arg(&jpeg));
+    run(Command::new("heif-enc")
+        .args(["-A", "-p", "chroma=444", "-q", "50", "-o"])
+        .arg(dir.join("made.avif"))
+        .arg(&jpeg));
+    std::fs::remove_file(&jpeg).unwrap();
+}
+
+/// exiftool's `ImageSize` (`-n`: "W H"), turned by its `Rotation` for a video or a HEIF
+/// (the catalog's size is the displayed one).
+fn reference_dims(e: &Value, kind: &str) -> Value {
+    let Some(size) = e["ImageSize"].as_str() else {
+        return Value::Null;
+    };
+    let mut it = size.split([' ', 'x']).filter_map(|n| n.parse::<u64>().ok());
+    let (Some(w), Some(h)) = (it.next(), it.next()) else {
+        return Value::Null;
+    };
+    let heif = matches!(e["FileType"].as_str(), Some("HEIC" | "HEIF" | "AVIF"));
+    let turned = (kind == "video" || heif) && matches!(e["Rotation"].as_i64(), Some(90 | 270));
+    let (w, h) = if turned { (h, w) } else { (w, h) };
+    Value::String(format!("{w}×{h}"))
+}
+
+/// `taken` as the catalog writes it, from what exiftool reads: EXIF's DateTimeOriginal
+/// (with sub-seconds and offset) for images and raw files; for videos Apple's
+/// `CreationDate` (local time with its zone), else the container's UTC creation time
+/// (`CreateDate`, UTC by the QuickTime and Matroska specifications: written with `Z`).
+fn reference_video_taken(e: &Value) -> Option<String> {
+    let iso = |d: &str| -> Option<String> {
+        let b = d.as_bytes();
+        if b.len() < 19 || !b[..4].iter().all(u8::is_ascii_digit) || d.starts_with("0000") {
+            return None;
+        }
+        Some(format!(
+            "{}-{}-{}T{}",
+            &d[0..4],
+            &d[5..7],
+            &d[8..10],
+            &d[11..]
+        ))
+    };
+    if let Some(d) = e["CreationDate"].as_str().and_then(iso) {
+        return Some(d);
+    }
+    for tag in ["DateTimeOriginal", "CreateDate"] {
+        if let Some(d) = e[tag].as_str().and_then(iso) {
+            return Some(if d.len() == 19 { d + "Z" } else { d });
+        }
+    }
+    None
+}
+
+#[test]
+fn media_fields_agree_with_exiftool() {
+    let test = "media_fields_agree_with_exiftool";
+    if !require_tools(
+        test,
+        &["exiftool", "ffmpeg", "heif-enc", "convert", "sqlite3"],
+    ) {
+        return;
+    }
+    let Some(exiftool_images) = corpus(test, EXIFTOOL, "Image-ExifTool-12.57/t/images") else {
+        return;
+    };
+    let Some(exiv2_data) = corpus(test, EXIV2, "exiv2-0.27.6/test/data") else {
+        return;
+    };
+    let scratch = scratch_dir(test);
+    let dir = scratch.path().join("library");
+    std::fs::create_dir(&dir).unwrap();
+    for (from, names) in [(&exiftool_images, FROM_EXIFTOOL), (&exiv2_data, FROM_EXIV2)] {
+        for name in names {
+            std::fs::copy(from.join(name), dir.join(name)).unwrap();
+        }
+    }
+    make_files(&dir);
+
+    let db = scratch.path().join("catalog.db");
+    let out = seekless()
+        .args(["index", "--db"])
+        .arg(&db)
+        .arg(&dir)
+        .output()
+        .expect("run seekless index");
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "index: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = query(
+        &db,
+        "SELECT path, kind, format, width, height, taken, make, model, lens, orientation, \
+         exposure_time, f_number, iso, focal_length, gps_lat, gps_lon, gps_alt, duration, \
+         codec, rotation, content_id, error FROM images ORDER BY path",
+    );
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(rows.len(), names.len(), "every file has a row: {rows:?}");
+    let paths: Vec<&Path> = rows
+        .iter()
+        .map(|r| Path::new(r["path"].as_str().unwrap()))
+        .collect();
+    let exif = Command::new("exiftool")
+        .args(["-json", "-n", "-q", "-q"])
+        .args(&paths)
+        .output()
+        .expect("run exiftool");
+    let exif: Vec<Value> = serde_json::from_slice(&exif.stdout).expect("exiftool -json");
+    let exif: BTreeMap<&str, &Value> = exif
+        .iter()
+        .map(|e| (e["SourceFile"].as_str().unwrap(), e))
+        .collect();
+
+    let mut tally: BTreeMap<&str, [usize; 2]> = BTreeMap::new();
+    let mut differences = BTreeSet::new();
+    let mut report = Vec::new();
+    let mut kinds = BTreeSet::new();
+    let fields = [
+        ("make", "Make"),
+        ("model", "Model"),
+        ("lens", "LensModel"),
+        ("orientation", "Orientation"),
+        ("exposure_time", "ExposureTime"),
+        ("f_number", "FNumber"),
+        ("iso", "ISO"),
+        ("focal_length", "FocalLength"),
+        ("gps_lat", "GPSLatitude"),
+        ("gps_lon", "GPSLongitude"),
+        ("gps_alt", "GPSAltitude"),
+        ("duration", "Duration"),
+        ("rotation", "Rotation"),
+        ("content_id", "ContentIdentifier"),
+    ];
+    for row in &rows {
+        let path = row["path"].as_str().unwrap();
+        let name = Path::new(path).file_name().unwrap().to_str().unwrap();
+        let kind = kind_of_extension(name);
+        assert_eq!(row["kind"], kind, "{name}: {row}");
+        kinds.insert((kind, row["format"].as_str().unwrap_or("?").to_string()));
+        let e = exif.get(path).copied().unwrap_or(&Value::Null);
+        let mut checks: Vec<(&str, Value, Value)> = Vec::new();
+        let ours_dims = match (&row["width"], &row["height"]) {
+            (Value::Number(w), Value::Number(h)) => Value::String(format!("{w}×{h}")),
+            _ => Value::Null,
+        };
+        checks.push(("dims", ours_dims, reference_dims(e, kind)));
+        let taken = if kind == "video" {
+            reference_video_taken(e)
+        } else {
+            reference_taken(e)
+        };
+        checks.push((
+            "taken",
+            row["taken"].clone(),
+            taken.map_or(Value::Null, Value::String),
+        ));
+        for (col, tag) in fields {
+            // A video's rotation of 0 is no rotation; stills have none.
+            if col == "rotation" && kind != "video" {
+                continue;
+            }
+            // exiftool 12.57 names Apple's maker-note identifier `MediaGroupUUID`.
+            let value = match &e[tag] {
+                Value::Null if tag == "ContentIdentifier" => &e["MediaGroupUUID"],
+                v => v,
+            };
+            let reference = match value {
+                Value::String(s) if s.trim_end_matches(['\0', ' ']).trim().is_empty() => {
+                    Value::Null
+                }
+                Value::String(s) if !matches!(col, "make" | "model" | "lens" | "content_id") => {
+                    s.trim().parse::<f64>().map_or(Value::Null, Value::from)
+                }
+                v => v.clone(),
+            };
+            checks.push((col, row[col].clone(), reference));
+        }
+        for (field, ours, reference) in checks {
+            if ours.is_null() && reference.is_null() {
+                continue;
+            }
+            let t = tally.entry(field).or_default();
+            t[0] += 1;
+            if same(&ours, &reference) {
+                t[1] += 1;
+            } else {
+                differences.insert((name.to_string(), field.to_string()));
+                report.push(format!(
+                    "{name}: {field}: catalog {ours}, exiftool {reference} (error: {})",
+                    row["error"]
+                ));
+            }
+        }
+    }
+    let (mut compared, mut agreed) = (0, 0);
+    for (field, [c, a]) in &tally {
+        eprintln!(
+            "{field}: {a} of {c} files agree ({:.1} %)",
+            100.0 * *a as f64 / *c as f64
+        );
+        compared += c;
+        agreed += a;
+    }
+    let share = agreed as f64 / compared as f64;
+    eprintln!(
+        "all fields: {agreed} of {compared} agree ({:.2} %)",
+        100.0 * share
+    );
+    let listed: BTreeSet<(String, String)> = JUDGEMENT_CALLS
+        .iter()
+        .map(|(f, field, _)| (f.to_string(), field.to_string()))
+        .collect();
+    let unlisted: Vec<&String> = differences
+        .iter()
+        .filter(|d| !listed.contains(*d))
+        .filter_map(|(f, field)| {
+            report
+                .iter()
+                .find(|r| r.starts_with(&format!("{f}: {field}:")))
+        })
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "differences that are no listed judgement call:\n{}",
+        unlisted
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let stale: Vec<_> = listed.difference(&differences).collect();
+    assert!(
+        stale.is_empty(),
+        "judgement calls that are no longer differences (remove them here and in docs/index.md): {stale:?}"
+    );
+    assert!(share >= 0.99, "only {:.2} % agree", 100.0 * share);
+    // Every format the issue names is in the corpus, with its kind.
+    for (kind, format) in [
+        ("raw", "cr2"),
+        ("raw", "cr3"),
+        ("raw", "crw"),
+        ("raw", "dng"),
+        ("raw", "nef"),
+        ("raw", "rw2"),
+        ("raw", "raf"),
+        ("raw", "mrw"),
+        ("raw", "iiq"),
+        ("raw", "x3f"),
+        ("image", "heif"),
+        ("image", "avif"),
+        ("image", "jxl"),
+        ("video", "mp4"),
+        ("video", "mov"),
+        ("video", "m4v"),
+        ("video", "3gp"),
+        ("video", "mkv"),
+        ("video", "webm"),
+        ("video", "avi"),
+    ] {
+        assert!(
+            kinds.contains(&(kind, format.to_string())),
+            "no {kind} of format {format} in {kinds:?}"
+        );
+    }
+    // Enough files carry each field for the comparison to mean something.
+    for (field, least) in [
+        ("dims", 40),
+        ("taken", 20),
+        ("make", 20),
+        ("duration", 10),
+        ("gps_lat", 4),
+    ] {
+        let compared = tally.get(field).map_or(0, |t| t[0]);
+        assert!(compared >= least, "{field}: only {compared} files compared");
+    }
+}
