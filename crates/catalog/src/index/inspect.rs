@@ -2,16 +2,21 @@
 //! no decode) and its EXIF fields. Pure: bytes in, facts out; a parser that panics on
 //! hostile input is caught here and becomes the file's error.
 
-use std::io::Cursor;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+mod apple;
+mod avi;
 mod bmp;
-#[allow(dead_code)] // Until the HEIF, CR3 and video parsers use it.
 pub(crate) mod boxes;
 mod ciff;
+mod cursor;
+mod heif;
 mod jpeg;
+mod jxl;
+mod matroska;
 mod png;
 mod raw;
+mod quicktime;
 mod tiff;
 pub mod view;
 
@@ -132,18 +137,47 @@ pub fn format_of(head: &[u8]) -> Option<&'static str> {
         // IFD0 by `raw::tiff_format`.
         Some("tiff")
     } else if at(4, b"ftyp") {
-        let brand = head.get(8..12)?;
-        match brand {
-            b"crx " => Some("cr3"),
-            b"avif" | b"avis" => Some("avif"),
-            b"heic" | b"heix" | b"heim" | b"heis" | b"hevc" | b"hevx" | b"mif1" | b"msf1" => {
-                Some("heif")
-            }
-            _ => None,
-        }
+        ftyp_format(head.get(8..12)?, head)
+    } else if at(0, b"RIFF") && at(8, b"AVI ") {
+        Some("avi")
+    } else if at(0, &[0x1A, 0x45, 0xDF, 0xA3]) {
+        matroska::doc_type(head)
+    } else if at(0, &[0xFF, 0x0A]) || at(0, b"\0\0\0\x0cJXL \r\n\x87\n") {
+        Some("jxl")
+    } else if quicktime::is_classic(head) {
+        Some("mov")
     } else {
         None
     }
+}
+
+/// The format an ISO BMFF file's major brand names; a brand this catalog does not know
+/// is looked for among the compatible brands (after the minor version) too.
+fn ftyp_format(major: &[u8], head: &[u8]) -> Option<&'static str> {
+    let of = |brand: &[u8]| -> Option<&'static str> {
+        Some(match brand {
+            b"avif" | b"avis" => "avif",
+            b"heic" | b"heix" | b"heim" | b"heis" | b"hevc" | b"hevx" | b"mif1" | b"msf1" => "heif",
+            b"crx " => "cr3",
+            b"qt  " => "mov",
+            b"M4V " | b"M4VH" | b"M4VP" => "m4v",
+            [b'3', b'g', b'p' | b'2' | b'e' | b's', _] => "3gp",
+            b"isom" | b"iso2" | b"iso3" | b"iso4" | b"iso5" | b"iso6" | b"iso7" | b"iso8"
+            | b"iso9" | b"mp41" | b"mp42" | b"avc1" | b"dash" | b"MSNV" | b"XAVC" | b"f4v "
+            | b"mmp4" | b"NDAS" | b"mp71" => "mp4",
+            _ => return None,
+        })
+    };
+    // Audio (iTunes' M4A, M4B, M4P) lists `isom` among its brands, yet is no video.
+    if matches!(major, b"M4A " | b"M4B " | b"M4P " | b"F4A " | b"F4B ") {
+        return None;
+    }
+    of(major).or_else(|| {
+        // The ftyp box's own size bounds its compatible brands.
+        let size = u32::from_be_bytes(head.get(..4)?.try_into().ok()?) as usize;
+        let brands = head.get(16..size.min(head.len()))?;
+        brands.chunks_exact(4).find_map(of)
+    })
 }
 
 /// The formats a file with extension `ext` may hold (TIFF-based raw formats are TIFF
@@ -156,9 +190,17 @@ fn formats_for_extension(ext: &str) -> &'static [&'static str] {
         "webp" => &["webp"],
         "tif" | "tiff" => &["tiff"],
         "bmp" => &["bmp"],
-        "heic" | "heif" => &["heif"],
+        "heic" | "heif" | "hif" => &["heif"],
         "avif" => &["avif", "heif"],
         "dng" => &["dng", "tiff"],
+        "mp4" => &["mp4", "m4v", "mov", "3gp"],
+        "m4v" => &["m4v", "mp4", "mov"],
+        "mov" | "qt" => &["mov", "mp4"],
+        "3gp" | "3g2" => &["3gp", "mp4"],
+        "mkv" => &["mkv", "webm"],
+        "webm" => &["webm", "mkv"],
+        "avi" => &["avi"],
+        "jxl" => &["jxl"],
         "cr2" => &["cr2", "tiff"],
         "nef" => &["nef", "tiff"],
         "nrw" => &["nrw", "nef", "tiff"],
@@ -227,6 +269,11 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         "png" => png::read(data, complete),
         "bmp" => bmp::read(data, complete),
         "webp" => webp::read(data),
+        "heif" | "avif" => heif::read(view),
+        "mp4" | "mov" | "m4v" | "3gp" => quicktime::read(view),
+        "mkv" | "webm" => matroska::read(view),
+        "avi" => avi::read(view),
+        "jxl" => jxl::read(view),
         // The TIFF structure is the file; its IFD0 has the dimensions.
         "tiff" => Layout {
             exif: Some(data),
@@ -251,27 +298,13 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
             Err(e) if whole_tiff => errors.push(format!("unreadable TIFF structure: {e}")),
             Err(e) => errors.push(format!("unreadable EXIF: {e}")),
         }
-    } else if matches!(format, "heif" | "avif") {
-        // HEIF keeps EXIF in an item located through its boxes: `kamadak-exif` finds it.
-        match exif::Reader::new()
-            .continue_on_error(true)
-            .read_from_container(&mut Cursor::new(data))
-            .or_else(|e| e.distill_partial_result(|_| {}))
-        {
-            Ok(found) => match tiff::read(found.buf()) {
-                Ok(fields) => tiff_fields = Some(fields),
-                Err(e) => errors.push(format!("unreadable EXIF: {e}")),
-            },
-            Err(exif::Error::NotFound(_)) => {}
-            Err(e) => errors.push(format!("unreadable EXIF: {e}")),
-        }
     }
     if whole_tiff && let Some(f) = &tiff_fields {
         (layout.width, layout.height) = (f.width, f.height);
     }
     // Our readers' own verdict stands for the formats they read; `imagesize` has the rest
-    // (GIF, WebP, HEIF, AVIF, the raw formats whose IFD0 is a thumbnail).
-    if layout.width.is_none() && !matches!(format, "jpeg" | "png" | "bmp" | "tiff") && !is_raw {
+    // (GIF, WebP).
+    if layout.width.is_none() && !OWN_SIZE.contains(&format) && !is_raw {
         match imagesize::blob_size(data) {
             Ok(size) => {
                 layout.width = Some(size.width as u64);
@@ -303,6 +336,11 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         }
         fill_exif(&mut info, f);
     }
+    if let Some(block) = layout.exif.or(layout.owned_exif.as_deref())
+        && layout.meta.content_id.is_none()
+    {
+        layout.meta.content_id = apple::content_id(block);
+    }
     fill_meta(&mut info, std::mem::take(&mut layout.meta));
     let lacking = [&info.taken, &info.lens, &info.make, &info.model]
         .iter()
@@ -319,6 +357,13 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
 /// The largest width or height the catalog believes: PNG's limit (2³¹ − 1), far above
 /// any real image; a header claiming more is damaged.
 const MAX_SIDE: u64 = i32::MAX as u64;
+
+/// The formats whose dimensions our own readers find (or say why not); `imagesize` is
+/// asked for the others'.
+const OWN_SIZE: &[&str] = &[
+    "jpeg", "png", "bmp", "tiff", "heif", "avif", "mp4", "mov", "m4v", "3gp", "mkv", "webm", "avi",
+    "jxl",
+];
 
 /// What a container's header says: the dimensions, where its EXIF block (a TIFF
 /// structure) is, and what was wrong with it.
@@ -524,6 +569,40 @@ pub mod fuzzing {
     pub fn mrw(data: &[u8]) {
         black_box(super::raw::read(super::View::whole(data), "mrw"));
     }
+    /// `data` as a file's head; when not `complete`, the file goes on (not kept) for as
+    /// many bytes again, and its last quarter is kept as the tail.
+    fn view(data: &[u8], complete: bool) -> super::View<'_> {
+        if complete {
+            super::View::whole(data)
+        } else {
+            let size = data.len() as u64 * 2;
+            super::View::new(&data[..data.len() / 2], &data[data.len() * 3 / 4..], size)
+        }
+    }
+    pub fn heif(data: &[u8], complete: bool) {
+        let layout = super::heif::read(view(data, complete));
+        if let Some(block) = layout.exif.or(layout.owned_exif.as_deref()) {
+            black_box(super::apple::content_id(block));
+        }
+        black_box(layout);
+    }
+    pub fn quicktime(data: &[u8], complete: bool) {
+        black_box(super::quicktime::read(view(data, complete)));
+        black_box(super::quicktime::is_classic(data));
+    }
+    pub fn matroska(data: &[u8], complete: bool) {
+        black_box(super::matroska::read(view(data, complete)));
+        black_box(super::matroska::doc_type(data));
+    }
+    pub fn avi(data: &[u8], complete: bool) {
+        black_box(super::avi::read(view(data, complete)));
+    }
+    pub fn jxl(data: &[u8], complete: bool) {
+        black_box(super::jxl::read(view(data, complete)));
+    }
+    pub fn apple(data: &[u8]) {
+        black_box(super::apple::content_id(data));
+    }
     pub fn xmp(data: &[u8]) {
         if let Some(packet) = super::xmp::packet(data) {
             for name in ["tiff:Orientation", "exif:DateTimeOriginal", "tiff:Make"] {
@@ -550,6 +629,108 @@ mod tests {
         assert_eq!(format_of(b"\0\0\0\x1cftypheic"), Some("heif"));
         assert_eq!(format_of(b"\0\0\0\x1cftypavif"), Some("avif"));
         assert_eq!(format_of(b"hello"), None);
+    }
+
+    #[test]
+    fn video_and_new_image_formats_are_told_by_their_signatures() {
+        let ftyp = |brand: &[u8; 4], compatible: &[u8]| {
+            let mut f = ((16 + compatible.len()) as u32).to_be_bytes().to_vec();
+            f.extend_from_slice(b"ftyp");
+            f.extend_from_slice(brand);
+            f.extend_from_slice(&[0; 4]);
+            f.extend_from_slice(compatible);
+            f
+        };
+        for (brand, format) in [
+            (b"qt  ", "mov"),
+            (b"M4V ", "m4v"),
+            (b"3gp4", "3gp"),
+            (b"3g2a", "3gp"),
+            (b"isom", "mp4"),
+            (b"mp42", "mp4"),
+            (b"crx ", "cr3"),
+            (b"avis", "avif"),
+            (b"heic", "heif"),
+        ] {
+            assert_eq!(format_of(&ftyp(brand, b"")), Some(format), "{brand:?}");
+        }
+        // An unknown major brand is looked for among the compatible ones.
+        assert_eq!(format_of(&ftyp(b"abcd", b"xyz1isom")), Some("mp4"));
+        assert_eq!(format_of(&ftyp(b"abcd", b"xyz1")), None);
+        assert_eq!(format_of(&ftyp(b"M4A ", b"M4A isom")), None);
+        assert_eq!(format_of(b"\0\0\0\x08wide\0\0\0\x10mdat"), Some("mov"));
+        assert_eq!(format_of(b"\0\0\0\x02moov"), None);
+        assert_eq!(format_of(b"RIFF\0\0\0\0AVI LIST"), Some("avi"));
+        assert_eq!(format_of(b"\xFF\x0A\x08\x04"), Some("jxl"));
+        assert_eq!(format_of(b"\0\0\0\x0cJXL \r\n\x87\n"), Some("jxl"));
+        let ebml = |doc: &[u8]| {
+            let mut e = vec![
+                0x1A,
+                0x45,
+                0xDF,
+                0xA3,
+                0x80 | (doc.len() as u8 + 3),
+                0x42,
+                0x82,
+            ];
+            e.push(0x80 | doc.len() as u8);
+            e.extend_from_slice(doc);
+            e
+        };
+        assert_eq!(format_of(&ebml(b"webm")), Some("webm"));
+        assert_eq!(format_of(&ebml(b"matroska")), Some("mkv"));
+        assert_eq!(kind_of("webm"), "video");
+        assert_eq!(kind_of("jxl"), "image");
+    }
+
+    #[test]
+    fn a_video_fills_its_fields_from_the_container() {
+        use boxes::tests::bx;
+        let mut tkhd = vec![0; 40];
+        for v in [0, 1 << 16, 0, -(1i32 << 16), 0, 0, 0, 0, 1 << 30] {
+            tkhd.extend_from_slice(&v.to_be_bytes());
+        }
+        tkhd.extend_from_slice(&(640u32 << 16).to_be_bytes());
+        tkhd.extend_from_slice(&(480u32 << 16).to_be_bytes());
+        let hdlr = bx(b"hdlr", &[&[0; 8][..], b"vide", &[0; 12]].concat());
+        let stsd = bx(
+            b"stsd",
+            &[&[0, 0, 0, 0, 0, 0, 0, 1][..], &bx(b"avc1", &[0; 78])].concat(),
+        );
+        let mdia = bx(b"mdia", &[hdlr, bx(b"minf", &bx(b"stbl", &stsd))].concat());
+        let trak = bx(b"trak", &[bx(b"tkhd", &tkhd), mdia].concat());
+        let file = [bx(b"ftyp", b"isom\0\0\0\0isom"), bx(b"moov", &trak)].concat();
+        let info = inspect(View::whole(&file), Some("MP4"));
+        assert_eq!(
+            (info.format, info.kind, info.error),
+            (Some("mp4"), Some("video"), None)
+        );
+        assert!(!info.ext_mismatch);
+        assert_eq!(
+            (info.width, info.height, info.rotation),
+            (Some(480), Some(640), Some(90))
+        );
+        assert_eq!(info.codec.as_deref(), Some("avc1"));
+        // The same bytes named .mov are no mismatch (phones' MP4 and MOV are alike).
+        assert!(!inspect(View::whole(&file), Some("mov")).ext_mismatch);
+        assert!(inspect(View::whole(&file), Some("avi")).ext_mismatch);
+    }
+
+    #[test]
+    fn a_live_photos_content_identifier_is_read_from_the_apple_maker_note() {
+        let id = "5A8D8B5C-2B7E-4B2B-9D4D-2D2D5E7B1C11";
+        let exif = apple::tests::apple_exif(id);
+        let jpeg = [
+            &[0xFF, 0xD8, 0xFF, 0xE1][..],
+            &((exif.len() + 8) as u16).to_be_bytes(),
+            b"Exif\0\0",
+            &exif,
+            &[0xFF, 0xC0, 0, 11, 8, 0, 6, 0, 8, 1, 1, 0x11, 0, 0xFF, 0xD9],
+        ]
+        .concat();
+        let info = inspect(View::whole(&jpeg), Some("jpg"));
+        assert_eq!(info.content_id.as_deref(), Some(id));
+        assert_eq!(info.kind, Some("image"));
     }
 
     #[test]
