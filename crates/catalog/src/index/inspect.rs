@@ -15,8 +15,8 @@ mod jpeg;
 mod jxl;
 mod matroska;
 mod png;
-mod raw;
 mod quicktime;
+mod raw;
 mod tiff;
 pub mod view;
 
@@ -438,7 +438,8 @@ fn fill_meta(info: &mut ImageInfo, m: Meta) {
     or(&mut info.make, m.make);
     or(&mut info.model, m.model);
     or(&mut info.orientation, m.orientation);
-    if info.gps_lat.is_none() && info.gps_lon.is_none() {
+    // A position is one: the container's only where EXIF has none at all.
+    if info.gps_lat.is_none() && info.gps_lon.is_none() && info.gps_alt.is_none() {
         (info.gps_lat, info.gps_lon, info.gps_alt) = (m.gps_lat, m.gps_lon, m.gps_alt);
     }
     or(&mut info.duration, m.duration);

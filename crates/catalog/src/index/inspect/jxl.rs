@@ -107,11 +107,12 @@ fn headers(data: &[u8]) -> Option<(u64, u64, Option<u32>)> {
             height * num / den
         }
     };
-    // ImageMetadata: all_default, then extra_fields, then the orientation − 1.
+    // ImageMetadata: all_default, then extra_fields, then the orientation − 1. Only an
+    // orientation the file states is one (a default is no more a statement than a PNG's
+    // silence, and exiftool reports none either).
     let orientation = match r.bool() {
         Some(false) if r.bool() == Some(true) => r.bits(3).map(|o| o as u32 + 1),
-        Some(_) => Some(1),
-        None => None,
+        _ => None,
     };
     Some((width, height, orientation))
 }
@@ -139,17 +140,18 @@ mod tests {
 
     #[test]
     fn the_size_header_in_its_encodings() {
-        // exiftool's sample: not small, 130 high (9 bits), its own width 200.
+        // exiftool's sample: not small, 130 high (9 bits), its own width 200; its
+        // metadata all default (no orientation stated).
         assert_eq!(
             headers(&[0xFF, 0x0A, 0x08, 0x04, 0x8e, 0x81]),
-            Some((200, 130, Some(1)))
+            Some((200, 130, None))
         );
         // Small (multiples of 8), ratio 16:9, orientation 6 in the metadata.
         let s = bits(&[(1, 1), (8, 5), (5, 3), (0, 1), (1, 1), (5, 3)]);
         assert_eq!(headers(&s), Some((128, 72, Some(6))));
         // 13-bit height 4000, ratio 4:3; all-default metadata.
         let s = bits(&[(0, 1), (1, 2), (3999, 13), (3, 3), (1, 1)]);
-        assert_eq!(headers(&s), Some((5333, 4000, Some(1))));
+        assert_eq!(headers(&s), Some((5333, 4000, None)));
         // Cut short, and not a codestream.
         assert_eq!(headers(&s[..3]), None);
         assert_eq!(headers(b"\xFF\xD8"), None);
