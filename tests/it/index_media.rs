@@ -498,3 +498,217 @@ fn media_fields_agree_with_exiftool() {
         assert!(compared >= least, "{field}: only {compared} files compared");
     }
 }
+
+/// A top-level ISO BMFF `free` box of `len` bytes (sparse: only its header is written).
+fn free_box(file: &mut std::fs::File, len: u64) {
+    use std::io::{Seek, SeekFrom, Write};
+    let at = file.seek(SeekFrom::End(0)).unwrap();
+    file.write_all(&1u32.to_be_bytes()).unwrap();
+    file.write_all(b"free").unwrap();
+    file.write_all(&len.to_be_bytes()).unwrap();
+    file.set_len(at + len).unwrap();
+    file.seek(SeekFrom::End(0)).unwrap();
+}
+
+/// The offset of the first top-level box of type `kind` in `data`.
+fn top_box(data: &[u8], kind: &[u8; 4]) -> usize {
+    let mut at = 0;
+    while at + 8 <= data.len() {
+        let size = u32::from_be_bytes(data[at..at + 4].try_into().unwrap()) as usize;
+        if &data[at + 4..at + 8] == kind {
+            return at;
+        }
+        assert!(size >= 8, "a box of size {size} at {at}");
+        at += size;
+    }
+    panic!("no {} box", String::from_utf8_lossy(kind));
+}
+
+/// Every kind gets its thumbnail and perceptual hash: a raw file's preview, oriented; a
+/// HEIC by libheif, turned by its `irot` once (not again by its EXIF Orientation); a
+/// video's frame by ffmpeg, turned by its matrix; its cover art when ffmpeg is missing;
+/// and with neither ffmpeg nor libheif the recorded error says what to install. A 400 MiB
+/// raw file and video are not held whole: the run's peak memory stays below their size.
+#[test]
+fn every_kind_gets_a_thumbnail_with_bounded_memory() {
+    let test = "every_kind_gets_a_thumbnail_with_bounded_memory";
+    if !require_tools(
+        test,
+        &["exiftool", "ffmpeg", "heif-enc", "convert", "sqlite3"],
+    ) {
+        return;
+    }
+    let Some(exiv2_data) = corpus(test, EXIV2, "exiv2-0.27.6/test/data") else {
+        return;
+    };
+    let scratch = scratch_dir(test);
+    let dir = scratch.path().join("library");
+    std::fs::create_dir(&dir).unwrap();
+    // A Canon R6's CR3 (its 1620×1080 preview in `PRVW`) and an iPhone XR's HEIC held
+    // upright by `irot` (its EXIF Orientation says 6 too).
+    for name in ["Canon-R6-pruned.CR3", "2021-02-13-1929.heic"] {
+        std::fs::copy(exiv2_data.join(name), dir.join(name)).unwrap();
+    }
+    // A HEIC made from a JPEG (both catalogued: their pHashes must be close).
+    run(Command::new("convert")
+        .args(["wizard:", "-resize", "640x480!", "-quality", "92"])
+        .arg(dir.join("wizard.jpg")));
+    run(Command::new("heif-enc")
+        .args(["-q", "90", "-o"])
+        .arg(dir.join("wizard.heic"))
+        .arg(dir.join("wizard.jpg")));
+    // Videos: one turned 90° by its matrix; one with cover art.
+    let ffmpeg = |args: &[&str], out: &str| {
+        run(Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i"])
+            .args(["testsrc=size=320x240:rate=10", "-t", "3"])
+            .args(args)
+            .arg(dir.join(out)));
+    };
+    let h264 = ["-c:v", "libx264", "-pix_fmt", "yuv420p"];
+    ffmpeg(&h264, "turned.mp4");
+    run(Command::new("exiftool")
+        .args(["-q", "-overwrite_original", "-Rotation=90"])
+        .arg(dir.join("turned.mp4")));
+    let cover = scratch.path().join("cover.jpg");
+    run(Command::new("convert")
+        .args(["logo:", "-resize", "300x200!"])
+        .arg(&cover));
+    run(Command::new("ffmpeg")
+        .args(["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i"])
+        .args(["testsrc=size=320x240:rate=10", "-i"])
+        .arg(&cover)
+        // `-t` after the inputs: the clip's length (before them, it would be the cover's).
+        .args(["-t", "3", "-map", "0", "-map", "1"])
+        .args(["-c:v:0", "libx264", "-pix_fmt", "yuv420p"])
+        .args(["-c:v:1", "copy", "-disposition:v:1", "attached_pic"])
+        .arg(dir.join("covered.mp4")));
+
+    let thumbs = |db: &Path, env: &[(&str, &str)]| -> BTreeMap<String, Value> {
+        let mut cmd = seekless();
+        cmd.args(["index", "--thumbs", "--db"]).arg(db).arg(&dir);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        query(
+            db,
+            "SELECT i.path, i.phash, t.width, t.height, t.thumb_source, t.error \
+             FROM images i JOIN thumbs t ON t.image = i.id",
+        )
+        .into_iter()
+        .map(|r| {
+            let name = Path::new(r["path"].as_str().unwrap())
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (name, r)
+        })
+        .collect()
+    };
+    let got = thumbs(&scratch.path().join("all.db"), &[]);
+    let shape = |name: &str| {
+        let r = &got[name];
+        (
+            r["width"].as_u64(),
+            r["height"].as_u64(),
+            r["thumb_source"].as_str().map(str::to_string),
+            r["error"].as_str().map(str::to_string),
+        )
+    };
+    let some = |w, h, s: &str| (Some(w), Some(h), Some(s.to_string()), None);
+    assert_eq!(shape("Canon-R6-pruned.CR3"), some(256, 171, "preview"));
+    assert_eq!(
+        shape("2021-02-13-1929.heic"),
+        some(192, 256, "heif-thumbnail"),
+        "upright, turned once"
+    );
+    assert_eq!(shape("turned.mp4"), some(192, 256, "frame"));
+    assert_eq!(shape("covered.mp4"), some(256, 192, "frame"));
+    assert_eq!(shape("wizard.heic"), some(256, 192, "full"));
+    let phash = |name: &str| got[name]["phash"].as_i64().unwrap() as u64;
+    let distance = (phash("wizard.heic") ^ phash("wizard.jpg")).count_ones();
+    assert!(distance <= 4, "HEIC and its JPEG are {distance} bits apart");
+    for name in ["Canon-R6-pruned.CR3", "2021-02-13-1929.heic", "turned.mp4"] {
+        assert!(got[name]["phash"].is_i64(), "{name}: no pHash");
+    }
+
+    // Without ffmpeg and libheif: the cover art, and errors that say what to install.
+    let got = thumbs(
+        &scratch.path().join("bare.db"),
+        &[("SEEKLESS_FFMPEG", ""), ("SEEKLESS_LIBHEIF", "")],
+    );
+    let error = |name: &str| got[name]["error"].as_str().unwrap_or("").to_string();
+    assert_eq!(got["covered.mp4"]["thumb_source"], "cover");
+    assert!(
+        error("turned.mp4").starts_with("no decoder for video: ffmpeg is not installed")
+            && error("turned.mp4").contains("apt install ffmpeg"),
+        "{}",
+        error("turned.mp4")
+    );
+    for heif in ["wizard.heic", "2021-02-13-1929.heic"] {
+        assert!(
+            error(heif).starts_with("no decoder for heif: libheif is not installed")
+                && error(heif).contains("apt install libheif1"),
+            "{heif}: {}",
+            error(heif)
+        );
+    }
+    assert_eq!(got["Canon-R6-pruned.CR3"]["thumb_source"], "preview");
+
+    // Memory: a 400 MiB raw file (the CR3, then a sparse `free` box) and a 400 MiB video
+    // (a `free` box between its media data and its `moov`, which ends the file).
+    let big = scratch.path().join("big");
+    std::fs::create_dir(&big).unwrap();
+    std::fs::copy(dir.join("Canon-R6-pruned.CR3"), big.join("big.CR3")).unwrap();
+    let mut raw = std::fs::OpenOptions::new()
+        .append(true)
+        .open(big.join("big.CR3"))
+        .unwrap();
+    free_box(&mut raw, 400 << 20);
+    // ffmpeg writes `moov` after the media data (exiftool, writing, moves it first).
+    run(Command::new("ffmpeg")
+        .args(["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i"])
+        .args(["testsrc=size=320x240:rate=10", "-t", "3"])
+        .args(h264)
+        .arg(scratch.path().join("moov-last.mp4")));
+    let video = std::fs::read(scratch.path().join("moov-last.mp4")).unwrap();
+    let moov = top_box(&video, b"moov");
+    assert!(moov > top_box(&video, b"mdat"), "ffmpeg put moov last");
+    let mut out = std::fs::File::create(big.join("big.mp4")).unwrap();
+    std::io::Write::write_all(&mut out, &video[..moov]).unwrap();
+    free_box(&mut out, 400 << 20);
+    std::io::Write::write_all(&mut out, &video[moov..]).unwrap();
+    drop(out);
+    let db = scratch.path().join("big.db");
+    let (out, rss) = output_and_peak_memory(
+        seekless()
+            .args(["index", "--thumbs", "--db"])
+            .arg(&db)
+            .arg(&big),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    eprintln!("peak memory indexing two 400 MiB files: {} MiB", rss >> 10);
+    assert!(rss < 300 << 10, "peak memory {} MiB", rss >> 10);
+    let rows = query(
+        &db,
+        "SELECT i.width, i.height, i.duration, t.thumb_source FROM images i \
+         JOIN thumbs t ON t.image = i.id ORDER BY i.path",
+    );
+    assert_eq!(rows[0]["width"], 3408, "{rows:?}");
+    assert_eq!(rows[0]["thumb_source"], "preview");
+    assert_eq!(
+        (rows[1]["width"].as_u64(), rows[1]["height"].as_u64()),
+        (Some(320), Some(240))
+    );
+    assert_eq!(rows[1]["duration"].as_f64(), Some(3.0));
+    assert_eq!(rows[1]["thumb_source"], "frame");
+}

@@ -349,6 +349,12 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     if lacking && let Some(packet) = xmp::packet(data) {
         fill_xmp(&mut info, packet);
     }
+    // A HEIF's transformations (`irot`, `imir`) are in its width and height, and every
+    // decoder applies them; its EXIF (or XMP) Orientation is informative only (ISO/IEC 23008-12)
+    // and must not be applied again: nothing is left to apply.
+    if matches!(format, "heif" | "avif") && info.orientation.is_some() {
+        info.orientation = Some(1);
+    }
     info.error = errors.into_iter().next();
     info.warning = (!layout.warnings.is_empty()).then(|| layout.warnings.join("; "));
     info

@@ -1,6 +1,7 @@
 //! HEIC and AVIF decoded by the system's libheif, loaded when first needed
-//! (`libheif.so.1`, `libheif.1.dylib`, `libheif.dll`): neither the build nor a run that
-//! meets no HEIF file needs it. When it is missing, the thumbnail's recorded error says
+//! (`libheif.so.1`, `libheif.1.dylib`, `libheif.dll`; `SEEKLESS_LIBHEIF` names another
+//! file, or none when empty): neither the build nor a run that meets no HEIF file needs
+//! it. When it is missing, the thumbnail's recorded error says
 //! what to install.
 //!
 //! The primary image is decoded with its transformations (`irot`, `imir`, `clap`)
@@ -75,10 +76,17 @@ fn api() -> Result<&'static Api, &'static str> {
     API.get_or_init(load).as_ref().ok_or(MISSING)
 }
 
+/// The library's file: `SEEKLESS_LIBHEIF` when set (empty: none, as on a machine without
+/// libheif), else the first of [`NAMES`] the loader finds.
 fn load() -> Option<Api> {
+    let names: Vec<std::ffi::OsString> = match std::env::var_os("SEEKLESS_LIBHEIF") {
+        Some(name) if name.is_empty() => return None,
+        Some(name) => vec![name],
+        None => NAMES.iter().map(Into::into).collect(),
+    };
     // SAFETY: loading libheif runs its initialisers, which have no preconditions; the
     // library stays loaded for the life of the process (it is kept in a static).
-    let lib = NAMES
+    let lib = names
         .iter()
         .find_map(|name| unsafe { Library::new(name) }.ok())?;
     // SAFETY: each symbol is looked up by its C name and given the type libheif's
