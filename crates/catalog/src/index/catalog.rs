@@ -1918,6 +1918,125 @@ mod tests {
     }
 
     #[test]
+    fn a_version_4_catalog_made_before_sidecars_gets_them_and_keeps_its_kinds() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        {
+            let mut conn = Connection::open(&db).unwrap();
+            conn.execute_batch(SCHEMA).unwrap();
+            let tx = conn.transaction().unwrap();
+            upgrade_v2(&tx).unwrap();
+            tx.commit().unwrap();
+            for (name, kind) in V4_COLUMNS.iter().filter(|(n, _)| *n != "sidecar") {
+                conn.execute_batch(&format!("ALTER TABLE images ADD COLUMN {name} {kind};"))
+                    .unwrap();
+            }
+            // A row a version-4 run left without a kind (to be read again): the upgrade
+            // must not give it one.
+            conn.execute_batch(&format!(
+                "INSERT INTO scans (id, started) VALUES (1, 'x');
+                 INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, blake3, scan,
+                         format, kind)
+                     VALUES ('/p/a.jpg', CAST('/p/a.jpg' AS BLOB), 1, 2, 3, 4, 'h', 1, 'jpeg',
+                         NULL);
+                 PRAGMA user_version = 4; PRAGMA application_id = {APPLICATION_ID};"
+            ))
+            .unwrap();
+        }
+        let catalog = Catalog::open(&db).unwrap();
+        assert!(catalog.known_sidecars().unwrap().is_empty());
+        let known = catalog.known().unwrap();
+        let row = &known[b"/p/a.jpg".as_slice()];
+        assert!(!row.read, "still to be read again");
+        assert_eq!(row.sidecar, None);
+        drop(catalog);
+        let conn = Connection::open(&db).unwrap();
+        let kind: Option<String> = conn
+            .query_row("SELECT kind FROM images", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(kind, None);
+        let new = t.path().join("new.db");
+        drop(Catalog::open(&new).unwrap());
+        assert_eq!(
+            schema_objects(&conn).unwrap(),
+            schema_objects(&Connection::open(&new).unwrap()).unwrap()
+        );
+        let names: Vec<String> = schema_objects(&conn)
+            .unwrap()
+            .into_iter()
+            .map(|(_, name, _)| name)
+            .collect();
+        assert!(names.contains(&"sidecars".to_string()), "{names:?}");
+        assert!(names.contains(&"images_sidecar".to_string()), "{names:?}");
+    }
+
+    fn sidecar_row(size: u64, fields: Option<crate::index::inspect::SidecarFields>) -> Record {
+        let error = fields
+            .is_none()
+            .then(|| format!("{READ_FAILED}Input/output error"));
+        Record::Sidecar(SidecarRow {
+            path_bytes: b"/p/a.CR2.xmp".to_vec(),
+            dev: 1,
+            size,
+            mtime_ns: 7,
+            fields,
+            error,
+        })
+    }
+
+    #[test]
+    fn a_sidecar_that_cannot_be_read_keeps_its_fields_and_is_read_again() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        let mut catalog = Catalog::open(&db).unwrap();
+        let write = |catalog: &mut Catalog, record: Record| {
+            let mut records = std::iter::once(record);
+            catalog
+                .write_all(
+                    |_| records.next().ok_or(RecvTimeoutError::Disconnected),
+                    &|_| {},
+                )
+                .unwrap();
+        };
+        let mut fields = crate::index::inspect::SidecarFields::default();
+        fields.rating = Some(5);
+        fields.keywords = vec!["beach".into(), "say \"hi\"\\\n\u{1}".into()];
+        write(&mut catalog, sidecar_row(100, Some(fields.clone())));
+        let got = || {
+            let conn = Connection::open(&db).unwrap();
+            conn.query_row(
+                "SELECT rating, (SELECT group_concat(value, '|') FROM json_each(keywords)),
+                     size, error FROM sidecars",
+                [],
+                |r| {
+                    Ok((
+                        r.get::<_, Option<i64>>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                    ))
+                },
+            )
+            .unwrap()
+        };
+        let keywords = Some("beach|say \"hi\"\\\n\u{1}".to_string());
+        assert_eq!(got(), (Some(5), keywords.clone(), 100, None));
+        assert!(catalog.known_sidecars().unwrap()[b"/p/a.CR2.xmp".as_slice()].read);
+
+        write(&mut catalog, sidecar_row(200, None));
+        let (rating, kept, size, error) = got();
+        assert_eq!((rating, kept, size), (Some(5), keywords, 200));
+        assert!(error.unwrap().starts_with(READ_FAILED));
+        let known = &catalog.known_sidecars().unwrap()[b"/p/a.CR2.xmp".as_slice()];
+        assert!(!known.read, "read again next run");
+
+        // Read again, without keywords: the fields are the new read's.
+        fields.keywords.clear();
+        write(&mut catalog, sidecar_row(200, Some(fields)));
+        assert_eq!(got(), (Some(5), None, 200, None));
+    }
+
+    #[test]
     fn a_new_catalog_is_marked_and_one_made_before_the_mark_is_recognised() {
         let t = tempfile::tempdir().unwrap();
         let db = t.path().join("c.db");
