@@ -180,9 +180,12 @@ fn sidecars_of_both_namings_are_read_and_joined_to_their_images() {
         ]
     );
     // Every sidecar has its row, those of no image (or that lost to NAME.EXT.xmp) too.
-    let rows: Vec<Value> = query(&db, "SELECT path, rating, error FROM sidecars ORDER BY path")
-        .into_iter()
-        .collect();
+    let rows: Vec<Value> = query(
+        &db,
+        "SELECT path, rating, error FROM sidecars ORDER BY path",
+    )
+    .into_iter()
+    .collect();
     assert_eq!(rows.len(), 6, "{rows:?}");
     assert!(rows.iter().all(|r| r["error"].is_null()), "{rows:?}");
     assert!(rows.contains(&json!({"path": shown(&t.orphan), "rating": 3, "error": null})));
@@ -198,7 +201,10 @@ fn sidecars_of_both_namings_are_read_and_joined_to_their_images() {
     );
     assert_eq!(
         beach,
-        [json!({"path": shown(&t.raw2)}), json!({"path": shown(&t.jpg2)})]
+        [
+            json!({"path": shown(&t.raw2)}),
+            json!({"path": shown(&t.jpg2)})
+        ]
     );
 
     // Nothing changed: nothing is read, not even a sidecar.
@@ -219,13 +225,30 @@ fn sidecars_of_both_namings_are_read_and_joined_to_their_images() {
     );
     assert_exit(&o, 0);
     assert_eq!(
-        one(
+        query(
             &only_jpg,
-            "SELECT s.rating FROM images i JOIN sidecars s ON s.id = i.sidecar",
-            "rating"
+            "SELECT i.path, s.rating FROM images i JOIN sidecars s ON s.id = i.sidecar
+             ORDER BY i.path"
         ),
-        json!(4)
+        [
+            json!({"path": shown(&t.img1), "rating": 4}),
+            json!({"path": shown(&t.jpg2), "rating": 5}),
+        ]
     );
+    assert_eq!(
+        one(&only_jpg, "SELECT count(*) AS n FROM sidecars", "n"),
+        json!(6),
+        "every sidecar has its row, whether or not its image is taken"
+    );
+
+    // With --all-files a sidecar is still a sidecar, never an image row.
+    let all = s.path().join("all.db");
+    assert_exit(
+        &index(&all, &["--all-files".as_ref(), t.photos.as_os_str()]),
+        0,
+    );
+    assert_eq!(one(&all, "SELECT count(*) AS n FROM images", "n"), json!(5));
+    assert_eq!(joined(&all), joined(&db));
 }
 
 #[test]
@@ -257,7 +280,11 @@ fn a_changed_sidecar_updates_its_row_without_reading_the_image_and_a_removed_one
     assert_exit(&o, 0);
     let counts = closing_counts(&o);
     assert_eq!(
-        (counts["changed"], counts["unchanged"], counts["sidecars read"]),
+        (
+            counts["changed"],
+            counts["unchanged"],
+            counts["sidecars read"]
+        ),
         (0, 5, 1),
         "only the sidecar is read: {counts:?}"
     );
@@ -274,8 +301,10 @@ fn a_changed_sidecar_updates_its_row_without_reading_the_image_and_a_removed_one
     );
     assert_eq!(
         row,
-        [json!({"rating": 1, "keywords": "[\"beach\",\"Fish & Chips\",\"sunset\"]",
-                "scan": scan})]
+        [
+            json!({"rating": 1, "keywords": "[\"beach\",\"Fish & Chips\",\"sunset\"]",
+                "scan": scan})
+        ]
     );
 
     // The darktable sidecar goes: IMG_3.CR2 falls back to IMG_3.xmp (Lightroom's name).
@@ -286,7 +315,11 @@ fn a_changed_sidecar_updates_its_row_without_reading_the_image_and_a_removed_one
     assert_exit(&o, 0);
     let counts = closing_counts(&o);
     assert_eq!(
-        (counts["sidecars removed"], counts["sidecars read"], counts["unchanged"]),
+        (
+            counts["sidecars removed"],
+            counts["sidecars read"],
+            counts["unchanged"]
+        ),
         (2, 0, 5),
         "{counts:?}"
     );

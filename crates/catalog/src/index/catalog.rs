@@ -1337,69 +1337,63 @@ fn write_image(
     // A thumbnail of other content goes (kept when the content is the same,
     // and when the file could not be read: the row keeps what was known).
     if row.blake3.is_some() {
-        stale
-            .execute(params![row.path_bytes, row.blake3])
-            ?;
+        stale.execute(params![row.path_bytes, row.blake3])?;
     }
     let phash = row
         .visual
         .as_ref()
         .and_then(|(_, v)| v.phash)
         .map(|h| h as i64);
-    let id: i64 = upsert
-        .query_row(
-            params![
-                display(&row.path_bytes),
-                row.path_bytes,
-                row.dev as i64,
-                row.ino as i64,
-                row.size as i64,
-                row.mtime_ns,
-                i.format,
-                i.ext_mismatch,
-                i.width.map(|w| w as i64),
-                i.height.map(|h| h as i64),
-                i.taken,
-                i.make,
-                i.model,
-                i.lens,
-                i.orientation,
-                i.exposure_time,
-                i.f_number,
-                i.iso,
-                i.focal_length,
-                i.gps_lat,
-                i.gps_lon,
-                i.gps_alt,
-                row.blake3,
-                i.error,
-                scan,
-                phash,
-                i.kind,
-                i.duration,
-                i.codec,
-                i.rotation,
-                i.content_id,
-            ],
-            |r| r.get(0),
-        )
-        ?;
+    let id: i64 = upsert.query_row(
+        params![
+            display(&row.path_bytes),
+            row.path_bytes,
+            row.dev as i64,
+            row.ino as i64,
+            row.size as i64,
+            row.mtime_ns,
+            i.format,
+            i.ext_mismatch,
+            i.width.map(|w| w as i64),
+            i.height.map(|h| h as i64),
+            i.taken,
+            i.make,
+            i.model,
+            i.lens,
+            i.orientation,
+            i.exposure_time,
+            i.f_number,
+            i.iso,
+            i.focal_length,
+            i.gps_lat,
+            i.gps_lon,
+            i.gps_alt,
+            row.blake3,
+            i.error,
+            scan,
+            phash,
+            i.kind,
+            i.duration,
+            i.codec,
+            i.rotation,
+            i.content_id,
+        ],
+        |r| r.get(0),
+    )?;
     if let Some((size, v)) = &row.visual {
         let (t, why) = match &v.thumb {
             Ok(t) => (Some(t), None),
             Err(why) => (None, Some(why)),
         };
-        thumb
-            .execute(params![
-                id,
-                i64::from(*size),
-                t.map(|t| i64::from(t.width)),
-                t.map(|t| i64::from(t.height)),
-                t.map(|t| t.source),
-                t.map(|t| &t.jpeg),
-                why,
-            ])
-            ?;
+        thumb.execute(params![
+            id,
+            i64::from(*size),
+            t.map(|t| i64::from(t.width)),
+            t.map(|t| i64::from(t.height)),
+            t.map(|t| t.source),
+            t.map(|t| &t.jpeg),
+            why,
+        ])?;
     }
     Ok(())
 }

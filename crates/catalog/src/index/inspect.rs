@@ -17,7 +17,7 @@ pub use view::View;
 mod webp;
 mod xmp;
 
-pub use xmp::SidecarFields;
+pub(crate) use xmp::SidecarFields;
 pub(crate) use xmp::{SIDECAR_MAX, sidecar};
 
 /// What was found in one image. Fields it does not have stay `None`.

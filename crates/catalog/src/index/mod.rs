@@ -689,7 +689,10 @@ fn gone_sidecars(
         .map(|(bytes, _)| seekless_core::path_from_bytes(bytes))
         .collect();
     let mut forget = Forget::gone(
-        not_found.iter().zip(&paths).map(|((_, k), p)| (k.id, p.as_path())),
+        not_found
+            .iter()
+            .zip(&paths)
+            .map(|((_, k), p)| (k.id, p.as_path())),
         clearance,
     );
     let forgettable: HashSet<i64> = forget.ids().iter().copied().collect();

@@ -54,7 +54,10 @@ fn unescape(s: &str) -> String {
         out.push_str(&rest[..at]);
         rest = &rest[at..];
         // The longest reference is `&#x10FFFF;` (10 bytes).
-        let name_len = rest.as_bytes()[1..].iter().take(10).position(|&b| b == b';');
+        let name_len = rest.as_bytes()[1..]
+            .iter()
+            .take(10)
+            .position(|&b| b == b';');
         let decoded = name_len.and_then(|n| entity(&rest[1..1 + n]).map(|c| (c, n + 2)));
         match decoded {
             Some((c, len)) => {
@@ -401,7 +404,10 @@ mod tests {
     fn entities_are_decoded_once_and_unknown_ones_kept() {
         assert_eq!(unescape("a &amp;lt; b"), "a &lt; b");
         assert_eq!(unescape("&#233;t&#xE9; &#X41;"), "été A");
-        assert_eq!(unescape("&nbsp; &#0; &#x110000; &#xZZ; &"), "&nbsp; &#0; &#x110000; &#xZZ; &");
+        assert_eq!(
+            unescape("&nbsp; &#0; &#x110000; &#xZZ; &"),
+            "&nbsp; &#0; &#x110000; &#xZZ; &"
+        );
         assert_eq!(unescape("&#1234567890123;"), "&#1234567890123;");
         assert_eq!(unescape("&quot;&apos;&gt;"), "\"'>");
     }
@@ -424,7 +430,8 @@ mod tests {
         let f = sidecar(b"<x:xmpmeta><dc:subject/><xmp:Rating>2</xmp:Rating>").unwrap();
         assert_eq!((f.keywords.len(), f.rating), (0, Some(2)));
         // A huge array: its first items only.
-        let many = "<rdf:RDF><dc:subject>".to_string() + &"<rdf:li>k</rdf:li>".repeat(100_000)
+        let many = "<rdf:RDF><dc:subject>".to_string()
+            + &"<rdf:li>k</rdf:li>".repeat(100_000)
             + "</dc:subject>";
         let f = sidecar(many.as_bytes()).unwrap();
         assert_eq!(f.keywords.len(), MAX_ITEMS);
