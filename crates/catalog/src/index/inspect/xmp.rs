@@ -422,7 +422,7 @@ mod tests {
         // Cut anywhere, the packets still parse to something, without a panic.
         for text in [EXIFTOOL, DARKTABLE] {
             for cut in (0..text.len()).filter(|&n| text.is_char_boundary(n)) {
-                let _ = sidecar(text[..cut].as_bytes());
+                let _ = sidecar(&text.as_bytes()[..cut]);
             }
         }
         let f = sidecar(b"<x:xmpmeta><dc:subject><rdf:Bag><rdf:li>a").unwrap();
