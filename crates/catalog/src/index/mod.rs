@@ -7,8 +7,8 @@
 //! its first bytes for the header and EXIF ([`inspect`](inspect::inspect)), and writes
 //! rows from one writer thread in batched transactions. XMP sidecars beside the images
 //! (`IMG_1234.CR2.xmp`, `IMG_1234.xmp`) are read in the same sweep when new or changed,
-//! into rows of their own that the images' rows point at (see [`is_sidecar`]). The schema
-//! and example queries are in `docs/index.md`.
+//! into rows of their own that the images' rows point at. The schema and example queries
+//! are in `docs/index.md`.
 //!
 //! ```
 //! use seekless_core::{PlanOptions, Quiet};
@@ -76,7 +76,7 @@ const SIDECAR_EXTENSION: &str = "xmp";
 /// name them, `NAME.xmp` as Lightroom and Capture One do, `.xmp` in any case): never an
 /// image row, always a sidecar row. The walk keeps them beside the images whatever the
 /// extensions asked for (their globs still apply).
-pub fn is_sidecar(path: &Path) -> bool {
+fn is_sidecar(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case(SIDECAR_EXTENSION))
 }
