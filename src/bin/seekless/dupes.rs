@@ -97,10 +97,10 @@ pub fn run(args: Args) -> Result<Code> {
     }
     out.flush()?;
     if args.summary {
-        let groups = dupes.groups.iter().filter(|g| g.kind != GroupKind::Burst);
+        let groups = dupes.groups.iter().filter(|g| g.kind.is_duplicate());
         eprintln!(
             "seekless: dupes: {} images ({} with a perceptual hash, {} without a content hash ignored); \
-             {} groups, {} files, {} freed by keeping one of each; {} bursts; \
+             {} groups, {} files, {} freed by keeping one of each; {} bursts; {} pairs kept together; \
              {} pairs within {} bits, {} refused by aspect ratio, {} by thumbnail",
             dupes.images,
             dupes.with_phash,
@@ -112,6 +112,11 @@ pub fn run(args: Args) -> Result<Code> {
                 .groups
                 .iter()
                 .filter(|g| g.kind == GroupKind::Burst)
+                .count(),
+            dupes
+                .groups
+                .iter()
+                .filter(|g| g.kind == GroupKind::Pair)
                 .count(),
             dupes.candidates,
             args.similar,
@@ -149,6 +154,14 @@ fn text(out: &mut impl Write, dupes: &Dupes) -> std::io::Result<()> {
             GroupKind::Burst => writeln!(
                 out,
                 "burst: {n} shots of one camera within 2 s (not duplicates)"
+            )?,
+            GroupKind::Pair => writeln!(
+                out,
+                "pair: {n} files of one shot, kept together ({}; not duplicates)",
+                match g.link.as_deref() {
+                    Some("live-photo") => "a Live Photo's still and video",
+                    _ => "a raw file and the camera's JPEG",
+                }
             )?,
         }
         for m in &g.members {

@@ -83,7 +83,7 @@ fn page(
 ) -> Result<u64, Failure> {
     let mut html = String::new();
     let mut thumbs = 0u64;
-    let dup_groups = dupes.groups.iter().filter(|g| g.kind != GroupKind::Burst);
+    let dup_groups = dupes.groups.iter().filter(|g| g.kind.is_duplicate());
     let saving: u64 = dup_groups.clone().map(|g| g.saving).sum();
     html += &format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
@@ -103,6 +103,15 @@ fn page(
         let s = if bursts == 1 { "" } else { "s" };
         html += &format!("; {bursts} burst{s} (shots of one camera within 2 s), for information");
     }
+    let pairs = dupes
+        .groups
+        .iter()
+        .filter(|g| g.kind == GroupKind::Pair)
+        .count();
+    if pairs > 0 {
+        let s = if pairs == 1 { "" } else { "s" };
+        html += &format!("; {pairs} pair{s} of files kept together (raw and JPEG, Live Photos)");
+    }
     html += ".</p>\n";
     out_flush(out, &mut html)?;
     for g in &dupes.groups {
@@ -110,6 +119,7 @@ fn page(
             GroupKind::Exact => "exact",
             GroupKind::Similar => "similar",
             GroupKind::Burst => "burst",
+            GroupKind::Pair => "pair",
         };
         html += &format!(
             "<section class=\"group {kind}\"><h2>{kind} · {} files",
@@ -117,6 +127,8 @@ fn page(
         );
         if g.kind == GroupKind::Burst {
             html += " · not duplicates: pick yourself";
+        } else if g.kind == GroupKind::Pair {
+            html += " · one shot, kept together: not duplicates";
         } else {
             html += &format!(" · {} freed by keeping the marked one", bytes(g.saving));
         }

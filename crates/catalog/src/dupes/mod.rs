@@ -15,6 +15,11 @@
 //! 4. Union-find over the verified pairs: a group is a connected set of classes (with
 //!    `--bursts-are-dupes`, burst pairs join too); burst pairs make burst groups of their
 //!    own, listed for information (no keeper, nothing to delete).
+//! 5. Files the catalog links (its `pairs` view) are never duplicates of each other: a
+//!    raw file and the camera's JPEG of the same shot, a Live Photo's still and its video
+//!    make *pair* groups, kept on purpose (no keeper, nothing to delete). A HEIF and the
+//!    JPEG exported from it are a similar group whatever their pHashes, the HEIF (the
+//!    original) its keeper.
 //!
 //! ```
 //! use seekless_catalog::dupes::{Catalog, DupesOptions};
@@ -43,7 +48,7 @@ mod mih;
 mod verify;
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -122,6 +127,18 @@ pub enum GroupKind {
     /// Frames of a burst: similar shots of one camera within 2 s. For information: no
     /// keeper, nothing counted as saving.
     Burst,
+    /// Files that belong together, kept on purpose ([`Group::link`] says how): a raw file
+    /// and the camera's JPEG of the shot, a Live Photo's still and video. For information:
+    /// no keeper, nothing counted as saving.
+    Pair,
+}
+
+impl GroupKind {
+    /// Whether the group's files are duplicates (one may go): exact and similar groups,
+    /// not bursts nor pairs.
+    pub fn is_duplicate(self) -> bool {
+        matches!(self, GroupKind::Exact | GroupKind::Similar)
+    }
 }
 
 /// One file of a group, as the catalog has it.
@@ -158,8 +175,11 @@ pub struct Member {
     pub phash: Option<String>,
     /// pHash distance to the group's keeper (similar groups; 0 for the keeper).
     pub distance: Option<u32>,
-    /// The suggested keeper (first member of a group; never in burst groups).
+    /// The suggested keeper (first member of a group; never in burst and pair groups).
     pub keeper: bool,
+    /// The original a JPEG in its group was exported from (a HEIF the catalog links to
+    /// it): the keeper before any other rule.
+    pub original: bool,
 }
 
 impl Member {
@@ -175,7 +195,10 @@ impl Member {
 pub struct Group {
     /// What joins them.
     pub kind: GroupKind,
-    /// Bytes freed by keeping only the keeper (0 for bursts).
+    /// For a pair group, the catalog's link: `raw+jpeg` or `live-photo`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+    /// Bytes freed by keeping only the keeper (0 for bursts and pairs).
     pub saving: u64,
     /// The files, the suggested keeper first (see [`keeper_order`]).
     pub members: Vec<Member>,
@@ -219,7 +242,7 @@ impl Dupes {
     pub fn removable(&self) -> impl Iterator<Item = &Member> {
         self.groups
             .iter()
-            .filter(|g| g.kind != GroupKind::Burst)
+            .filter(|g| g.kind.is_duplicate())
             .flat_map(|g| g.members.iter().filter(|m| !m.keeper))
     }
 
@@ -300,18 +323,25 @@ impl Catalog {
     pub fn find(&self, opts: &DupesOptions) -> Result<Dupes, DupesError> {
         let mut dupes = Dupes::default();
         // The compact rows are gone (freed) before the groups' members are read in full.
-        let found = self.group_rows(opts, &mut dupes)?;
+        let (found, originals) = self.group_rows(opts, &mut dupes)?;
         let mut groups = Vec::with_capacity(found.len());
-        for (kind, rows) in found {
+        for (kind, link, rows) in found {
             let list = rows
                 .iter()
-                .map(|&(id, size)| self.member(id, size))
-                .collect::<Result<Vec<_>, _>>()?;
-            groups.push(group(kind, list));
+                .map(|&(id, size)| {
+                    let mut m = self.member(id, size)?;
+                    m.original = kind == GroupKind::Similar && originals.contains(&id);
+                    Ok(m)
+                })
+                .collect::<Result<Vec<_>, DupesError>>()?;
+            let mut g = group(kind, list);
+            g.link = link;
+            groups.push(g);
         }
         groups.sort_by(|a, b| {
-            (a.kind == GroupKind::Burst)
-                .cmp(&(b.kind == GroupKind::Burst))
+            (!a.kind.is_duplicate())
+                .cmp(&!b.kind.is_duplicate())
+                .then((a.kind == GroupKind::Pair).cmp(&(b.kind == GroupKind::Pair)))
                 .then(b.saving.cmp(&a.saving))
                 .then_with(|| a.members[0].path_bytes.cmp(&b.members[0].path_bytes))
         });
@@ -319,13 +349,20 @@ impl Catalog {
         Ok(dupes)
     }
 
-    /// The groups, each as its rows' ids and sizes, and the counts in `dupes`.
+    /// The groups, each as its kind, its link (pairs) and its rows' ids and sizes; the ids
+    /// of the originals of exported JPEGs; and the counts in `dupes`.
     #[allow(clippy::type_complexity)]
     fn group_rows(
         &self,
         opts: &DupesOptions,
         dupes: &mut Dupes,
-    ) -> Result<Vec<(GroupKind, Vec<(i64, u64)>)>, DupesError> {
+    ) -> Result<
+        (
+            Vec<(GroupKind, Option<String>, Vec<(i64, u64)>)>,
+            HashSet<i64>,
+        ),
+        DupesError,
+    > {
         let sql = |e| self.sql(e);
         dupes.ignored = self.catalog.unhashed().map_err(sql)?;
         let rows = self.load(dupes)?;
@@ -352,8 +389,46 @@ impl Catalog {
                 .unwrap_or(&m[0]) as usize
         };
 
+        // The catalog's links, between classes: pairs kept apart, exports joined.
+        let class_of: HashMap<i64, u32> = class_start
+            .windows(2)
+            .enumerate()
+            .flat_map(|(c, w)| {
+                order[w[0] as usize..w[1] as usize]
+                    .iter()
+                    .map(move |&r| (r, c as u32))
+            })
+            .map(|(r, c)| (rows[r as usize].id, c))
+            .collect();
+        let mut apart: HashSet<(u32, u32)> = HashSet::new();
+        let mut paired = UnionFind::new(classes);
+        let mut pair_link: HashMap<usize, String> = HashMap::new();
+        let mut exports: Vec<(u32, u32)> = Vec::new();
+        let mut originals: HashSet<i64> = HashSet::new();
+        self.catalog
+            .each_pair(|a, b, link| {
+                let (Some(&ca), Some(&cb)) = (class_of.get(&a), class_of.get(&b)) else {
+                    return;
+                };
+                if ca == cb {
+                    return;
+                }
+                if link == "export" {
+                    exports.push((ca, cb));
+                    originals.insert(a);
+                } else {
+                    apart.insert((ca.min(cb), ca.max(cb)));
+                    paired.union(ca as usize, cb as usize);
+                    pair_link.insert(ca as usize, link);
+                }
+            })
+            .map_err(sql)?;
+
         let mut same = UnionFind::new(classes);
         let mut burst = UnionFind::new(classes);
+        for &(a, b) in &exports {
+            same.union(a as usize, b as usize);
+        }
         if opts.similar > 0 {
             let nodes: Vec<u32> = (0..classes)
                 .filter(|&c| rows[rep(c)].has_phash)
@@ -364,6 +439,9 @@ impl Catalog {
             let mut failure = None;
             mih::pairs_within(&hashes, opts.similar, |i, j| {
                 let (ci, cj) = (nodes[i], nodes[j]);
+                if apart.contains(&(ci.min(cj), ci.max(cj))) {
+                    return;
+                }
                 let (a, b) = (&rows[rep(ci as usize)], &rows[rep(cj as usize)]);
                 dupes.candidates += 1;
                 let known = |t: i64| (t != i64::MIN).then_some(t);
@@ -416,7 +494,12 @@ impl Catalog {
         // contents or more.
         let mut same_groups: HashMap<usize, Vec<usize>> = HashMap::new();
         let mut burst_groups: HashMap<usize, Vec<usize>> = HashMap::new();
+        let mut pair_groups: HashMap<usize, Vec<usize>> = HashMap::new();
         for c in 0..classes {
+            let root = paired.find(c);
+            if paired.size[root] > 1 {
+                pair_groups.entry(root).or_default().push(c);
+            }
             let root = same.find(c);
             if same.size[root] > 1 || members(c).len() > 1 {
                 same_groups.entry(root).or_default().push(c);
@@ -434,19 +517,28 @@ impl Catalog {
                 } else {
                     GroupKind::Similar
                 };
-                (kind, p)
+                (kind, None, p)
             })
-            .chain(burst_groups.into_values().map(|p| (GroupKind::Burst, p)));
-        Ok(kinds
-            .map(|(kind, parts)| {
+            .chain(
+                burst_groups
+                    .into_values()
+                    .map(|p| (GroupKind::Burst, None, p)),
+            )
+            .chain(pair_groups.into_values().map(|p| {
+                let link = p.iter().find_map(|c| pair_link.get(c).cloned());
+                (GroupKind::Pair, link, p)
+            }));
+        let groups = kinds
+            .map(|(kind, link, parts)| {
                 let rows = parts
                     .iter()
                     .flat_map(|&c| members(c))
                     .map(|&r| (rows[r as usize].id, rows[r as usize].size))
                     .collect();
-                (kind, rows)
+                (kind, link, rows)
             })
-            .collect())
+            .collect();
+        Ok((groups, originals))
     }
 
     /// Every row with a content hash, compactly.
@@ -513,6 +605,7 @@ impl Catalog {
             phash: r.phash.map(|p| format!("{:016x}", p as u64)),
             distance: None,
             keeper: false,
+            original: false,
         })
     }
 }
@@ -521,7 +614,7 @@ impl Catalog {
 /// member's pHash distance to the keeper.
 fn group(kind: GroupKind, mut members: Vec<Member>) -> Group {
     members.sort_by(keeper_order);
-    let saving = if kind == GroupKind::Burst {
+    let saving = if !kind.is_duplicate() {
         0
     } else {
         members[0].keeper = true;
@@ -542,17 +635,20 @@ fn group(kind: GroupKind, mut members: Vec<Member>) -> Group {
     }
     Group {
         kind,
+        link: None,
         saving,
         members,
     }
 }
 
-/// The keeper rule, as an order (the keeper sorts first): the most pixels, then the oldest
-/// `taken` (known before unknown), then the shortest path, then the path's bytes.
+/// The keeper rule, as an order (the keeper sorts first): the original of an exported
+/// JPEG ([`Member::original`]), then the most pixels, then the oldest `taken` (known before
+/// unknown), then the shortest path, then the path's bytes.
 pub fn keeper_order(a: &Member, b: &Member) -> Ordering {
     let taken = |m: &Member| m.taken.as_deref().and_then(verify::taken_ms);
-    b.pixels()
-        .cmp(&a.pixels())
+    b.original
+        .cmp(&a.original)
+        .then(b.pixels().cmp(&a.pixels()))
         .then_with(|| match (taken(a), taken(b)) {
             (Some(x), Some(y)) => x.cmp(&y),
             (Some(_), None) => Ordering::Less,
@@ -637,6 +733,7 @@ mod tests {
             phash: None,
             distance: None,
             keeper: false,
+            original: false,
         }
     }
 
@@ -729,15 +826,32 @@ mod tests {
                         member("/b2", 20, 10, None, 7),
                     ],
                 ),
+                group(
+                    GroupKind::Pair,
+                    vec![
+                        member("/p1.cr2", 30, 20, None, 50),
+                        member("/p1.jpg", 30, 20, None, 9),
+                    ],
+                ),
             ],
             ..Dupes::default()
         };
         let removable: Vec<&str> = dupes.removable().map(|m| m.path.as_str()).collect();
         // The keepers (/e1: same pixels and date, the smaller path; /s2: the most pixels)
-        // stay, and so do both burst frames.
+        // stay, and so do both burst frames and both files of the pair.
+        assert!(dupes.groups[3].members.iter().all(|m| !m.keeper));
+        assert_eq!(dupes.groups[3].saving, 0);
         assert_eq!(removable, ["/e2", "/s1", "/s3"]);
         assert_eq!(dupes.saving(), 4 + 5 + 3);
         assert_eq!(Dupes::default().removable().count(), 0);
+    }
+
+    #[test]
+    fn the_original_of_an_export_is_the_keeper_whatever_its_pixels() {
+        let mut heif = member("/IMG_1.heic", 100, 100, None, 9);
+        heif.original = true;
+        let jpeg = member("/export/IMG_1.jpg", 200, 200, None, 30);
+        assert_eq!(keeper(vec![jpeg, heif]), "/IMG_1.heic");
     }
 
     #[test]

@@ -122,6 +122,41 @@ CREATE TABLE IF NOT EXISTS sidecars (
 );
 ";
 
+/// What version 4 adds besides its columns: the links between files that belong together
+/// (`pairs`, a view: always what the rows say, never stale, nothing to remove), and the
+/// indexes that make it fast.
+///
+/// - `raw+jpeg`: a camera raw file and the JPEG (or HEIF) the camera wrote beside it: one
+///   directory, one name but for the extension (any case), one capture time (to the second).
+/// - `live-photo`: a Live Photo's still and its video: one Apple content identifier.
+/// - `export`: a HEIF and a JPEG made from it: one capture time (to the second), one
+///   camera (make and model, both known), anywhere; the HEIF is the original.
+///
+/// A name's stem is its path with the trailing letters and digits trimmed (`/p/IMG_1.CR2`
+/// and `/p/IMG_1.jpg` both `/p/IMG_1.`), as an indexed expression.
+const UPGRADE_V3: &str = "
+CREATE INDEX IF NOT EXISTS images_stem ON images(lower(rtrim(path,
+    'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789')))
+    WHERE kind IN ('raw', 'image');
+CREATE INDEX IF NOT EXISTS images_content_id ON images(content_id)
+    WHERE content_id IS NOT NULL;
+CREATE VIEW IF NOT EXISTS pairs (a, b, link) AS
+    SELECT r.id, j.id, 'raw+jpeg' FROM images r JOIN images j
+        ON lower(rtrim(j.path, 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'))
+         = lower(rtrim(r.path, 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789'))
+        AND j.kind IN ('raw', 'image')
+    WHERE r.kind = 'raw' AND j.format IN ('jpeg', 'heif') AND j.id != r.id
+        AND substr(r.taken, 1, 19) = substr(j.taken, 1, 19)
+    UNION ALL
+    SELECT i.id, v.id, 'live-photo' FROM images i JOIN images v ON v.content_id = i.content_id
+    WHERE i.kind = 'image' AND v.kind = 'video'
+    UNION ALL
+    SELECT h.id, j.id, 'export' FROM images h JOIN images j
+        ON substr(j.taken, 1, 19) = substr(h.taken, 1, 19)
+    WHERE h.format = 'heif' AND h.kind = 'image' AND j.format = 'jpeg' AND j.kind = 'image'
+        AND h.make = j.make AND h.model = j.model AND length(h.taken) >= 19;
+";
+
 /// The formats whose rows a version-3 catalog has right: their `kind` is set to `image` by
 /// the upgrade. Every other row (HEIF sizes were an item's, raw sizes a preview's) has no
 /// `kind` and is read again by the next run.
@@ -693,6 +728,8 @@ pub(crate) struct ReadOnly {
     conn: Connection,
     /// Version 3 and later: `images.phash` and the `thumbs` table exist.
     visual: bool,
+    /// Version 4 and later: the `pairs` view exists.
+    pairs: bool,
 }
 
 /// A row's fields as finding duplicates needs them (every row with a content hash).
@@ -735,7 +772,26 @@ impl ReadOnly {
         Ok(ReadOnly {
             conn,
             visual: version >= 3,
+            pairs: version >= 4,
         })
+    }
+
+    /// Every link of the `pairs` view between rows with a content hash: the two rows' ids
+    /// and the link (`raw+jpeg`, `live-photo`, `export`). None before version 4.
+    pub(crate) fn each_pair(&self, mut each: impl FnMut(i64, i64, String)) -> rusqlite::Result<()> {
+        if !self.pairs {
+            return Ok(());
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT p.a, p.b, p.link FROM pairs p
+                 JOIN images x ON x.id = p.a JOIN images y ON y.id = p.b
+             WHERE x.blake3 IS NOT NULL AND y.blake3 IS NOT NULL",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            each(r.get(0)?, r.get(1)?, r.get(2)?);
+        }
+        Ok(())
     }
 
     /// Rows whose content hash is not known (files that could not be read).
@@ -1052,12 +1108,12 @@ pub(crate) fn upgrade_v2(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
 }
 
 /// Upgrades a version-3 catalog (or one just made by [`upgrade_v2`]) to version 4, inside
-/// the caller's transaction: adds the `sidecars` table ([`V4_SIDECARS`]) and the columns of
-/// [`V4_COLUMNS`] where missing. Rows of a catalog that had no `kind` get `kind = 'image'`
-/// where their fields were right ([`V3_RIGHT`]); the rest keep every field and are read
-/// again by the next run, which gives them their kind (nothing is removed). A catalog
-/// made by a build of version 4 before sidecars gets only what it lacks. Running it again
-/// changes nothing.
+/// the caller's transaction: adds the `sidecars` table ([`V4_SIDECARS`]), the columns of
+/// [`V4_COLUMNS`] where missing, and [`UPGRADE_V3`]'s view and indexes. Rows of a catalog
+/// that had no `kind` get `kind = 'image'` where their fields were right ([`V3_RIGHT`]);
+/// the rest keep every field and are read again by the next run, which gives them their
+/// kind (nothing is removed). A catalog made by a build of version 4 before sidecars gets
+/// only what it lacks. Running it again changes nothing.
 pub(crate) fn upgrade_v3(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(V4_SIDECARS)?;
     let mut added = false;
@@ -1077,7 +1133,8 @@ pub(crate) fn upgrade_v3(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
             "UPDATE images SET kind = 'image' WHERE blake3 IS NOT NULL AND ({V3_RIGHT});"
         ))?;
     }
-    tx.execute_batch("CREATE INDEX IF NOT EXISTS images_sidecar ON images(sidecar);")
+    tx.execute_batch("CREATE INDEX IF NOT EXISTS images_sidecar ON images(sidecar);")?;
+    tx.execute_batch(UPGRADE_V3)
 }
 
 impl Catalog {

@@ -2,19 +2,27 @@
 //! no decode) and its EXIF fields. Pure: bytes in, facts out; a parser that panics on
 //! hostile input is caught here and becomes the file's error.
 
-use std::io::Cursor;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+mod apple;
+mod avi;
 mod bmp;
-#[allow(dead_code)] // Until the HEIF, CR3 and video parsers use it.
 pub(crate) mod boxes;
+mod ciff;
+mod cursor;
+mod heif;
 mod jpeg;
+mod jxl;
+mod matroska;
 mod png;
+mod quicktime;
+mod raw;
 mod tiff;
 pub mod view;
 
 pub use view::View;
 mod webp;
+mod x3f;
 mod xmp;
 
 pub(crate) use xmp::SidecarFields;
@@ -113,6 +121,14 @@ pub fn format_of(head: &[u8]) -> Option<&'static str> {
         Some("webp")
     } else if at(0, b"BM") && head.len() >= 26 {
         Some("bmp")
+    } else if at(0, b"II\x1a\0\0\0") && at(6, b"HEAPCCDR") {
+        Some("crw")
+    } else if at(0, b"FUJIFILMCCD-RAW") {
+        Some("raf")
+    } else if at(0, b"FOVb") {
+        Some("x3f")
+    } else if at(0, b"\0MRM") {
+        Some("mrw")
     } else if at(0, b"II*\0") && at(8, b"CR\x02") {
         Some("cr2")
     } else if at(0, b"IIRO") || at(0, b"IIRS") || at(0, b"MMOR") {
@@ -120,24 +136,55 @@ pub fn format_of(head: &[u8]) -> Option<&'static str> {
     } else if at(0, b"IIU\0") {
         Some("rw2")
     } else if at(0, b"II*\0") || at(0, b"MM\0*") || at(0, b"II+\0") || at(0, b"MM\0+") {
-        // Classic TIFF (42) and BigTIFF (43).
+        // Classic TIFF (42) and BigTIFF (43); which raw format it may be is told from
+        // IFD0 by `raw::tiff_format`.
         Some("tiff")
     } else if at(4, b"ftyp") {
-        let brand = head.get(8..12)?;
-        match brand {
-            b"avif" | b"avis" => Some("avif"),
-            b"heic" | b"heix" | b"heim" | b"heis" | b"hevc" | b"hevx" | b"mif1" | b"msf1" => {
-                Some("heif")
-            }
-            _ => None,
-        }
+        ftyp_format(head.get(8..12)?, head)
+    } else if at(0, b"RIFF") && at(8, b"AVI ") {
+        Some("avi")
+    } else if at(0, &[0x1A, 0x45, 0xDF, 0xA3]) {
+        matroska::doc_type(head)
+    } else if at(0, &[0xFF, 0x0A]) || at(0, b"\0\0\0\x0cJXL \r\n\x87\n") {
+        Some("jxl")
+    } else if quicktime::is_classic(head) {
+        Some("mov")
     } else {
         None
     }
 }
 
+/// The format an ISO BMFF file's major brand names; a brand this catalog does not know
+/// is looked for among the compatible brands (after the minor version) too.
+fn ftyp_format(major: &[u8], head: &[u8]) -> Option<&'static str> {
+    let of = |brand: &[u8]| -> Option<&'static str> {
+        Some(match brand {
+            b"avif" | b"avis" => "avif",
+            b"heic" | b"heix" | b"heim" | b"heis" | b"hevc" | b"hevx" | b"mif1" | b"msf1" => "heif",
+            b"crx " => "cr3",
+            b"qt  " => "mov",
+            b"M4V " | b"M4VH" | b"M4VP" => "m4v",
+            [b'3', b'g', b'p' | b'2' | b'e' | b's', _] => "3gp",
+            b"isom" | b"iso2" | b"iso3" | b"iso4" | b"iso5" | b"iso6" | b"iso7" | b"iso8"
+            | b"iso9" | b"mp41" | b"mp42" | b"avc1" | b"dash" | b"MSNV" | b"XAVC" | b"f4v "
+            | b"mmp4" | b"NDAS" | b"mp71" => "mp4",
+            _ => return None,
+        })
+    };
+    // Audio (iTunes' M4A, M4B, M4P) lists `isom` among its brands, yet is no video.
+    if matches!(major, b"M4A " | b"M4B " | b"M4P " | b"F4A " | b"F4B ") {
+        return None;
+    }
+    of(major).or_else(|| {
+        // The ftyp box's own size bounds its compatible brands.
+        let size = u32::from_be_bytes(head.get(..4)?.try_into().ok()?) as usize;
+        let brands = head.get(16..size.min(head.len()))?;
+        brands.chunks_exact(4).find_map(of)
+    })
+}
+
 /// The formats a file with extension `ext` may hold (TIFF-based raw formats are TIFF
-/// inside, so `.dng`, `.nef`, `.arw`, `.pef` accept it).
+/// inside and IFD0 may not tell which, so `.dng`, `.nef`, `.arw`, `.pef`, … accept it).
 fn formats_for_extension(ext: &str) -> &'static [&'static str] {
     match ext.to_ascii_lowercase().as_str() {
         "jpg" | "jpeg" | "jpe" => &["jpeg"],
@@ -146,12 +193,33 @@ fn formats_for_extension(ext: &str) -> &'static [&'static str] {
         "webp" => &["webp"],
         "tif" | "tiff" => &["tiff"],
         "bmp" => &["bmp"],
-        "heic" | "heif" => &["heif"],
+        "heic" | "heif" | "hif" => &["heif"],
         "avif" => &["avif", "heif"],
-        "dng" | "nef" | "arw" | "pef" => &["tiff"],
+        "dng" => &["dng", "tiff"],
+        "mp4" => &["mp4", "m4v", "mov", "3gp"],
+        "m4v" => &["m4v", "mp4", "mov"],
+        "mov" | "qt" => &["mov", "mp4"],
+        "3gp" | "3g2" => &["3gp", "mp4"],
+        "mkv" => &["mkv", "webm"],
+        "webm" => &["webm", "mkv"],
+        "avi" => &["avi"],
+        "jxl" => &["jxl"],
         "cr2" => &["cr2", "tiff"],
+        "nef" => &["nef", "tiff"],
+        "nrw" => &["nrw", "nef", "tiff"],
+        "arw" => &["arw", "tiff"],
+        "sr2" => &["sr2", "arw", "tiff"],
+        "pef" => &["pef", "tiff"],
+        "srw" => &["srw", "tiff"],
+        "3fr" => &["3fr", "tiff"],
+        "iiq" => &["iiq", "tiff"],
+        "cr3" => &["cr3"],
+        "crw" => &["crw"],
         "orf" => &["orf"],
         "rw2" => &["rw2"],
+        "raf" => &["raf"],
+        "x3f" => &["x3f"],
+        "mrw" => &["mrw"],
         _ => &[],
     }
 }
@@ -184,6 +252,9 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         info.error = Some("empty file".into());
         return info;
     }
+    if info.format == Some("tiff") {
+        info.format = Some(raw::tiff_format(data, ext));
+    }
     let Some(format) = info.format else {
         info.ext_mismatch = ext.is_some_and(|e| !formats_for_extension(e).is_empty());
         info.error = Some("not an image this catalog knows (no known signature)".into());
@@ -193,39 +264,41 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         let expected = formats_for_extension(e);
         !expected.is_empty() && !expected.contains(&format)
     });
+    info.kind = Some(kind_of(format));
+    let is_raw = RAW_FORMATS.contains(&format);
+    let mut raw_fields = None;
     let mut layout = match format {
         "jpeg" => jpeg::read(data),
         "png" => png::read(data, complete),
         "bmp" => bmp::read(data, complete),
         "webp" => webp::read(data),
+        "heif" | "avif" => heif::read(view),
+        "mp4" | "mov" | "m4v" | "3gp" => quicktime::read(view),
+        "mkv" | "webm" => matroska::read(view),
+        "avi" => avi::read(view),
+        "jxl" => jxl::read(view),
         // The TIFF structure is the file; its IFD0 has the dimensions.
-        "tiff" | "cr2" | "orf" | "rw2" => Layout {
+        "tiff" => Layout {
             exif: Some(data),
             ..Layout::default()
         },
+        _ if is_raw => {
+            let (layout, fields) = raw::read(view, format);
+            raw_fields = fields;
+            layout
+        }
         _ => Layout::default(),
     };
     let mut errors: Vec<String> = layout.error.take().into_iter().collect();
     let mut tiff_fields = None;
-    let whole_tiff = matches!(format, "tiff" | "cr2" | "orf" | "rw2");
+    let whole_tiff = format == "tiff";
+    if raw_fields.is_some() {
+        tiff_fields = raw_fields;
+    }
     if let Some(block) = layout.exif.or(layout.owned_exif.as_deref()) {
         match tiff::read(block) {
             Ok(fields) => tiff_fields = Some(fields),
             Err(e) if whole_tiff => errors.push(format!("unreadable TIFF structure: {e}")),
-            Err(e) => errors.push(format!("unreadable EXIF: {e}")),
-        }
-    } else if matches!(format, "heif" | "avif") {
-        // HEIF keeps EXIF in an item located through its boxes: `kamadak-exif` finds it.
-        match exif::Reader::new()
-            .continue_on_error(true)
-            .read_from_container(&mut Cursor::new(data))
-            .or_else(|e| e.distill_partial_result(|_| {}))
-        {
-            Ok(found) => match tiff::read(found.buf()) {
-                Ok(fields) => tiff_fields = Some(fields),
-                Err(e) => errors.push(format!("unreadable EXIF: {e}")),
-            },
-            Err(exif::Error::NotFound(_)) => {}
             Err(e) => errors.push(format!("unreadable EXIF: {e}")),
         }
     }
@@ -233,8 +306,8 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         (layout.width, layout.height) = (f.width, f.height);
     }
     // Our readers' own verdict stands for the formats they read; `imagesize` has the rest
-    // (GIF, WebP, HEIF, AVIF, the raw formats whose IFD0 is a thumbnail).
-    if layout.width.is_none() && !matches!(format, "jpeg" | "png" | "bmp" | "tiff") {
+    // (GIF, WebP).
+    if layout.width.is_none() && !OWN_SIZE.contains(&format) && !is_raw {
         match imagesize::blob_size(data) {
             Ok(size) => {
                 layout.width = Some(size.width as u64);
@@ -266,6 +339,11 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         }
         fill_exif(&mut info, f);
     }
+    if let Some(block) = layout.exif.or(layout.owned_exif.as_deref())
+        && layout.meta.content_id.is_none()
+    {
+        layout.meta.content_id = apple::content_id(block);
+    }
     fill_meta(&mut info, std::mem::take(&mut layout.meta));
     let lacking = [&info.taken, &info.lens, &info.make, &info.model]
         .iter()
@@ -282,6 +360,13 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
 /// The largest width or height the catalog believes: PNG's limit (2³¹ − 1), far above
 /// any real image; a header claiming more is damaged.
 const MAX_SIDE: u64 = i32::MAX as u64;
+
+/// The formats whose dimensions our own readers find (or say why not); `imagesize` is
+/// asked for the others'.
+const OWN_SIZE: &[&str] = &[
+    "jpeg", "png", "bmp", "tiff", "heif", "avif", "mp4", "mov", "m4v", "3gp", "mkv", "webm", "avi",
+    "jxl",
+];
 
 /// What a container's header says: the dimensions, where its EXIF block (a TIFF
 /// structure) is, and what was wrong with it.
@@ -344,7 +429,8 @@ fn fill_exif(info: &mut ImageInfo, f: tiff::Fields) {
     info.gps_alt = f.gps_alt;
 }
 
-/// The fields EXIF did not have, from the container's own structure.
+/// The fields EXIF did not have, from the container's own structure; and what only the
+/// container says (a preview's place, a video's duration).
 fn fill_meta(info: &mut ImageInfo, m: Meta) {
     fn or<T>(field: &mut Option<T>, value: Option<T>) {
         if field.is_none() {
@@ -355,7 +441,8 @@ fn fill_meta(info: &mut ImageInfo, m: Meta) {
     or(&mut info.make, m.make);
     or(&mut info.model, m.model);
     or(&mut info.orientation, m.orientation);
-    if info.gps_lat.is_none() && info.gps_lon.is_none() {
+    // A position is one: the container's only where EXIF has none at all.
+    if info.gps_lat.is_none() && info.gps_lon.is_none() && info.gps_alt.is_none() {
         (info.gps_lat, info.gps_lon, info.gps_alt) = (m.gps_lat, m.gps_lon, m.gps_alt);
     }
     or(&mut info.duration, m.duration);
@@ -455,6 +542,71 @@ pub mod fuzzing {
     pub fn bmp(data: &[u8], complete: bool) {
         black_box(super::bmp::read(data, complete));
     }
+    /// The raw readers, each on `data` as a whole file (the format by its signature or,
+    /// for a TIFF structure, by `raw::tiff_format`).
+    pub fn raw(data: &[u8], ext: Option<&str>) {
+        let view = super::View::whole(data);
+        let format = match super::format_of(data) {
+            Some("tiff") => super::raw::tiff_format(data, ext),
+            Some(f) => f,
+            None => return,
+        };
+        if super::RAW_FORMATS.contains(&format) {
+            black_box(super::raw::read(view, format));
+        }
+    }
+    pub fn tiff_images(data: &[u8]) {
+        let _ = black_box(super::tiff::images(data));
+    }
+    pub fn crw(data: &[u8]) {
+        black_box(super::raw::read(super::View::whole(data), "crw"));
+    }
+    pub fn x3f(data: &[u8]) {
+        black_box(super::raw::read(super::View::whole(data), "x3f"));
+    }
+    pub fn cr3(data: &[u8]) {
+        black_box(super::raw::read(super::View::whole(data), "cr3"));
+    }
+    pub fn raf(data: &[u8]) {
+        black_box(super::raw::read(super::View::whole(data), "raf"));
+    }
+    pub fn mrw(data: &[u8]) {
+        black_box(super::raw::read(super::View::whole(data), "mrw"));
+    }
+    /// `data` as a file's head; when not `complete`, the file goes on (not kept) for as
+    /// many bytes again, and its last quarter is kept as the tail.
+    fn view(data: &[u8], complete: bool) -> super::View<'_> {
+        if complete {
+            super::View::whole(data)
+        } else {
+            let size = data.len() as u64 * 2;
+            super::View::new(&data[..data.len() / 2], &data[data.len() * 3 / 4..], size)
+        }
+    }
+    pub fn heif(data: &[u8], complete: bool) {
+        let layout = super::heif::read(view(data, complete));
+        if let Some(block) = layout.exif.or(layout.owned_exif.as_deref()) {
+            black_box(super::apple::content_id(block));
+        }
+        black_box(layout);
+    }
+    pub fn quicktime(data: &[u8], complete: bool) {
+        black_box(super::quicktime::read(view(data, complete)));
+        black_box(super::quicktime::is_classic(data));
+    }
+    pub fn matroska(data: &[u8], complete: bool) {
+        black_box(super::matroska::read(view(data, complete)));
+        black_box(super::matroska::doc_type(data));
+    }
+    pub fn avi(data: &[u8], complete: bool) {
+        black_box(super::avi::read(view(data, complete)));
+    }
+    pub fn jxl(data: &[u8], complete: bool) {
+        black_box(super::jxl::read(view(data, complete)));
+    }
+    pub fn apple(data: &[u8]) {
+        black_box(super::apple::content_id(data));
+    }
     pub fn xmp(data: &[u8]) {
         if let Some(packet) = super::xmp::packet(data) {
             for name in ["tiff:Orientation", "exif:DateTimeOriginal", "tiff:Make"] {
@@ -484,6 +636,108 @@ mod tests {
         assert_eq!(format_of(b"\0\0\0\x1cftypheic"), Some("heif"));
         assert_eq!(format_of(b"\0\0\0\x1cftypavif"), Some("avif"));
         assert_eq!(format_of(b"hello"), None);
+    }
+
+    #[test]
+    fn video_and_new_image_formats_are_told_by_their_signatures() {
+        let ftyp = |brand: &[u8; 4], compatible: &[u8]| {
+            let mut f = ((16 + compatible.len()) as u32).to_be_bytes().to_vec();
+            f.extend_from_slice(b"ftyp");
+            f.extend_from_slice(brand);
+            f.extend_from_slice(&[0; 4]);
+            f.extend_from_slice(compatible);
+            f
+        };
+        for (brand, format) in [
+            (b"qt  ", "mov"),
+            (b"M4V ", "m4v"),
+            (b"3gp4", "3gp"),
+            (b"3g2a", "3gp"),
+            (b"isom", "mp4"),
+            (b"mp42", "mp4"),
+            (b"crx ", "cr3"),
+            (b"avis", "avif"),
+            (b"heic", "heif"),
+        ] {
+            assert_eq!(format_of(&ftyp(brand, b"")), Some(format), "{brand:?}");
+        }
+        // An unknown major brand is looked for among the compatible ones.
+        assert_eq!(format_of(&ftyp(b"abcd", b"xyz1isom")), Some("mp4"));
+        assert_eq!(format_of(&ftyp(b"abcd", b"xyz1")), None);
+        assert_eq!(format_of(&ftyp(b"M4A ", b"M4A isom")), None);
+        assert_eq!(format_of(b"\0\0\0\x08wide\0\0\0\x10mdat"), Some("mov"));
+        assert_eq!(format_of(b"\0\0\0\x02moov"), None);
+        assert_eq!(format_of(b"RIFF\0\0\0\0AVI LIST"), Some("avi"));
+        assert_eq!(format_of(b"\xFF\x0A\x08\x04"), Some("jxl"));
+        assert_eq!(format_of(b"\0\0\0\x0cJXL \r\n\x87\n"), Some("jxl"));
+        let ebml = |doc: &[u8]| {
+            let mut e = vec![
+                0x1A,
+                0x45,
+                0xDF,
+                0xA3,
+                0x80 | (doc.len() as u8 + 3),
+                0x42,
+                0x82,
+            ];
+            e.push(0x80 | doc.len() as u8);
+            e.extend_from_slice(doc);
+            e
+        };
+        assert_eq!(format_of(&ebml(b"webm")), Some("webm"));
+        assert_eq!(format_of(&ebml(b"matroska")), Some("mkv"));
+        assert_eq!(kind_of("webm"), "video");
+        assert_eq!(kind_of("jxl"), "image");
+    }
+
+    #[test]
+    fn a_video_fills_its_fields_from_the_container() {
+        use boxes::tests::bx;
+        let mut tkhd = vec![0; 40];
+        for v in [0, 1 << 16, 0, -(1i32 << 16), 0, 0, 0, 0, 1 << 30] {
+            tkhd.extend_from_slice(&v.to_be_bytes());
+        }
+        tkhd.extend_from_slice(&(640u32 << 16).to_be_bytes());
+        tkhd.extend_from_slice(&(480u32 << 16).to_be_bytes());
+        let hdlr = bx(b"hdlr", &[&[0; 8][..], b"vide", &[0; 12]].concat());
+        let stsd = bx(
+            b"stsd",
+            &[&[0, 0, 0, 0, 0, 0, 0, 1][..], &bx(b"avc1", &[0; 78])].concat(),
+        );
+        let mdia = bx(b"mdia", &[hdlr, bx(b"minf", &bx(b"stbl", &stsd))].concat());
+        let trak = bx(b"trak", &[bx(b"tkhd", &tkhd), mdia].concat());
+        let file = [bx(b"ftyp", b"isom\0\0\0\0isom"), bx(b"moov", &trak)].concat();
+        let info = inspect(View::whole(&file), Some("MP4"));
+        assert_eq!(
+            (info.format, info.kind, info.error),
+            (Some("mp4"), Some("video"), None)
+        );
+        assert!(!info.ext_mismatch);
+        assert_eq!(
+            (info.width, info.height, info.rotation),
+            (Some(480), Some(640), Some(90))
+        );
+        assert_eq!(info.codec.as_deref(), Some("avc1"));
+        // The same bytes named .mov are no mismatch (phones' MP4 and MOV are alike).
+        assert!(!inspect(View::whole(&file), Some("mov")).ext_mismatch);
+        assert!(inspect(View::whole(&file), Some("avi")).ext_mismatch);
+    }
+
+    #[test]
+    fn a_live_photos_content_identifier_is_read_from_the_apple_maker_note() {
+        let id = "5A8D8B5C-2B7E-4B2B-9D4D-2D2D5E7B1C11";
+        let exif = apple::tests::apple_exif(id);
+        let jpeg = [
+            &[0xFF, 0xD8, 0xFF, 0xE1][..],
+            &((exif.len() + 8) as u16).to_be_bytes(),
+            b"Exif\0\0",
+            &exif,
+            &[0xFF, 0xC0, 0, 11, 8, 0, 6, 0, 8, 1, 1, 0x11, 0, 0xFF, 0xD9],
+        ]
+        .concat();
+        let info = inspect(View::whole(&jpeg), Some("jpg"));
+        assert_eq!(info.content_id.as_deref(), Some(id));
+        assert_eq!(info.kind, Some("image"));
     }
 
     #[test]

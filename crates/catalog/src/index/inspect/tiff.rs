@@ -16,7 +16,10 @@ struct Entry {
     kind: u16,
     count: u64,
     /// Offset of the value's bytes in the block (inline values point into the entry).
-    at: usize,
+    at: u64,
+    /// Whether the value lies past the block's end (a raw file's image data, which only
+    /// its offset is wanted for).
+    far: bool,
 }
 
 /// The fields of one TIFF structure that the catalog keeps, raw.
@@ -67,37 +70,17 @@ const GPS_TAGS: &[u16] = &[1, 2, 3, 4, 5, 6];
 /// Reads the TIFF structure in `data` (starting with `II` or `MM`). `Err` when it is not
 /// one at all (no byte order, no IFD0); otherwise whatever could be read, with the damage.
 pub(super) fn read(data: &[u8]) -> Result<Fields, String> {
-    let little = match data.get(0..2) {
-        Some(b"II") => true,
-        Some(b"MM") => false,
-        _ => return Err("no TIFF byte order mark".into()),
-    };
-    let mut r = Reader {
-        data,
-        little,
-        big: false,
-        damage: Vec::new(),
-        links: Vec::new(),
-    };
-    // The magic number is 42 for TIFF and EXIF, 43 for BigTIFF; raw formats use their
-    // own (ORF: 0x4F52/0x5352, RW2: 0x55) with a classic layout.
-    let first = if r.u16(2) == Some(43) {
-        r.big = true;
-        if r.u16(4) != Some(8) {
-            return Err("BigTIFF with an offset size other than 8".into());
-        }
-        r.u64(8)
-    } else {
-        r.u32(4).map(u64::from)
-    }
-    .ok_or("TIFF header cut short")?;
+    let (mut r, first) = Reader::open(data)?;
     let mut seen = HashSet::new();
-    let ifd0 = r
+    let mut ifd0 = r
         .ifd(first, MAIN_TAGS, &mut seen)
         .ok_or_else(|| format!("IFD0 at {first} is outside the block"))?;
+    ifd0.retain(|e| !e.far);
     let mut f = Fields::default();
-    let exif = r.sub_ifd(&ifd0, EXIF_IFD, "Exif", MAIN_TAGS, &mut seen);
-    let gps = r.sub_ifd(&ifd0, GPS_IFD, "GPS", GPS_TAGS, &mut seen);
+    let mut exif = r.sub_ifd(&ifd0, EXIF_IFD, "Exif", MAIN_TAGS, &mut seen);
+    let mut gps = r.sub_ifd(&ifd0, GPS_IFD, "GPS", GPS_TAGS, &mut seen);
+    exif.retain(|e| !e.far);
+    gps.retain(|e| !e.far);
     // EXIF tags are looked up in the Exif IFD first, then in IFD0 (some writers put
     // LensModel or DateTimeOriginal there; exiftool reads them).
     let find = |tag: u16| {
@@ -119,7 +102,6 @@ pub(super) fn read(data: &[u8]) -> Result<Fields, String> {
         }
     }
     let in_ifd0 = |tag: u16| ifd0.iter().find(|e| e.tag == tag).copied();
-    let in_gps = |tag: u16| gps.iter().find(|e| e.tag == tag).copied();
 
     f.width = in_ifd0(0x0100).and_then(|e| r.uint(&e));
     f.height = in_ifd0(0x0101).and_then(|e| r.uint(&e));
@@ -141,27 +123,209 @@ pub(super) fn read(data: &[u8]) -> Result<Fields, String> {
     f.offset = find(0x9011).and_then(|e| r.text(&e));
     f.lens = find(0xA434).and_then(|e| r.text(&e));
 
-    let degrees = |tag: u16, reference: u16, negative: u8, limit: f64| -> Option<f64> {
-        let e = in_gps(tag)?;
-        if e.count != 3 {
-            return None;
-        }
-        let d = r.real(&e, 0)? + r.real(&e, 1)? / 60.0 + r.real(&e, 2)? / 3600.0;
-        let sign = match in_gps(reference).and_then(|e| r.text(&e)) {
-            Some(s) if s.as_bytes().first() == Some(&negative) => -1.0,
-            _ => 1.0,
-        };
-        // A latitude beyond 90° or a longitude beyond 180° is no place.
-        (d.is_finite() && d <= limit).then_some(sign * d)
-    };
-    f.gps_lat = degrees(2, 1, b'S', 90.0);
-    f.gps_lon = degrees(4, 3, b'W', 180.0);
-    f.gps_alt = in_gps(6).and_then(|e| r.real(&e, 0)).map(|alt| {
-        let below = in_gps(5).and_then(|e| r.uint(&e)) == Some(1);
-        if below { -alt } else { alt }
-    });
+    r.gps(&gps, &mut f);
     f.damage = r.damage;
     Ok(f)
+}
+
+/// The GPS fields of a block whose IFD0 is a GPS IFD (a CR3's CMT4 box).
+pub(super) fn read_gps(data: &[u8]) -> Result<Fields, String> {
+    let (mut r, first) = Reader::open(data)?;
+    let mut gps = r
+        .ifd(first, GPS_TAGS, &mut HashSet::new())
+        .ok_or_else(|| format!("the GPS IFD at {first} is outside the block"))?;
+    gps.retain(|e| !e.far);
+    let mut f = Fields::default();
+    r.gps(&gps, &mut f);
+    f.damage = r.damage;
+    Ok(f)
+}
+
+/// What a raw file's TIFF structure says about the images it holds, beyond the EXIF
+/// fields: the main image's size and orientation as exiftool picks them, the embedded
+/// JPEGs, and the tags that tell one raw format from another.
+#[derive(Debug, Default)]
+pub(super) struct Images {
+    /// ImageWidth and ImageHeight of the main image: those of the first directory marked
+    /// as the full-resolution image (NewSubfileType 0, or the old SubfileType 1), else the
+    /// first found in exiftool's walk order (IFD0, its SubIFDs, the Exif IFD, IFD1, …).
+    pub width: Option<u64>,
+    pub height: Option<u64>,
+    /// Orientation chosen by the same rule.
+    pub orientation: Option<u32>,
+    /// ExifImageWidth and ExifImageHeight (the Exif IFD's): CR2 and IIQ report these.
+    pub exif_width: Option<u64>,
+    pub exif_height: Option<u64>,
+    /// Embedded JPEGs as (offset, length) in the block: JPEGInterchangeFormat and its
+    /// length, single-strip JPEG-compressed previews, Panasonic's JpgFromRaw (0x2E).
+    /// Not checked against the block: they may lie past it.
+    pub jpegs: Vec<(u64, u64)>,
+    /// IFD0's Make.
+    pub make: Option<String>,
+    /// Whether IFD0 has DNGVersion (0xC612).
+    pub dng: bool,
+    /// Panasonic's sensor borders in IFD0 (tags 4 to 7): top, left, bottom, right.
+    pub borders: [Option<u64>; 4],
+    /// Where Panasonic's JpgFromRaw (tag 0x2E) lies: its EXIF has the date.
+    pub jpg_from_raw: Option<(u64, u64)>,
+}
+
+/// The most directories [`images`] reads: real raw files have fewer than 10.
+const MAX_IFDS: u32 = 64;
+
+/// Reads what the TIFF structure in `data` says about its images (see [`Images`]).
+/// `Err` when it is not a TIFF structure at all.
+pub(super) fn images(data: &[u8]) -> Result<Images, String> {
+    let (mut r, first) = Reader::open(data)?;
+    let mut walk = Walk {
+        seen: HashSet::new(),
+        left: MAX_IFDS,
+        priority_set: false,
+        width: Pick::default(),
+        height: Pick::default(),
+        orientation: Pick::default(),
+        out: Images::default(),
+    };
+    // IFD0 and the IFDs it links to (IFD1, IFD2, … as in CR2), each with its SubIFDs.
+    let mut at = Some(first);
+    let mut index = 0;
+    while let Some(ifd) = at.filter(|&a| a != 0) {
+        at = r.walk(ifd, index == 0, 0, &mut walk);
+        index += 1;
+    }
+    let mut out = walk.out;
+    out.width = walk.width.get();
+    out.height = walk.height.get();
+    out.orientation = walk
+        .orientation
+        .get()
+        .and_then(|o| u32::try_from(o).ok())
+        .filter(|o| (1..=8).contains(o));
+    Ok(out)
+}
+
+/// A tag exiftool gives priority 0: the first value found stands unless the
+/// full-resolution image's directory has one.
+#[derive(Default)]
+struct Pick {
+    first: Option<u64>,
+    priority: Option<u64>,
+}
+
+impl Pick {
+    fn see(&mut self, value: Option<u64>, priority: bool) {
+        if priority && self.priority.is_none() {
+            self.priority = value;
+        }
+        if self.first.is_none() {
+            self.first = value;
+        }
+    }
+    fn get(&self) -> Option<u64> {
+        self.priority.or(self.first)
+    }
+}
+
+struct Walk {
+    seen: HashSet<u64>,
+    left: u32,
+    /// Whether the full-resolution image's directory was met (exiftool's priority
+    /// directory is the first one marked so).
+    priority_set: bool,
+    width: Pick,
+    height: Pick,
+    orientation: Pick,
+    out: Images,
+}
+
+impl Reader<'_> {
+    /// Reads the IFD at `at` and the SubIFDs and Exif IFD it points to, in exiftool's
+    /// order; returns the link to the next IFD in its chain.
+    fn walk(&mut self, at: u64, ifd0: bool, depth: u32, w: &mut Walk) -> Option<u64> {
+        if w.left == 0 || depth > 3 {
+            return None;
+        }
+        w.left -= 1;
+        self.links.clear();
+        let entries = self.ifd(at, &[], &mut w.seen)?;
+        let next = self.links.pop();
+        self.links.clear();
+        let get = |tag: u16| entries.iter().find(|e| e.tag == tag);
+        let value = |tag: u16| get(tag).and_then(|e| self.uint(e));
+        let new_kind = value(0x00FE);
+        let old_kind = value(0x00FF);
+        let priority = !w.priority_set && (new_kind == Some(0) || old_kind == Some(1));
+        w.priority_set |= priority;
+        w.width.see(value(0x0100), priority);
+        w.height.see(value(0x0101), priority);
+        w.orientation.see(value(0x0112), priority);
+        if ifd0 {
+            w.out.make = get(0x010F).and_then(|e| self.text(e));
+            w.out.dng = get(0xC612).is_some();
+            for (i, tag) in [4u16, 5, 6, 7].into_iter().enumerate() {
+                w.out.borders[i] = value(tag);
+            }
+            if let Some(e) = get(0x002E).filter(|e| e.kind == 7) {
+                w.out.jpg_from_raw = Some((e.at, e.count));
+                w.out.jpegs.push((e.at, e.count));
+            }
+        }
+        if w.out.exif_width.is_none() {
+            w.out.exif_width = value(0xA002);
+            w.out.exif_height = value(0xA003);
+        }
+        if let (Some(start), Some(len)) = (value(0x0201), value(0x0202)) {
+            w.out.jpegs.push((start, len));
+        }
+        // A JPEG-compressed image in one strip is a preview unless it is the raw image
+        // (CR2's IFD3, a DNG's lossless JPEG): marked full-resolution, colour filter
+        // array or linear raw data, or carrying CR2's slice tags.
+        let strips = get(0x0111).filter(|e| e.count == 1);
+        let raw = new_kind == Some(0)
+            || matches!(value(0x0106), Some(32803 | 34892))
+            || get(0xC640).is_some()
+            || get(0xC5D8).is_some();
+        if matches!(value(0x0103), Some(6 | 7))
+            && !raw
+            && let (Some(start), Some(len)) = (
+                strips.and_then(|e| self.uint(e)),
+                get(0x0117)
+                    .filter(|e| e.count == 1)
+                    .and_then(|e| self.uint(e)),
+            )
+        {
+            w.out.jpegs.push((start, len));
+        }
+        for e in &entries {
+            match e.tag {
+                0x014A => {
+                    for i in 0..e.count.min(16) {
+                        let (size, kind) = if matches!(e.kind, 16 | 18) {
+                            (8, 16)
+                        } else {
+                            (4, 4)
+                        };
+                        let one = Entry {
+                            at: e.at.saturating_add(i * size),
+                            count: 1,
+                            kind,
+                            ..*e
+                        };
+                        if let Some(sub) = self.uint(&one) {
+                            self.walk(sub, false, depth + 1, w);
+                        }
+                    }
+                }
+                EXIF_IFD if matches!(e.kind, 4 | 13 | 16 | 18) => {
+                    if let Some(sub) = self.uint(e) {
+                        self.walk(sub, false, depth + 1, w);
+                    }
+                }
+                _ => {}
+            }
+        }
+        next
+    }
 }
 
 /// Bytes per value of each TIFF type; `None` for types this reader does not know.
@@ -175,7 +339,60 @@ fn type_size(kind: u16) -> Option<u64> {
     })
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    /// A reader of the TIFF structure in `data` and the offset of its IFD0.
+    fn open(data: &'a [u8]) -> Result<(Self, u64), String> {
+        let little = match data.get(0..2) {
+            Some(b"II") => true,
+            Some(b"MM") => false,
+            _ => return Err("no TIFF byte order mark".into()),
+        };
+        let mut r = Reader {
+            data,
+            little,
+            big: false,
+            damage: Vec::new(),
+            links: Vec::new(),
+        };
+        // The magic number is 42 for TIFF and EXIF, 43 for BigTIFF; raw formats use their
+        // own (ORF: 0x4F52/0x5352, RW2: 0x55) with a classic layout.
+        let first = if r.u16(2) == Some(43) {
+            r.big = true;
+            if r.u16(4) != Some(8) {
+                return Err("BigTIFF with an offset size other than 8".into());
+            }
+            r.u64(8)
+        } else {
+            r.u32(4).map(u64::from)
+        }
+        .ok_or("TIFF header cut short")?;
+        Ok((r, first))
+    }
+
+    /// Latitude, longitude and altitude from the entries of a GPS IFD.
+    fn gps(&self, gps: &[Entry], f: &mut Fields) {
+        let in_gps = |tag: u16| gps.iter().find(|e| e.tag == tag).copied();
+        let degrees = |tag: u16, reference: u16, negative: u8, limit: f64| -> Option<f64> {
+            let e = in_gps(tag)?;
+            if e.count != 3 {
+                return None;
+            }
+            let d = self.real(&e, 0)? + self.real(&e, 1)? / 60.0 + self.real(&e, 2)? / 3600.0;
+            let sign = match in_gps(reference).and_then(|e| self.text(&e)) {
+                Some(s) if s.as_bytes().first() == Some(&negative) => -1.0,
+                _ => 1.0,
+            };
+            // A latitude beyond 90° or a longitude beyond 180° is no place.
+            (d.is_finite() && d <= limit).then_some(sign * d)
+        };
+        f.gps_lat = degrees(2, 1, b'S', 90.0);
+        f.gps_lon = degrees(4, 3, b'W', 180.0);
+        f.gps_alt = in_gps(6).and_then(|e| self.real(&e, 0)).map(|alt| {
+            let below = in_gps(5).and_then(|e| self.uint(&e)) == Some(1);
+            if below { -alt } else { alt }
+        });
+    }
+
     fn bytes<const N: usize>(&self, at: u64) -> Option<[u8; N]> {
         let at = usize::try_from(at).ok()?;
         self.data.get(at..at.checked_add(N)?)?.try_into().ok()
@@ -256,20 +473,18 @@ impl Reader<'_> {
             } else {
                 u64::from(self.u32(value)?)
             };
-            if at
+            let far = at
                 .checked_add(len)
-                .is_none_or(|end| end > self.data.len() as u64)
-            {
-                if wanted.contains(&tag) {
-                    self.note(format!("tag 0x{tag:04X} points outside the block"));
-                }
-                continue;
+                .is_none_or(|end| end > self.data.len() as u64);
+            if far && wanted.contains(&tag) {
+                self.note(format!("tag 0x{tag:04X} points outside the block"));
             }
             entries.push(Entry {
                 tag,
                 kind,
                 count: n,
-                at: at as usize,
+                at,
+                far,
             });
         }
         Some(entries)
@@ -309,16 +524,14 @@ impl Reader<'_> {
         if e.count == 0 {
             return None;
         }
-        let at = e.at as u64;
+        let at = e.at;
+        let byte = || self.bytes::<1>(at).map(|[b]| b);
         match e.kind {
-            1 | 7 => self.data.get(e.at).map(|&b| u64::from(b)),
+            1 | 7 => byte().map(u64::from),
             3 => self.u16(at).map(u64::from),
             4 | 13 => self.u32(at).map(u64::from),
             16 | 18 => self.u64(at),
-            6 => self
-                .data
-                .get(e.at)
-                .and_then(|&b| u64::try_from(b as i8).ok()),
+            6 => byte().and_then(|b| u64::try_from(b as i8).ok()),
             8 => self.u16(at).and_then(|v| u64::try_from(v as i16).ok()),
             9 => self.u32(at).and_then(|v| u64::try_from(v as i32).ok()),
             17 => self.u64(at).and_then(|v| u64::try_from(v as i64).ok()),
@@ -332,18 +545,14 @@ impl Reader<'_> {
             return None;
         }
         let size = type_size(e.kind)?;
-        let at = e.at as u64 + i * size;
+        let at = e.at.checked_add(i.checked_mul(size)?)?;
         let x = match e.kind {
             5 => f64::from(self.u32(at)?) / f64::from(self.u32(at + 4)?),
             10 => f64::from(self.u32(at)? as i32) / f64::from(self.u32(at + 4)? as i32),
             11 => f64::from(f32::from_bits(self.u32(at)?)),
             12 => f64::from_bits(self.u64(at)?),
             1 | 3 | 4 | 6 | 8 | 9 | 16 | 17 => {
-                let one = Entry {
-                    at: at as usize,
-                    count: 1,
-                    ..*e
-                };
+                let one = Entry { at, count: 1, ..*e };
                 self.uint(&one)? as f64
             }
             _ => return None,
@@ -357,7 +566,9 @@ impl Reader<'_> {
         if !matches!(e.kind, 2 | 7) {
             return None;
         }
-        let bytes = self.data.get(e.at..e.at + e.count as usize)?;
+        let start = usize::try_from(e.at).ok()?;
+        let end = start.checked_add(usize::try_from(e.count).ok()?)?;
+        let bytes = self.data.get(start..end)?;
         let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
         let s = String::from_utf8_lossy(bytes);
         let s = s.trim_end_matches(' ').trim_start();
