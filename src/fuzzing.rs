@@ -61,6 +61,11 @@ pub fn xmp(data: &[u8]) {
     parsers::xmp(data);
 }
 
+/// The XMP sidecar reader (rating, label, keywords, title of `IMG_1234.CR2.xmp`).
+pub fn sidecar(data: &[u8]) {
+    parsers::sidecar(data);
+}
+
 /// [`crate::jobs::index::inspect::inspect`] without its panic guard: the format told by
 /// content, then that format's parsers. The first byte picks the extension and whether
 /// the data is the whole file; the rest is the file.

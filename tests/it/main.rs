@@ -50,6 +50,8 @@ mod index_media; // HEIC, AVIF, JPEG XL, camera raw and video against exiftool; 
 #[cfg(target_os = "linux")]
 mod index_scope; // a second writer, which files, odd names, unreadable files, unmounted disks
 #[cfg(target_os = "linux")]
+mod index_sidecar; // XMP sidecars written by exiftool and by hand, changed, removed, unlistable
+#[cfg(target_os = "linux")]
 mod index_thumbs; // thumbnails against ImageMagick, pHash against Python's imagehash
 #[cfg(target_os = "linux")]
 mod partitions; // partitions of one loop device (losetup -P, or loop devices at offsets), filefrag

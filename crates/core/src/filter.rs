@@ -43,6 +43,17 @@ impl Filter {
         self
     }
 
+    /// Also keeps files with the extension `ext` when the filter keeps only some
+    /// extensions (a filter that keeps any extension is left as it is); its globs still
+    /// apply. `index` widens its filter so to see the XMP sidecars beside its images.
+    pub fn also_extension(self, ext: &str) -> Self {
+        if self.extensions.is_empty() {
+            self
+        } else {
+            self.extensions([ext])
+        }
+    }
+
     /// Keeps only files matching one of these globs. A glob without `/` is matched against
     /// the file name (`*.jpg`), one with `/` against the whole path (`**/DCIM/**`).
     pub fn globs<I, S>(mut self, globs: I) -> Result<Self, globset::Error>
@@ -122,6 +133,22 @@ mod tests {
         assert!(keeps(&f, "/x/IMG_0001.JPG"));
         assert!(keeps(&f, "/x/keep/other.txt"));
         assert!(!keeps(&f, "/x/other.txt"));
+    }
+
+    #[test]
+    fn a_widened_filter_adds_an_extension_only_to_a_list_and_keeps_its_globs() {
+        let f = Filter::new().extensions(["jpg"]).also_extension("xmp");
+        assert!(keeps(&f, "/a/b.JPG.XMP") && keeps(&f, "/a/b.jpg"));
+        assert!(!keeps(&f, "/a/b.png"));
+        let any = Filter::new().also_extension("xmp");
+        assert!(any.is_empty() && keeps(&any, "/a/b.png"));
+        let globbed = Filter::new()
+            .globs(["**/keep/**"])
+            .unwrap()
+            .extensions(["jpg"])
+            .also_extension("xmp");
+        assert!(keeps(&globbed, "/x/keep/b.xmp"));
+        assert!(!keeps(&globbed, "/x/other/b.xmp"));
     }
 
     #[test]

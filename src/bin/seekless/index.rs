@@ -94,13 +94,20 @@ pub fn run(args: Args) -> Result<Code> {
     console.finish();
     if args.report.summary {
         print_phases(&summary.phases);
-        let thumbs = if args.thumbs {
+        let mut tail = if args.thumbs {
             format!(", {} thumbnails made", summary.thumbs)
         } else {
             String::new()
         };
+        // Only where there are sidecars: the line of a run without any stays as it was.
+        if summary.sidecars + summary.sidecars_removed > 0 {
+            tail.push_str(&format!(
+                ", {} sidecars seen, {} sidecars read, {} sidecars removed",
+                summary.sidecars, summary.sidecars_read, summary.sidecars_removed
+            ));
+        }
         eprintln!(
-            "seekless: index: {} seen, {} added, {} changed, {} moved, {} unchanged, {} removed, {} failed{thumbs}",
+            "seekless: index: {} seen, {} added, {} changed, {} moved, {} unchanged, {} removed, {} failed{tail}",
             summary.seen,
             summary.added,
             summary.changed,

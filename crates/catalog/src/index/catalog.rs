@@ -17,7 +17,8 @@ use seekless_jobs::destructive::Forget;
 /// version-1 catalog is upgraded in place, in one transaction, when opened (see
 /// `upgrade_v1`). Version 3 adds `images.phash` and the `thumbs` table (see
 /// `UPGRADE_V2`), also in place. Version 4 adds what a phone's or camera's library needs
-/// (`kind`, `duration`, `codec`, `rotation`, `content_id`; see `upgrade_v3`).
+/// (`kind`, `duration`, `codec`, `rotation`, `content_id`; see `upgrade_v3`) and the
+/// XMP sidecars (the `sidecars` table and `images.sidecar`; see [`V4_SIDECARS`]).
 pub const SCHEMA_VERSION: i64 = 4;
 
 /// `PRAGMA application_id` of a seekless catalog ("SKLS"): what tells a catalog from any
@@ -94,7 +95,32 @@ const V4_COLUMNS: &[(&str, &str)] = &[
     ("codec", "TEXT"),
     ("rotation", "INTEGER"),
     ("content_id", "TEXT"),
+    // The row's XMP sidecar (its fields are the sidecar's row): set after the sidecar is
+    // written, cleared when it goes.
+    ("sidecar", "INTEGER REFERENCES sidecars(id)"),
 ];
+
+/// The XMP sidecars version 4 adds (see [`upgrade_v3`]): one row per sidecar file found,
+/// whether or not its image is catalogued, with what it says of its image. `keywords`
+/// and `hierarchical_keywords` are JSON arrays of strings (`json_each` reads them); NULL
+/// when the sidecar has none. An image's row points at its sidecar (`images.sidecar`).
+const V4_SIDECARS: &str = "
+CREATE TABLE IF NOT EXISTS sidecars (
+    id                    INTEGER PRIMARY KEY,
+    path                  TEXT NOT NULL,
+    path_bytes            BLOB NOT NULL UNIQUE,
+    dev                   INTEGER NOT NULL,
+    size                  INTEGER NOT NULL,
+    mtime_ns              INTEGER NOT NULL,
+    rating                INTEGER,
+    label                 TEXT,
+    keywords              TEXT,
+    hierarchical_keywords TEXT,
+    title                 TEXT,
+    error                 TEXT,
+    scan                  INTEGER NOT NULL REFERENCES scans(id)
+);
+";
 
 /// What version 4 adds besides its columns: the links between files that belong together
 /// (`pairs`, a view: always what the rows say, never stale, nothing to remove), and the
@@ -402,6 +428,8 @@ pub(crate) struct Known {
     pub read: bool,
     /// The longest side of its thumbnail (or of the thumbnail's recorded failure), if any.
     pub thumb_size: Option<u32>,
+    /// The id of its XMP sidecar's row, if it has one.
+    pub sidecar: Option<i64>,
     /// This run's walk found the path.
     pub seen: bool,
 }
@@ -431,6 +459,41 @@ pub(crate) struct Row {
     /// thumbnail was asked for (one kept from an earlier run stays if the content is the
     /// same, by BLAKE3; otherwise it goes).
     pub visual: Option<(u32, Visual)>,
+}
+
+/// What an earlier run recorded about an XMP sidecar.
+#[derive(Clone, Debug)]
+pub(crate) struct KnownSidecar {
+    pub id: i64,
+    pub dev: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    /// Its fields are from a read of the file as it was (size and mtime); one whose read
+    /// failed (its error starts with [`READ_FAILED`]) is read again.
+    pub read: bool,
+    /// This run's walk found the path.
+    pub seen: bool,
+}
+
+/// One XMP sidecar's row to write.
+pub(crate) struct SidecarRow {
+    pub path_bytes: Vec<u8>,
+    pub dev: u64,
+    pub size: u64,
+    pub mtime_ns: i64,
+    /// What it says; `None` when it could not be read (the row keeps what an earlier read
+    /// found, and `error` says what failed, after [`READ_FAILED`]).
+    pub fields: Option<super::inspect::SidecarFields>,
+    pub error: Option<String>,
+}
+
+/// One row to write: an image's or a sidecar's.
+// Images are nearly every record: boxing their rows would cost an allocation per image to
+// spare the few sidecars a few hundred bytes each in the writer's queue.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Record {
+    Image(Row),
+    Sidecar(SidecarRow),
 }
 
 /// The open catalog, locked for writing by this process.
@@ -1045,12 +1108,14 @@ pub(crate) fn upgrade_v2(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
 }
 
 /// Upgrades a version-3 catalog (or one just made by [`upgrade_v2`]) to version 4, inside
-/// the caller's transaction: adds the columns of [`V4_COLUMNS`] where missing, and
-/// [`UPGRADE_V3`]'s view and indexes. Rows of a
-/// catalog that had none of them get `kind = 'image'` where their fields were right
-/// ([`V3_RIGHT`]); the rest keep every field and are read again by the next run, which
-/// gives them their kind (nothing is removed). Running it again changes nothing.
+/// the caller's transaction: adds the `sidecars` table ([`V4_SIDECARS`]), the columns of
+/// [`V4_COLUMNS`] where missing, and [`UPGRADE_V3`]'s view and indexes. Rows of a catalog
+/// that had no `kind` get `kind = 'image'` where their fields were right ([`V3_RIGHT`]);
+/// the rest keep every field and are read again by the next run, which gives them their
+/// kind (nothing is removed). A catalog made by a build of version 4 before sidecars gets
+/// only what it lacks. Running it again changes nothing.
 pub(crate) fn upgrade_v3(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(V4_SIDECARS)?;
     let mut added = false;
     for (name, kind) in V4_COLUMNS {
         let has: bool = tx.query_row(
@@ -1060,7 +1125,7 @@ pub(crate) fn upgrade_v3(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
         )?;
         if !has {
             tx.execute_batch(&format!("ALTER TABLE images ADD COLUMN {name} {kind};"))?;
-            added = true;
+            added |= *name == "kind";
         }
     }
     if added {
@@ -1068,6 +1133,7 @@ pub(crate) fn upgrade_v3(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
             "UPDATE images SET kind = 'image' WHERE blake3 IS NOT NULL AND ({V3_RIGHT});"
         ))?;
     }
+    tx.execute_batch("CREATE INDEX IF NOT EXISTS images_sidecar ON images(sidecar);")?;
     tx.execute_batch(UPGRADE_V3)
 }
 
@@ -1091,7 +1157,7 @@ impl Catalog {
                 "SELECT i.path_bytes, i.id, i.dev, i.ino, i.size, i.mtime_ns,
                      i.blake3 IS NOT NULL AND substr(coalesce(i.error, ''), 1, ?1) IS NOT ?2
                          AND i.kind IS NOT NULL,
-                     t.size FROM images i LEFT JOIN thumbs t ON t.image = i.id",
+                     t.size, i.sidecar FROM images i LEFT JOIN thumbs t ON t.image = i.id",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -1106,6 +1172,35 @@ impl Catalog {
                         mtime_ns: r.get(5)?,
                         read: r.get(6)?,
                         thumb_size: r.get::<_, Option<i64>>(7)?.map(|s| s as u32),
+                        sidecar: r.get(8)?,
+                        seen: false,
+                    },
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Every sidecar's row, by path bytes.
+    pub fn known_sidecars(&self) -> Result<HashMap<Vec<u8>, KnownSidecar>, CatalogError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT path_bytes, id, dev, size, mtime_ns,
+                     substr(coalesce(error, ''), 1, ?1) IS NOT ?2
+                 FROM sidecars",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map(params![READ_FAILED.len() as i64, READ_FAILED], |r| {
+                Ok((
+                    r.get::<_, Vec<u8>>(0)?,
+                    KnownSidecar {
+                        id: r.get(1)?,
+                        dev: r.get::<_, i64>(2)? as u64,
+                        size: r.get::<_, i64>(3)? as u64,
+                        mtime_ns: r.get(4)?,
+                        read: r.get(5)?,
                         seen: false,
                     },
                 ))
@@ -1116,13 +1211,15 @@ impl Catalog {
 
     /// Moves rows to new paths, records the device number of unchanged files whose
     /// filesystem now has another one (a disk plugged in again, a remount), and deletes
-    /// rows of files that are gone, in one transaction (waiting for a lock another program
-    /// holds as [`begin`] says).
+    /// rows of files that are gone, and of sidecars that are gone (unlinking their images
+    /// first), in one transaction (waiting for a lock another program holds as [`begin`]
+    /// says).
     pub fn relocate(
         &mut self,
         moved: &[(i64, Vec<u8>)],
         new_dev: &[(i64, u64)],
         removed: &Forget,
+        removed_sidecars: &Forget,
         waiting: &dyn Fn(&str),
     ) -> Result<(), CatalogError> {
         let path = self.path.clone();
@@ -1139,6 +1236,16 @@ impl Catalog {
             for id in removed.ids() {
                 unthumb.execute([id]).map_err(err)?;
                 delete.execute([id]).map_err(err)?;
+            }
+            let mut unlink = tx
+                .prepare_cached("UPDATE images SET sidecar = NULL WHERE sidecar = ?1")
+                .map_err(err)?;
+            let mut delete_sidecar = tx
+                .prepare_cached("DELETE FROM sidecars WHERE id = ?1")
+                .map_err(err)?;
+            for id in removed_sidecars.ids() {
+                unlink.execute([id]).map_err(err)?;
+                delete_sidecar.execute([id]).map_err(err)?;
             }
             let mut update = tx
                 .prepare_cached(
@@ -1160,6 +1267,35 @@ impl Catalog {
         tx.commit().map_err(err)
     }
 
+    /// Points each image row at `links`' path (image path bytes, sidecar path bytes, or
+    /// `None`: no sidecar) at its sidecar's row (none when that path has no row), in one
+    /// transaction. Run after the rows are written: a sidecar or an image new in this run
+    /// has its row by then.
+    pub fn link(
+        &mut self,
+        links: &[(Vec<u8>, Option<Vec<u8>>)],
+        waiting: &dyn Fn(&str),
+    ) -> Result<(), CatalogError> {
+        if links.is_empty() {
+            return Ok(());
+        }
+        let path = self.path.clone();
+        let err = |e: rusqlite::Error| CatalogError::io(&path, e);
+        let tx = begin(&self.conn, &path, waiting)?;
+        {
+            let mut link = tx
+                .prepare_cached(
+                    "UPDATE images SET sidecar = (SELECT id FROM sidecars WHERE path_bytes = ?2)
+                     WHERE path_bytes = ?1",
+                )
+                .map_err(err)?;
+            for (image, sidecar) in links {
+                link.execute(params![image, sidecar]).map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)
+    }
+
     /// Writes rows as `next` hands them over, committing every [`BATCH_ROWS`] rows, and
     /// at the latest [`BATCH_TIME`] after the first uncommitted row came, whether or not
     /// another row comes: `next(timeout)` returns a row, `Timeout` when none came within
@@ -1168,7 +1304,7 @@ impl Catalog {
     /// of the batch not yet committed are lost, those committed before are kept.
     pub fn write_all(
         &mut self,
-        mut next: impl FnMut(Duration) -> Result<Row, RecvTimeoutError>,
+        mut next: impl FnMut(Duration) -> Result<Record, RecvTimeoutError>,
         waiting: &dyn Fn(&str),
     ) -> Result<(), CatalogError> {
         let path = self.path.clone();
@@ -1189,76 +1325,16 @@ impl Catalog {
                 let mut upsert = tx.prepare_cached(UPSERT).map_err(err)?;
                 let mut stale = tx.prepare_cached(STALE_THUMB).map_err(err)?;
                 let mut thumb = tx.prepare_cached(THUMB).map_err(err)?;
-                let mut row = first;
+                let mut sidecar = tx.prepare_cached(SIDECAR_UPSERT).map_err(err)?;
+                let mut record = first;
                 let mut n = 0;
                 loop {
-                    let i = &row.info;
-                    // A thumbnail of other content goes (kept when the content is the same,
-                    // and when the file could not be read: the row keeps what was known).
-                    if row.blake3.is_some() {
-                        stale
-                            .execute(params![row.path_bytes, row.blake3])
-                            .map_err(err)?;
-                    }
-                    let phash = row
-                        .visual
-                        .as_ref()
-                        .and_then(|(_, v)| v.phash)
-                        .map(|h| h as i64);
-                    let id: i64 = upsert
-                        .query_row(
-                            params![
-                                display(&row.path_bytes),
-                                row.path_bytes,
-                                row.dev as i64,
-                                row.ino as i64,
-                                row.size as i64,
-                                row.mtime_ns,
-                                i.format,
-                                i.ext_mismatch,
-                                i.width.map(|w| w as i64),
-                                i.height.map(|h| h as i64),
-                                i.taken,
-                                i.make,
-                                i.model,
-                                i.lens,
-                                i.orientation,
-                                i.exposure_time,
-                                i.f_number,
-                                i.iso,
-                                i.focal_length,
-                                i.gps_lat,
-                                i.gps_lon,
-                                i.gps_alt,
-                                row.blake3,
-                                i.error,
-                                scan,
-                                phash,
-                                i.kind,
-                                i.duration,
-                                i.codec,
-                                i.rotation,
-                                i.content_id,
-                            ],
-                            |r| r.get(0),
-                        )
-                        .map_err(err)?;
-                    if let Some((size, v)) = &row.visual {
-                        let (t, why) = match &v.thumb {
-                            Ok(t) => (Some(t), None),
-                            Err(why) => (None, Some(why)),
-                        };
-                        thumb
-                            .execute(params![
-                                id,
-                                i64::from(*size),
-                                t.map(|t| i64::from(t.width)),
-                                t.map(|t| i64::from(t.height)),
-                                t.map(|t| t.source),
-                                t.map(|t| &t.jpeg),
-                                why,
-                            ])
-                            .map_err(err)?;
+                    match &record {
+                        Record::Image(row) => {
+                            write_image(row, scan, &mut upsert, &mut stale, &mut thumb)
+                                .map_err(err)?
+                        }
+                        Record::Sidecar(s) => write_sidecar(s, scan, &mut sidecar).map_err(err)?,
                     }
                     n += 1;
                     let left = BATCH_TIME.saturating_sub(started.elapsed());
@@ -1266,7 +1342,7 @@ impl Catalog {
                         break;
                     }
                     match next(left) {
-                        Ok(r) => row = r,
+                        Ok(r) => record = r,
                         Err(RecvTimeoutError::Timeout) => break,
                         Err(RecvTimeoutError::Disconnected) => {
                             more = false;
@@ -1308,6 +1384,154 @@ impl Catalog {
         tx.commit().map_err(|e| self.err(e))
     }
 }
+
+/// Writes an image's row (and its thumbnail, when one was asked for).
+fn write_image(
+    row: &Row,
+    scan: i64,
+    upsert: &mut rusqlite::CachedStatement<'_>,
+    stale: &mut rusqlite::CachedStatement<'_>,
+    thumb: &mut rusqlite::CachedStatement<'_>,
+) -> rusqlite::Result<()> {
+    let i = &row.info;
+    // A thumbnail of other content goes (kept when the content is the same,
+    // and when the file could not be read: the row keeps what was known).
+    if row.blake3.is_some() {
+        stale.execute(params![row.path_bytes, row.blake3])?;
+    }
+    let phash = row
+        .visual
+        .as_ref()
+        .and_then(|(_, v)| v.phash)
+        .map(|h| h as i64);
+    let id: i64 = upsert.query_row(
+        params![
+            display(&row.path_bytes),
+            row.path_bytes,
+            row.dev as i64,
+            row.ino as i64,
+            row.size as i64,
+            row.mtime_ns,
+            i.format,
+            i.ext_mismatch,
+            i.width.map(|w| w as i64),
+            i.height.map(|h| h as i64),
+            i.taken,
+            i.make,
+            i.model,
+            i.lens,
+            i.orientation,
+            i.exposure_time,
+            i.f_number,
+            i.iso,
+            i.focal_length,
+            i.gps_lat,
+            i.gps_lon,
+            i.gps_alt,
+            row.blake3,
+            i.error,
+            scan,
+            phash,
+            i.kind,
+            i.duration,
+            i.codec,
+            i.rotation,
+            i.content_id,
+        ],
+        |r| r.get(0),
+    )?;
+    if let Some((size, v)) = &row.visual {
+        let (t, why) = match &v.thumb {
+            Ok(t) => (Some(t), None),
+            Err(why) => (None, Some(why)),
+        };
+        thumb.execute(params![
+            id,
+            i64::from(*size),
+            t.map(|t| i64::from(t.width)),
+            t.map(|t| i64::from(t.height)),
+            t.map(|t| t.source),
+            t.map(|t| &t.jpeg),
+            why,
+        ])?;
+    }
+    Ok(())
+}
+
+/// Writes a sidecar's row.
+fn write_sidecar(
+    s: &SidecarRow,
+    scan: i64,
+    upsert: &mut rusqlite::CachedStatement<'_>,
+) -> rusqlite::Result<()> {
+    let f = s.fields.as_ref();
+    upsert.execute(params![
+        display(&s.path_bytes),
+        s.path_bytes,
+        s.dev as i64,
+        s.size as i64,
+        s.mtime_ns,
+        f.and_then(|f| f.rating),
+        f.and_then(|f| f.label.as_deref()),
+        f.and_then(|f| json_strings(&f.keywords)),
+        f.and_then(|f| json_strings(&f.hierarchical)),
+        f.and_then(|f| f.title.as_deref()),
+        s.error,
+        scan,
+        f.is_some(),
+    ])?;
+    Ok(())
+}
+
+/// `strings` as a JSON array (`["beach","Fish & Chips"]`), for SQLite's `json_each`;
+/// `None` when empty.
+fn json_strings(strings: &[String]) -> Option<String> {
+    use std::fmt::Write;
+    if strings.is_empty() {
+        return None;
+    }
+    let mut out = String::from("[");
+    for (n, s) in strings.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if u32::from(c) < 0x20 => {
+                    let _ = write!(out, "\\u{:04x}", u32::from(c));
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    out.push(']');
+    Some(out)
+}
+
+/// Writes a sidecar's row. One that could not be read (`?13` false: no fields) keeps the
+/// fields of its last read, with the error beside them; its size and mtime are the
+/// file's now (it is read again next run: its error starts with [`READ_FAILED`]).
+const SIDECAR_UPSERT: &str = "
+INSERT INTO sidecars (path, path_bytes, dev, size, mtime_ns, rating, label, keywords,
+    hierarchical_keywords, title, error, scan)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
+    size = excluded.size, mtime_ns = excluded.mtime_ns,
+    rating = iif(?13, excluded.rating, sidecars.rating),
+    label = iif(?13, excluded.label, sidecars.label),
+    keywords = iif(?13, excluded.keywords, sidecars.keywords),
+    hierarchical_keywords = iif(?13, excluded.hierarchical_keywords, sidecars.hierarchical_keywords),
+    title = iif(?13, excluded.title, sidecars.title),
+    error = excluded.error,
+    scan = excluded.scan
+";
 
 /// The marker at the start of the `error` of a row whose file could not be read (or opened)
 /// while the catalog knew its content from an earlier read: the row keeps what was known,
@@ -1441,7 +1665,7 @@ mod tests {
 
     /// Writes `rows` in one batch.
     fn write(catalog: &mut Catalog, rows: Vec<Row>) {
-        let mut rows = rows.into_iter();
+        let mut rows = rows.into_iter().map(Record::Image);
         catalog
             .write_all(
                 |_| rows.next().ok_or(RecvTimeoutError::Disconnected),
@@ -1745,6 +1969,127 @@ mod tests {
             schema_objects(&conn).unwrap(),
             expected_schema(SCHEMA_VERSION).unwrap()
         );
+    }
+
+    #[test]
+    fn a_version_4_catalog_made_before_sidecars_gets_them_and_keeps_its_kinds() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        {
+            let mut conn = Connection::open(&db).unwrap();
+            conn.execute_batch(SCHEMA).unwrap();
+            let tx = conn.transaction().unwrap();
+            upgrade_v2(&tx).unwrap();
+            tx.commit().unwrap();
+            for (name, kind) in V4_COLUMNS.iter().filter(|(n, _)| *n != "sidecar") {
+                conn.execute_batch(&format!("ALTER TABLE images ADD COLUMN {name} {kind};"))
+                    .unwrap();
+            }
+            // A row a version-4 run left without a kind (to be read again): the upgrade
+            // must not give it one.
+            conn.execute_batch(&format!(
+                "INSERT INTO scans (id, started) VALUES (1, 'x');
+                 INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, blake3, scan,
+                         format, kind)
+                     VALUES ('/p/a.jpg', CAST('/p/a.jpg' AS BLOB), 1, 2, 3, 4, 'h', 1, 'jpeg',
+                         NULL);
+                 PRAGMA user_version = 4; PRAGMA application_id = {APPLICATION_ID};"
+            ))
+            .unwrap();
+        }
+        let catalog = Catalog::open(&db).unwrap();
+        assert!(catalog.known_sidecars().unwrap().is_empty());
+        let known = catalog.known().unwrap();
+        let row = &known[b"/p/a.jpg".as_slice()];
+        assert!(!row.read, "still to be read again");
+        assert_eq!(row.sidecar, None);
+        drop(catalog);
+        let conn = Connection::open(&db).unwrap();
+        let kind: Option<String> = conn
+            .query_row("SELECT kind FROM images", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(kind, None);
+        let new = t.path().join("new.db");
+        drop(Catalog::open(&new).unwrap());
+        assert_eq!(
+            schema_objects(&conn).unwrap(),
+            schema_objects(&Connection::open(&new).unwrap()).unwrap()
+        );
+        let names: Vec<String> = schema_objects(&conn)
+            .unwrap()
+            .into_iter()
+            .map(|(_, name, _)| name)
+            .collect();
+        assert!(names.contains(&"sidecars".to_string()), "{names:?}");
+        assert!(names.contains(&"images_sidecar".to_string()), "{names:?}");
+    }
+
+    fn sidecar_row(size: u64, fields: Option<crate::index::inspect::SidecarFields>) -> Record {
+        let error = fields
+            .is_none()
+            .then(|| format!("{READ_FAILED}Input/output error"));
+        Record::Sidecar(SidecarRow {
+            path_bytes: b"/p/a.CR2.xmp".to_vec(),
+            dev: 1,
+            size,
+            mtime_ns: 7,
+            fields,
+            error,
+        })
+    }
+
+    #[test]
+    fn a_sidecar_that_cannot_be_read_keeps_its_fields_and_is_read_again() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        let mut catalog = Catalog::open(&db).unwrap();
+        let write = |catalog: &mut Catalog, record: Record| {
+            let mut records = std::iter::once(record);
+            catalog
+                .write_all(
+                    |_| records.next().ok_or(RecvTimeoutError::Disconnected),
+                    &|_| {},
+                )
+                .unwrap();
+        };
+        let mut fields = crate::index::inspect::SidecarFields {
+            rating: Some(5),
+            keywords: vec!["beach".into(), "say \"hi\"\\\n\u{1}".into()],
+            ..Default::default()
+        };
+        write(&mut catalog, sidecar_row(100, Some(fields.clone())));
+        let got = || {
+            let conn = Connection::open(&db).unwrap();
+            conn.query_row(
+                "SELECT rating, (SELECT group_concat(value, '|') FROM json_each(keywords)),
+                     size, error FROM sidecars",
+                [],
+                |r| {
+                    Ok((
+                        r.get::<_, Option<i64>>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                    ))
+                },
+            )
+            .unwrap()
+        };
+        let keywords = Some("beach|say \"hi\"\\\n\u{1}".to_string());
+        assert_eq!(got(), (Some(5), keywords.clone(), 100, None));
+        assert!(catalog.known_sidecars().unwrap()[b"/p/a.CR2.xmp".as_slice()].read);
+
+        write(&mut catalog, sidecar_row(200, None));
+        let (rating, kept, size, error) = got();
+        assert_eq!((rating, kept, size), (Some(5), keywords, 200));
+        assert!(error.unwrap().starts_with(READ_FAILED));
+        let known = &catalog.known_sidecars().unwrap()[b"/p/a.CR2.xmp".as_slice()];
+        assert!(!known.read, "read again next run");
+
+        // Read again, without keywords: the fields are the new read's.
+        fields.keywords.clear();
+        write(&mut catalog, sidecar_row(200, Some(fields)));
+        assert_eq!(got(), (Some(5), None, 200, None));
     }
 
     #[test]

@@ -25,6 +25,9 @@ mod webp;
 mod x3f;
 mod xmp;
 
+pub(crate) use xmp::SidecarFields;
+pub(crate) use xmp::{SIDECAR_MAX, sidecar};
+
 /// What was found in one image. Fields it does not have stay `None`.
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
@@ -619,6 +622,9 @@ pub mod fuzzing {
         if let Ok(text) = std::str::from_utf8(data) {
             black_box(super::xmp::date(text));
         }
+    }
+    pub fn sidecar(data: &[u8]) {
+        let _ = black_box(super::xmp::sidecar(data));
     }
 }
 

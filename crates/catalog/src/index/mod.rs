@@ -5,7 +5,9 @@
 //! under directories this run listed completely: see [`IndexOptions::prune`]), reads
 //! those in physical order with the queue full, hashes each whole (BLAKE3) while keeping
 //! its first bytes for the header and EXIF ([`inspect`](inspect::inspect)), and writes
-//! rows from one writer thread in batched transactions. The schema and example queries
+//! rows from one writer thread in batched transactions. XMP sidecars beside the images
+//! (`IMG_1234.CR2.xmp`, `IMG_1234.xmp`) are read in the same sweep when new or changed,
+//! into rows of their own that the images' rows point at. The schema and example queries
 //! are in `docs/index.md`.
 //!
 //! ```
@@ -45,7 +47,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 
 pub use catalog::{APPLICATION_ID, CatalogError, SCHEMA_VERSION};
-use catalog::{Row, WriterLock};
+use catalog::{KnownSidecar, Record, Row, SidecarRow, WriterLock};
 use crossbeam_channel::RecvTimeoutError;
 pub use phases::Phases;
 
@@ -66,6 +68,18 @@ pub const IMAGE_EXTENSIONS: &[&str] = &[
     "3fr", "iiq", "x3f", "mrw", // Video.
     "mp4", "mov", "m4v", "3gp", "3g2", "mkv", "webm", "avi",
 ];
+
+/// The extension of XMP sidecars (case-insensitive).
+const SIDECAR_EXTENSION: &str = "xmp";
+
+/// Whether the file at `path` is an XMP sidecar (`NAME.EXT.xmp` as darktable and digiKam
+/// name them, `NAME.xmp` as Lightroom and Capture One do, `.xmp` in any case): never an
+/// image row, always a sidecar row. The walk keeps them beside the images whatever the
+/// extensions asked for (their globs still apply).
+fn is_sidecar(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case(SIDECAR_EXTENSION))
+}
 
 /// Extensions whose files are read for their header, EXIF and embedded previews only,
 /// never kept whole for a thumbnail (camera raw, video): their thumbnail comes from a
@@ -153,6 +167,13 @@ pub struct IndexSummary {
     pub read_bytes: u64,
     /// Thumbnails made (with [`IndexOptions::thumbs`]).
     pub thumbs: u64,
+    /// XMP sidecars the walk found (not counted in `seen`).
+    pub sidecars: u64,
+    /// Sidecars read (new or changed; counted in `read_files` too).
+    pub sidecars_read: u64,
+    /// Rows of sidecars gone from under the scanned paths, deleted (their images' fields
+    /// from them go with them).
+    pub sidecars_removed: u64,
     /// Where the read's time went, phase by phase.
     pub phases: Phases,
 }
@@ -315,11 +336,13 @@ pub fn index_with(
     let lock = WriterLock::take(&opts.db)?;
     let own = own_files(&opts.db);
     let roots = roots_before_walk(inputs);
+    let mut plan_opts = plan_opts.clone();
+    plan_opts.walk.filter = plan_opts.walk.filter.also_extension(SIDECAR_EXTENSION);
     let Walked {
         plan,
         clearance,
         unopened,
-    } = walk(&roots, plan_opts, reporter);
+    } = walk(&roots, &plan_opts, reporter);
     // A lock another program holds on the catalog is waited for, with a message.
     let waiting = |what: &str| reporter.warning(Some(&opts.db), what);
     let mut catalog = lock.open(&waiting)?;
@@ -327,13 +350,22 @@ pub fn index_with(
     let mut summary = IndexSummary::default();
 
     let mut known = catalog.known()?;
+    let mut known_sidecars = catalog.known_sidecars()?;
     let clearance = absent_roots(&roots, &known, opts, reporter, clearance);
     let Decided {
         mut read,
         at_new_path,
         new_dev,
     } = decide_known(&plan, &own, &mut known, opts, reporter, &mut summary);
-    let failed_rows = rows_of_unopened(unopened, &mut known, &mut summary);
+    decide_sidecars(&plan, &mut known_sidecars, &mut read, opts, &mut summary);
+    let unopened_sidecars: Vec<Vec<u8>> = unopened
+        .iter()
+        .filter(|(path, ..)| is_sidecar(path))
+        .map(|(path, ..)| path_to_bytes(path).into_owned())
+        .collect();
+    let failed_rows = rows_of_unopened(unopened, &mut known, &mut known_sidecars, &mut summary);
+    let forget_sidecars = gone_sidecars(&known_sidecars, &roots, &clearance, opts);
+    summary.sidecars_removed = forget_sidecars.len() as u64;
     let (moved, forget) = moved_and_gone(
         &plan,
         &known,
@@ -345,17 +377,27 @@ pub fn index_with(
         reporter,
         &mut summary,
     );
-    catalog.relocate(&moved, &new_dev, &forget, &waiting)?;
+    catalog.relocate(&moved, &new_dev, &forget, &forget_sidecars, &waiting)?;
     let mut failed_rows = failed_rows.into_iter();
     catalog.write_all(
         |_| failed_rows.next().ok_or(RecvTimeoutError::Disconnected),
         &waiting,
     )?;
+    let links = links(
+        &plan,
+        &own,
+        &unopened_sidecars,
+        &known,
+        &moved,
+        &known_sidecars,
+    );
     drop(known);
+    drop(known_sidecars);
 
     let mut read = read.into_iter();
     let plan = read::decide(plan, |_| read.next().filter(|&r| r)).plan;
     read_and_write(&plan, &mut catalog, opts, reporter, events, &mut summary)?;
+    catalog.link(&links, &waiting)?;
     catalog.finish(&summary, &waiting)?;
     Ok(summary)
 }
@@ -500,6 +542,9 @@ fn decide_known(
     let mut at_new_path: Vec<u32> = Vec::new();
     let mut new_dev: Vec<(i64, u64)> = Vec::new();
     for (i, f) in plan.files().iter().enumerate() {
+        if is_sidecar(&f.entry.path) {
+            continue;
+        }
         if is_own(own, f) {
             reporter.skipped(&f.entry.path, "the catalog itself");
             continue;
@@ -536,15 +581,61 @@ fn decide_known(
     }
 }
 
+/// Phase 4b: the sidecars the walk found (marking their rows seen): new or changed ones
+/// (size or mtime), and those whose last read failed, are read in the sweep with the
+/// images; the others are not read. A sidecar is never "moved": it is small, read again
+/// at its new path.
+fn decide_sidecars(
+    plan: &Plan,
+    known: &mut HashMap<Vec<u8>, KnownSidecar>,
+    read: &mut [bool],
+    opts: &IndexOptions,
+    summary: &mut IndexSummary,
+) {
+    for (i, f) in plan.files().iter().enumerate() {
+        if !is_sidecar(&f.entry.path) {
+            continue;
+        }
+        summary.sidecars += 1;
+        let [_, _, size, mtime] = identity(f);
+        read[i] = match known.get_mut(path_to_bytes(&f.entry.path).as_ref()) {
+            Some(k) => {
+                k.seen = true;
+                !k.read || k.size as i64 != size || k.mtime_ns != mtime || opts.rehash
+            }
+            None => true,
+        };
+    }
+}
+
 /// Phase 5: files that could not be opened get a row each, with the error (retried next
-/// run: a row without a content hash is never "unchanged").
+/// run: a row without a content hash is never "unchanged"); a sidecar gets a sidecar's
+/// row, keeping the fields of its last read.
 fn rows_of_unopened(
     unopened: Vec<(PathBuf, std::fs::Metadata, String)>,
     known: &mut HashMap<Vec<u8>, catalog::Known>,
+    known_sidecars: &mut HashMap<Vec<u8>, KnownSidecar>,
     summary: &mut IndexSummary,
-) -> Vec<Row> {
+) -> Vec<Record> {
     let mut failed_rows = Vec::with_capacity(unopened.len());
     for (path, meta, why) in unopened {
+        let dev = || seekless_core::os::file_id(&path, None, &meta).map_or(0, |id| id.dev);
+        if is_sidecar(&path) {
+            summary.sidecars += 1;
+            let bytes = path_to_bytes(&path).into_owned();
+            if let Some(k) = known_sidecars.get_mut(&bytes) {
+                k.seen = true;
+            }
+            failed_rows.push(Record::Sidecar(SidecarRow {
+                dev: dev(),
+                path_bytes: bytes,
+                size: meta.len(),
+                mtime_ns: mtime_ns(meta.modified().ok()),
+                fields: None,
+                error: Some(format!("{}{why}", catalog::READ_FAILED)),
+            }));
+            continue;
+        }
         summary.seen += 1;
         summary.failed += 1;
         let bytes = path_to_bytes(&path).into_owned();
@@ -557,7 +648,7 @@ fn rows_of_unopened(
         }
         let (dev, ino) =
             seekless_core::os::file_id(&path, None, &meta).map_or((0, 0), |id| (id.dev, id.ino));
-        failed_rows.push(Row {
+        failed_rows.push(Record::Image(Row {
             path_bytes: bytes,
             dev,
             ino,
@@ -569,9 +660,141 @@ fn rows_of_unopened(
             },
             blake3: None,
             visual: None,
-        });
+        }));
     }
     failed_rows
+}
+
+/// Phase 5b: rows of sidecars gone from under the scanned paths, by the images' rules:
+/// never at or under a path the walk could not see whole (nor under a missing or empty
+/// root without `prune`), nor under a mount point whose filesystem is not there (the
+/// images' rows there are kept, and said so, in phase 6).
+fn gone_sidecars(
+    known: &HashMap<Vec<u8>, KnownSidecar>,
+    roots: &[(PathBuf, RootState)],
+    clearance: &Clearance,
+    opts: &IndexOptions,
+) -> Forget {
+    let root_bytes: Vec<(Vec<u8>, RootState)> = roots
+        .iter()
+        .map(|(r, state)| (path_to_bytes(r).into_owned(), *state))
+        .collect();
+    let not_found: Vec<(&[u8], &KnownSidecar)> = known
+        .iter()
+        .filter(|(bytes, k)| !k.seen && root_bytes.iter().any(|(r, _)| under(bytes, r)))
+        .map(|(bytes, k)| (bytes.as_slice(), k))
+        .collect();
+    let paths: Vec<PathBuf> = not_found
+        .iter()
+        .map(|(bytes, _)| seekless_core::path_from_bytes(bytes))
+        .collect();
+    let mut forget = Forget::gone(
+        not_found
+            .iter()
+            .zip(&paths)
+            .map(|((_, k), p)| (k.id, p.as_path())),
+        clearance,
+    );
+    let forgettable: HashSet<i64> = forget.ids().iter().copied().collect();
+    // Those under a root that is there, checked for a vanished mount point: the images'
+    // check (phase 6) tells the user; this one only keeps.
+    let candidates: Vec<(&[u8], u64, i64)> = not_found
+        .iter()
+        .filter(|(bytes, k)| {
+            forgettable.contains(&k.id)
+                && !root_bytes
+                    .iter()
+                    .any(|(r, state)| *state != RootState::Present && under(bytes, r))
+        })
+        .map(|(bytes, k)| (*bytes, k.dev, k.id))
+        .collect();
+    let kept = vanished_mounts(&candidates, opts.prune, &seekless_core::Quiet);
+    forget.retain(|id| !kept.contains(&id));
+    forget
+}
+
+/// Phase 6b: which image rows must point at another sidecar (or at none), as (image path
+/// bytes, sidecar path bytes). An image `NAME.EXT` has the sidecar `NAME.EXT.xmp` if the
+/// walk found one (darktable, digiKam), else `NAME.xmp` (Lightroom, Capture One: shared by
+/// a RAW and a JPEG of one base name); `.xmp` in any case, the rest of the name exact.
+/// Decided from what the walk listed: nothing is looked up per image. A row whose sidecar
+/// was not found keeps it when the sidecar's row is kept (the walk could not see it);
+/// when that row goes, the row's link goes with it (`Catalog::relocate`). Rows already
+/// right are left out.
+fn links(
+    plan: &Plan,
+    own: &[PathBuf],
+    unopened_sidecars: &[Vec<u8>],
+    known: &HashMap<Vec<u8>, catalog::Known>,
+    moved: &[(i64, Vec<u8>)],
+    known_sidecars: &HashMap<Vec<u8>, KnownSidecar>,
+) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    use seekless_core::path_from_bytes;
+    // Each sidecar by the path it is beside (its own without `.xmp`); of `a.xmp` and
+    // `a.XMP`, the first by bytes.
+    let mut beside: HashMap<PathBuf, Vec<u8>> = HashMap::new();
+    let found = plan
+        .files()
+        .iter()
+        .filter(|f| is_sidecar(&f.entry.path))
+        .map(|f| path_to_bytes(&f.entry.path).into_owned())
+        .chain(unopened_sidecars.iter().cloned());
+    for sidecar in found {
+        let target = path_from_bytes(&sidecar).with_extension("");
+        match beside.entry(target) {
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                if sidecar < *o.get() {
+                    o.insert(sidecar);
+                }
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(sidecar);
+            }
+        }
+    }
+    let sidecar_ids: HashMap<&[u8], i64> = known_sidecars
+        .iter()
+        .map(|(bytes, k)| (bytes.as_slice(), k.id))
+        .collect();
+    let seen_ids: HashMap<i64, bool> = known_sidecars.values().map(|k| (k.id, k.seen)).collect();
+    // The links of rows that moved, by their new path.
+    let moved_ids: HashMap<i64, &[u8]> = moved.iter().map(|(id, p)| (*id, p.as_slice())).collect();
+    let moved_links: HashMap<&[u8], Option<i64>> = known
+        .values()
+        .filter_map(|k| Some((*moved_ids.get(&k.id)?, k.sidecar)))
+        .collect();
+    let mut links = Vec::new();
+    for f in plan.files() {
+        let path: &Path = &f.entry.path;
+        if is_sidecar(path) {
+            continue;
+        }
+        let bytes = path_to_bytes(path);
+        let current = match known.get(bytes.as_ref()) {
+            Some(k) => k.sidecar,
+            None => moved_links.get(bytes.as_ref()).copied().flatten(),
+        };
+        if beside.is_empty() && current.is_none() {
+            continue;
+        }
+        let wanted = beside.get(path).or_else(|| {
+            path.extension()
+                .and_then(|_| beside.get(path.with_extension("").as_path()))
+        });
+        let change = match (wanted, current) {
+            (Some(s), Some(c)) => sidecar_ids.get(s.as_slice()) != Some(&c),
+            (Some(_), None) => true,
+            // Its sidecar is there but beside another image now (this row moved), or
+            // has no row: unlinked. One not found is kept while its row is (a directory
+            // not listed whole), and its row going unlinks it.
+            (None, Some(c)) => seen_ids.get(&c).copied().unwrap_or(true),
+            (None, None) => false,
+        };
+        if change && !is_own(own, f) {
+            links.push((bytes.into_owned(), wanted.cloned()));
+        }
+    }
+    links
 }
 
 /// Phase 6: rows of files gone from under the scanned paths, by identity. A file at a new
@@ -664,7 +887,7 @@ fn read_and_write(
     summary: &mut IndexSummary,
 ) -> Result<(), CatalogError> {
     let waiting = |what: &str| reporter.warning(Some(&opts.db), what);
-    let (tx, rx) = crossbeam_channel::bounded::<Row>(WRITER_QUEUE);
+    let (tx, rx) = crossbeam_channel::bounded::<Record>(WRITER_QUEUE);
     std::thread::scope(|s| {
         // The writer's time in SQLite: its whole time but its waits for rows.
         // It owns the receiving end: when it stops (a database error, a lock held too
@@ -709,22 +932,28 @@ fn read_and_write(
         let consume = ConsumeOptions::new(opts.read.clone(), opts.workers);
         let tally = &mut *summary;
         let consumed = read::run(plan, &consume, &job, events, |_, planned, done| {
-            let (row, read, phases) = done;
+            let (record, read, phases) = done;
             if read {
                 tally.read_files += 1;
                 tally.read_bytes += planned.entry.size;
             }
-            tally.failed += u64::from(row.info.error.is_some());
-            tally.thumbs += u64::from(row.visual.as_ref().is_some_and(|v| v.1.thumb.is_ok()));
+            match &record {
+                Record::Image(row) => {
+                    tally.failed += u64::from(row.info.error.is_some());
+                    tally.thumbs +=
+                        u64::from(row.visual.as_ref().is_some_and(|v| v.1.thumb.is_ok()));
+                }
+                Record::Sidecar(_) => tally.sidecars_read += 1,
+            }
             tally.phases.add_file(&phases);
             tally.phases.rows += 1;
             // The queue is bounded (rows hold thumbnails): a full one blocks this worker,
             // which the summary reports. Fails only when the writer stopped on a database
             // error (returned below): then nothing more can be stored, nothing more read.
-            let sent = match tx.try_send(row) {
-                Err(crossbeam_channel::TrySendError::Full(row)) => {
+            let sent = match tx.try_send(record) {
+                Err(crossbeam_channel::TrySendError::Full(record)) => {
                     let blocked = Instant::now();
-                    let sent = tx.send(row).is_ok();
+                    let sent = tx.send(record).is_ok();
                     tally.phases.blocked += blocked.elapsed();
                     tally.phases.blocked_rows += 1;
                     sent
@@ -753,7 +982,8 @@ fn read_and_write(
     })
 }
 
-/// The read of an index run: each file hashed whole and inspected, on the workers.
+/// The read of an index run: each file hashed whole and inspected, each sidecar read
+/// for its fields, on the workers.
 struct Reading<'a> {
     thumbs: Option<&'a thumb::ThumbOptions>,
     reporter: &'a dyn Reporter,
@@ -761,10 +991,15 @@ struct Reading<'a> {
 
 impl Job for Reading<'_> {
     /// The file's row, whether it could be read, and the time its phases took.
-    type Output = (Row, bool, Phases);
+    type Output = (Record, bool, Phases);
 
     fn work(&self, work: Work<'_>) -> Self::Output {
-        read_one(work, self.thumbs, self.reporter)
+        if is_sidecar(&work.planned().entry.path) {
+            let (row, read, phases) = read_sidecar(work, self.reporter);
+            return (Record::Sidecar(row), read, phases);
+        }
+        let (row, read, phases) = read_one(work, self.thumbs, self.reporter);
+        (Record::Image(row), read, phases)
     }
 
     fn succeeded(output: &Self::Output) -> bool {
@@ -903,6 +1138,54 @@ fn read_one(
             }
         });
     }
+    (row, read, phases)
+}
+
+/// Reads one XMP sidecar whole (up to [`inspect::SIDECAR_MAX`]; a larger one is its row's
+/// error) and what it says. Returns its row, whether it could be read, and the time its
+/// read and parse took.
+fn read_sidecar(work: Work<'_>, reporter: &dyn Reporter) -> (SidecarRow, bool, Phases) {
+    let mut phases = Phases::default();
+    let entry = &work.planned().entry;
+    #[cfg(any(test, feature = "test-hooks"))]
+    seekless_core::test_hooks::at_start(&entry.path);
+    let mut row = SidecarRow {
+        path_bytes: path_to_bytes(&entry.path).into_owned(),
+        dev: entry.id.dev,
+        size: entry.size,
+        mtime_ns: mtime_ns(entry.modified),
+        fields: None,
+        error: None,
+    };
+    // One byte over the bound is enough to tell the parser the file is too large.
+    let keep = inspect::SIDECAR_MAX + 1;
+    let mut data = Vec::with_capacity(entry.size.min(keep as u64) as usize);
+    let reading = Instant::now();
+    let result = work.read_all(|chunk| {
+        let room = keep.saturating_sub(data.len());
+        data.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    });
+    phases.read = reading.elapsed();
+    let read = match result {
+        Ok(_) => {
+            let t = Instant::now();
+            match inspect::sidecar(&data) {
+                Ok(fields) => row.fields = Some(fields),
+                Err(why) => {
+                    reporter.error(&Error::io(&*entry.path, std::io::Error::other(why.clone())));
+                    row.fields = Some(inspect::SidecarFields::default());
+                    row.error = Some(why);
+                }
+            }
+            phases.inspect = t.elapsed();
+            true
+        }
+        Err(e) => {
+            reporter.error(&e);
+            row.error = Some(format!("{}{}", catalog::READ_FAILED, e.kind()));
+            false
+        }
+    };
     (row, read, phases)
 }
 
