@@ -298,7 +298,7 @@ fn read_udta(view: View<'_>, udta: &BoxHeader, tags: &mut Tags) {
 /// Where Pentax puts each field in its movies' binary atoms, little-endian (exiftool's
 /// `Pentax::MOV` for `TAGS`, which the Optio WP writes, and `Pentax::PENT` for `PENT`,
 /// the Optio WG-2 GPS's): the make (24 bytes of text) at 0, the model (the same) in
-/// `PENT` at 0x1A, then the exposure time (in tenths of a second's reciprocal: 10 / t),
+/// `PENT` at 0x1A, then the exposure time t stored as 10 / t (384 for 1/38.4 s),
 /// the f-number (a rational), the focal length (a rational in `TAGS`, whole millimetres
 /// in `PENT`) and the ISO (16 bits in `TAGS`, 32 in `PENT`).
 fn pentax(kind: &[u8; 4], body: &[u8]) -> Option<Exposure> {
