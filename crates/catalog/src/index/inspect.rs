@@ -400,6 +400,10 @@ struct Meta {
     make: Option<String>,
     model: Option<String>,
     orientation: Option<u32>,
+    exposure_time: Option<f64>,
+    f_number: Option<f64>,
+    iso: Option<u32>,
+    focal_length: Option<f64>,
     gps_lat: Option<f64>,
     gps_lon: Option<f64>,
     gps_alt: Option<f64>,
@@ -447,6 +451,10 @@ fn fill_meta(info: &mut ImageInfo, m: Meta) {
     or(&mut info.make, m.make);
     or(&mut info.model, m.model);
     or(&mut info.orientation, m.orientation);
+    or(&mut info.exposure_time, m.exposure_time);
+    or(&mut info.f_number, m.f_number);
+    or(&mut info.iso, m.iso);
+    or(&mut info.focal_length, m.focal_length);
     // A position is one: the container's only where EXIF has none at all.
     if info.gps_lat.is_none() && info.gps_lon.is_none() && info.gps_alt.is_none() {
         (info.gps_lat, info.gps_lon, info.gps_alt) = (m.gps_lat, m.gps_lon, m.gps_alt);

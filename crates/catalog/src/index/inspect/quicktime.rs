@@ -70,6 +70,12 @@ fn read_into(view: View<'_>, out: &mut Layout<'_>) -> Result<(), String> {
     let m = &mut out.meta;
     m.taken = tags.date.or(m.taken.take());
     (m.make, m.model, m.content_id, m.preview) = (tags.make, tags.model, tags.id, tags.cover);
+    if let Some(e) = tags.exposure {
+        m.make = m.make.take().or(e.make);
+        m.model = m.model.take().or(e.model);
+        (m.exposure_time, m.f_number) = (e.time, e.f_number);
+        (m.iso, m.focal_length) = (e.iso, e.focal_length);
+    }
     if let Some((lat, lon, alt)) = tags.place {
         (m.gps_lat, m.gps_lon, m.gps_alt) = (Some(lat), Some(lon), alt);
     }
@@ -149,6 +155,19 @@ struct Tags {
     place: Option<(f64, f64, Option<f64>)>,
     id: Option<String>,
     cover: Option<(u64, u64)>,
+    /// The exposure, from a camera maker's own atom.
+    exposure: Option<Exposure>,
+}
+
+/// What Pentax's movie atom says about the exposure.
+#[derive(Debug, Default, PartialEq)]
+struct Exposure {
+    make: Option<String>,
+    model: Option<String>,
+    time: Option<f64>,
+    f_number: Option<f64>,
+    iso: Option<u32>,
+    focal_length: Option<f64>,
 }
 
 impl Tags {
@@ -242,12 +261,18 @@ fn read_meta(view: View<'_>, meta: &BoxHeader, tags: &mut Tags) {
 }
 
 /// QuickTime user data text items: `©day`, `©mak`, `©mod`, `©xyz`, each a list of a
-/// 16-bit length, a 16-bit language and the text (the first is read); and the 3GPP
-/// location `loci` (which ffmpeg writes in MP4 files).
+/// 16-bit length, a 16-bit language and the text (the first is read); the 3GPP
+/// location `loci` (which ffmpeg writes in MP4 files); and Pentax's `TAGS` and `PENT`.
 fn read_udta(view: View<'_>, udta: &BoxHeader, tags: &mut Tags) {
     for item in boxes::boxes(view, udta.body, udta.end).map_while(Result::ok) {
         if &item.kind == b"loci" && tags.place.is_none() {
             tags.place = item.payload(&view).and_then(location);
+            continue;
+        }
+        if matches!(&item.kind, b"TAGS" | b"PENT") && tags.exposure.is_none() {
+            tags.exposure = item
+                .payload(&view)
+                .and_then(|body| pentax(&item.kind, body));
             continue;
         }
         if !matches!(
@@ -268,6 +293,52 @@ fn read_udta(view: View<'_>, udta: &BoxHeader, tags: &mut Tags) {
             tags.set(&item.kind, text.trim_end_matches('\0'));
         }
     }
+}
+
+/// Where Pentax puts each field in its movies' binary atoms, little-endian (exiftool's
+/// `Pentax::MOV` for `TAGS`, which the Optio WP writes, and `Pentax::PENT` for `PENT`,
+/// the Optio WG-2 GPS's): the make (24 bytes of text) at 0, the model (the same) in
+/// `PENT` at 0x1A, then the exposure time t stored as 10 / t (384 for 1/38.4 s),
+/// the f-number (a rational), the focal length (a rational in `TAGS`, whole millimetres
+/// in `PENT`) and the ISO (16 bits in `TAGS`, 32 in `PENT`).
+fn pentax(kind: &[u8; 4], body: &[u8]) -> Option<Exposure> {
+    let tags = kind == b"TAGS";
+    // `TAGS` is shared with other makers, each starting with its own name.
+    if tags && !body.starts_with(b"PENTAX DIGITAL CAMERA\0") {
+        return None;
+    }
+    let (model, time, f_number, focal, iso) = if tags {
+        (None, 0x26, 0x2A, 0x48, 0xAF)
+    } else {
+        (Some(0x1A), 0x38, 0x3C, 0x54, 0xA7)
+    };
+    let bytes = |at: usize, n: usize| body.get(at..at + n);
+    let u16_at = |at| bytes(at, 2).map(|b| u32::from(u16::from_le_bytes([b[0], b[1]])));
+    let u32_at = |at| bytes(at, 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let text = |at: usize| {
+        let b = body.get(at..(at + 24).min(body.len()))?;
+        let b = b.split(|&c| c == 0).next().unwrap_or_default();
+        let s = String::from_utf8_lossy(b).trim().to_string();
+        (!s.is_empty()).then_some(s)
+    };
+    // A zero is a field the camera did not fill (exiftool shows it as 0).
+    let nonzero = |x: f64| (x.is_finite() && x > 0.0).then_some(x);
+    let rational = |at: usize| {
+        let (n, d) = (u32_at(at)?, u32_at(at + 4)?);
+        nonzero(f64::from(n) / f64::from(d))
+    };
+    Some(Exposure {
+        make: text(0),
+        model: model.and_then(text),
+        time: u32_at(time).and_then(|v| nonzero(10.0 / f64::from(v))),
+        f_number: rational(f_number),
+        focal_length: if tags {
+            rational(focal)
+        } else {
+            u32_at(focal).and_then(|v| nonzero(f64::from(v)))
+        },
+        iso: if tags { u16_at(iso) } else { u32_at(iso) }.filter(|&v| v > 0),
+    })
 }
 
 /// The place in a 3GPP `loci` box (3GPP TS 26.244 §8.10): after the full box's version
@@ -617,6 +688,91 @@ mod tests {
         // A zero creation time is no date.
         let file = movie(&[mvhd(0, 600)], 0, false);
         assert_eq!(read(View::whole(&file)).meta.taken, None);
+    }
+
+    /// Pentax's `TAGS` atom as the Optio WP writes it: 1/38.4 s, f/4, 18.9 mm, ISO 50.
+    fn pentax_tags() -> Vec<u8> {
+        let mut b = b"PENTAX DIGITAL CAMERA".to_vec();
+        b.resize(0xB1, 0);
+        b[0x20] = 1;
+        b[0x26..0x2A].copy_from_slice(&384u32.to_le_bytes());
+        for (at, n, d) in [(0x2A, 40u32, 10u32), (0x32, 0, 10), (0x48, 189, 10)] {
+            b[at..at + 4].copy_from_slice(&n.to_le_bytes());
+            b[at + 4..at + 8].copy_from_slice(&d.to_le_bytes());
+        }
+        b[0xAF..0xB1].copy_from_slice(&50u16.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn a_pentax_movie_has_the_make_and_exposure_of_its_tags_atom() {
+        let udta = bx(
+            b"udta",
+            &[
+                text(b"\xA9fmt", "Digital Camera"),
+                bx(b"TAGS", &pentax_tags()),
+            ]
+            .concat(),
+        );
+        let moov = [
+            udta,
+            trak(b"vide", tkhd([1, 0, 0, 1], 320, 240), b"jpeg", 320, 240),
+        ];
+        let file = movie(&moov, 0, false);
+        let out = read(View::whole(&file));
+        assert_eq!(out.error, None);
+        let m = &out.meta;
+        assert_eq!(m.make.as_deref(), Some("PENTAX DIGITAL CAMERA"));
+        assert_eq!(m.exposure_time, Some(10.0 / 384.0));
+        assert_eq!(m.f_number, Some(4.0));
+        assert_eq!(m.focal_length, Some(18.9));
+        assert_eq!(m.iso, Some(50));
+        // The `PENT` atom of the Optio WG-2 GPS: a model too, whole millimetres, 32-bit ISO.
+        let mut pent = b"PENTAX".to_vec();
+        pent.resize(0xAB, 0);
+        pent[0x1A..0x1F].copy_from_slice(b"WG-2 ");
+        pent[0x38..0x3C].copy_from_slice(&600u32.to_le_bytes());
+        pent[0x3C..0x40].copy_from_slice(&28u32.to_le_bytes());
+        pent[0x40..0x44].copy_from_slice(&10u32.to_le_bytes());
+        pent[0x54..0x58].copy_from_slice(&5u32.to_le_bytes());
+        pent[0xA7..0xAB].copy_from_slice(&125u32.to_le_bytes());
+        let e = pentax(b"PENT", &pent).unwrap();
+        assert_eq!(
+            (e.make.as_deref(), e.model.as_deref()),
+            (Some("PENTAX"), Some("WG-2"))
+        );
+        assert_eq!((e.time, e.f_number), (Some(10.0 / 600.0), Some(2.8)));
+        assert_eq!((e.focal_length, e.iso), (Some(5.0), Some(125)));
+    }
+
+    #[test]
+    fn another_makers_or_a_cut_short_tags_atom_gives_what_it_holds() {
+        // Another maker's `TAGS` is not Pentax's layout.
+        let mut other = pentax_tags();
+        other[..6].copy_from_slice(b"NIKON ");
+        assert_eq!(pentax(b"TAGS", &other), None);
+        // Cut before the ISO, then before the exposure: those are none.
+        let tags = pentax_tags();
+        let e = pentax(b"TAGS", &tags[..0xB0]).unwrap();
+        assert_eq!((e.f_number, e.iso), (Some(4.0), None));
+        let e = pentax(b"TAGS", &tags[..0x28]).unwrap();
+        assert_eq!(e.make.as_deref(), Some("PENTAX DIGITAL CAMERA"));
+        assert_eq!((e.time, e.f_number, e.focal_length), (None, None, None));
+        // Zeros (an exposure of 0, a rational of 0/0) are fields not filled.
+        let mut zeros = pentax_tags();
+        zeros[0x26..0x32].fill(0);
+        let e = pentax(b"TAGS", &zeros).unwrap();
+        assert_eq!((e.time, e.f_number), (None, None));
+        // A TAGS box that claims more bytes than its udta has is not read.
+        let mut atom = bx(b"TAGS", &tags);
+        atom[..4].copy_from_slice(&100_000u32.to_be_bytes());
+        let moov = [
+            bx(b"udta", &atom),
+            trak(b"vide", tkhd([1, 0, 0, 1], 8, 6), b"jpeg", 8, 6),
+        ];
+        let file = movie(&moov, 0, false);
+        let out = read(View::whole(&file));
+        assert_eq!((out.meta.make, out.meta.iso), (None, None));
     }
 
     #[test]

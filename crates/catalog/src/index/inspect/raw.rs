@@ -180,8 +180,74 @@ fn tiff_based<'a>(view: View<'a>, format: &str) -> Raw<'a> {
     if let Some((at, len)) = images.jpg_from_raw {
         fill_missing(&mut raw.fields, jpeg_exif(view, at, len).0);
     }
+    // Phase One keeps the lens in its own directory, the IIQ's maker note; the Exif
+    // IFD's LensModel, where there is one, wins (exiftool reads it later).
+    if format == "iiq"
+        && let Some(f) = raw.fields.as_mut()
+        && f.lens.is_none()
+    {
+        f.lens = images
+            .maker_note
+            .and_then(|(at, len)| {
+                let at = usize::try_from(at).ok()?;
+                head.get(at..at.checked_add(usize::try_from(len).ok()?)?)
+            })
+            .and_then(phase_one_lens);
+    }
     raw.jpegs = images.jpegs;
     raw
+}
+
+/// The LensModel (tag 0x412) of Phase One's directory `note` (exiftool's `PhaseOne.pm`):
+/// `IIII` and `?waR` (or `MMMM` and `Raw?`), the directory's offset at byte 8; there, a
+/// count and four unused bytes, then 16-byte entries of tag, value size in bytes (1:
+/// text, 2, 4), byte count, and the value itself (up to four bytes) or its offset. As
+/// in exiftool, a count outside 2 to 300 or a directory past the end is no directory,
+/// and an entry whose value lies past the end ends the reading.
+fn phase_one_lens(note: &[u8]) -> Option<String> {
+    let little = match note.get(..8)? {
+        [b'I', b'I', b'I', b'I', _, b'w', b'a', b'R'] => true,
+        [b'M', b'M', b'M', b'M', b'R', b'a', b'w', _] => false,
+        _ => return None,
+    };
+    let u32_at = |at: usize| -> Option<usize> {
+        let b: [u8; 4] = note.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        let v = if little {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        };
+        usize::try_from(v).ok()
+    };
+    let dir = u32_at(8)?;
+    if dir.checked_add(8)? > note.len() {
+        return None;
+    }
+    let count = u32_at(dir)?;
+    let end = count.checked_mul(16)?.checked_add(dir + 8)?;
+    if !(2..=300).contains(&count) || end > note.len() {
+        return None;
+    }
+    for i in 0..count {
+        let entry = dir + 8 + 16 * i;
+        let (tag, size) = (u32_at(entry)?, u32_at(entry + 8)?);
+        let at = if size > 4 {
+            let at = u32_at(entry + 12)?;
+            if size > 0x7FFF_FFFF || at.checked_add(size)? > note.len() {
+                return None;
+            }
+            at
+        } else {
+            entry + 12
+        };
+        if tag == 0x412 {
+            let text = note.get(at..at + size)?;
+            let text = text.split(|&b| b == 0).next().unwrap_or_default();
+            let text = String::from_utf8_lossy(text).trim().to_string();
+            return (!text.is_empty()).then_some(text);
+        }
+    }
+    None
 }
 
 /// CR3's `moov` box: Canon's metadata box, whose CMT1, CMT2 and CMT4 boxes are TIFF
@@ -688,6 +754,222 @@ mod tests {
         assert_eq!(info.taken.as_deref(), Some("2003-11-10T17:39:26"));
         let found = memchr::memmem::find(&file, &jpg).unwrap() as u64;
         assert_eq!(info.preview, Some((found, jpg.len() as u64)));
+    }
+
+    /// A CRW whose root heap holds the make and model and a heap of `records`.
+    fn crw(model: &str, records: &[(u16, Vec<u8>)]) -> Vec<u8> {
+        let info_record = [3072u32, 2048, 0, 0].map(u32::to_le_bytes).concat();
+        let mut inner = vec![(0x1810 | 0x1000, info_record)];
+        inner.extend_from_slice(records);
+        let root = heap(&[
+            (0x080A, format!("Canon\0{model}\0").into_bytes()),
+            (0x300A, heap(&inner)),
+        ]);
+        let mut file = b"II\x1a\0\0\0HEAPCCDR\x02\0\x01\0\0\0\0\0\0\0\0\0".to_vec();
+        file.extend_from_slice(&root);
+        file
+    }
+
+    /// Canon's binary record of 16-bit values: `set` (index, value), the rest zero, with
+    /// its byte count first as Canon writes it.
+    fn canon_record(len: usize, set: &[(usize, i16)]) -> Vec<u8> {
+        let mut values = vec![0i16; len];
+        values[0] = (2 * len) as i16;
+        for &(i, v) in set {
+            values[i] = v;
+        }
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    fn close(a: Option<f64>, b: f64) -> bool {
+        a.is_some_and(|a| (a - b).abs() <= 1e-12 * b)
+    }
+
+    #[test]
+    fn a_crw_has_the_exposure_of_canons_shot_info_camera_settings_and_focal_length() {
+        // As a PowerShot S40 writes them: FNumber code 99, ExposureTime code 126,
+        // CameraISO 17 (ISO 100), 32 focal units a millimetre and a focal length of 227
+        // (held in the directory entry, tag 0x5029).
+        let focal = [0u16, 227, 0, 0].map(u16::to_le_bytes).concat();
+        let file = crw(
+            "Canon PowerShot S40",
+            &[
+                (
+                    0x102A,
+                    canon_record(34, &[(1, 0), (2, 160), (21, 99), (22, 126)]),
+                ),
+                (0x102D, canon_record(46, &[(16, 17), (25, 32)])),
+                (0x5029, focal),
+            ],
+        );
+        let info = inspect(View::whole(&file), Some("crw"));
+        assert_eq!(info.error, None);
+        assert!(close(info.f_number, 2.921_835_588_361_29), "{info:?}");
+        assert!(
+            close(info.exposure_time, 0.065_267_111_401_713_4),
+            "{info:?}"
+        );
+        assert_eq!(info.iso, Some(100));
+        assert_eq!(info.focal_length, Some(7.093_75));
+    }
+
+    #[test]
+    fn a_crw_without_a_numeric_camera_iso_has_base_iso_times_auto_iso() {
+        // The Rebel of exiftool's sample: CameraISO 0 (n/a), BaseISO code 160 (100),
+        // AutoISO 0 (100 %); FNumber code 116 (3 and two thirds stops), ExposureTime
+        // 192 (6 stops: 1/64 s); no FocalUnits, so millimetres.
+        let focal = [0u16, 24, 0, 0].map(u16::to_le_bytes).concat();
+        let file = crw(
+            "Canon EOS DIGITAL REBEL",
+            &[
+                (0x102A, canon_record(34, &[(2, 160), (21, 116), (22, 192)])),
+                (0x102D, canon_record(46, &[(16, 0)])),
+                (0x1029, focal),
+            ],
+        );
+        let info = inspect(View::whole(&file), Some("crw"));
+        assert!(close(info.f_number, 3.563_594_872_561_36), "{info:?}");
+        assert!(close(info.exposure_time, 0.015_625), "{info:?}");
+        assert_eq!(info.iso, Some(100));
+        assert_eq!(info.focal_length, Some(24.0));
+        // AutoISO of one stop up doubles it; CameraISO with bit 0x4000 is the number.
+        let file = crw(
+            "Canon EOS D60",
+            &[
+                (0x102A, canon_record(34, &[(1, 32), (2, 160)])),
+                (0x102D, canon_record(46, &[(16, 0x4000 | 400)])),
+            ],
+        );
+        let info = inspect(View::whole(&file), Some("crw"));
+        assert_eq!(info.iso, Some(400));
+        let file = crw(
+            "Canon EOS D60",
+            &[(0x102A, canon_record(34, &[(1, 32), (2, 160)]))],
+        );
+        let info = inspect(View::whole(&file), Some("crw"));
+        assert_eq!(info.iso, Some(200));
+        // Zero in ExposureTime is one second in a CRW; the 20D counts in other units.
+        assert!(close(info.exposure_time, 1.0), "{info:?}");
+        assert_eq!((info.f_number, info.focal_length), (None, None));
+        let file = crw("Canon EOS 20D", &[(0x102A, canon_record(34, &[(22, 192)]))]);
+        let info = inspect(View::whole(&file), Some("crw"));
+        assert!(
+            close(info.exposure_time, 0.015_625 * 1000.0 / 32.0),
+            "{info:?}"
+        );
+    }
+
+    #[test]
+    fn short_or_lying_canon_records_give_only_what_they_hold() {
+        // A ShotInfo of ten values has no FNumber or ExposureTime, and a BaseISO of zero
+        // is none: no ISO either.
+        let file = crw(
+            "Canon PowerShot S40",
+            &[(0x102A, canon_record(10, &[(1, 32)]))],
+        );
+        let info = inspect(View::whole(&file), Some("crw"));
+        assert_eq!(info.error, None);
+        assert_eq!(
+            (info.f_number, info.exposure_time, info.iso),
+            (None, None, None)
+        );
+        // A ShotInfo that claims more bytes than its heap holds is skipped.
+        let mut file = crw(
+            "Canon PowerShot S40",
+            &[(0x102A, canon_record(34, &[(2, 160), (21, 99), (22, 126)]))],
+        );
+        let shot = memchr::memmem::find(&file, &0x102Au16.to_le_bytes()).unwrap();
+        file[shot + 2..shot + 6].copy_from_slice(&u32::MAX.to_le_bytes());
+        let info = inspect(View::whole(&file), Some("crw"));
+        assert_eq!(
+            (info.width, info.f_number, info.iso),
+            (Some(3072), None, None)
+        );
+    }
+
+    /// A little-endian Phase One directory of `entries` (tag, value size, value): the
+    /// header, the values longer than four bytes, then the directory.
+    fn phase_one(entries: &[(u32, u32, Vec<u8>)]) -> Vec<u8> {
+        let mut values = Vec::new();
+        let mut dir = (entries.len() as u32).to_le_bytes().to_vec();
+        dir.extend_from_slice(&[0; 4]);
+        for (tag, size, value) in entries {
+            dir.extend_from_slice(&tag.to_le_bytes());
+            dir.extend_from_slice(&size.to_le_bytes());
+            dir.extend_from_slice(&(value.len() as u32).to_le_bytes());
+            if value.len() <= 4 {
+                let mut v = value.clone();
+                v.resize(4, 0);
+                dir.extend_from_slice(&v);
+            } else {
+                dir.extend_from_slice(&(12 + values.len() as u32).to_le_bytes());
+                values.extend_from_slice(value);
+            }
+        }
+        let mut note = b"IIIICwaR".to_vec();
+        note.extend_from_slice(&(12 + values.len() as u32).to_le_bytes());
+        note.extend_from_slice(&values);
+        note.extend_from_slice(&dir);
+        note
+    }
+
+    const LENS: &str = "Mamiya LS 80mm f/2.8 D";
+
+    #[test]
+    fn an_iiq_has_the_lens_of_phase_ones_directory() {
+        let note = phase_one(&[
+            (0x100, 4, 0u32.to_le_bytes().to_vec()),
+            (0x410, 1, b"Credo 40\0".to_vec()),
+            (0x412, 1, format!("{LENS}\0").into_bytes()),
+        ]);
+        // As a Leaf back writes it: the maker note right after the TIFF header, IFD0
+        // after it, and the Exif IFD's MakerNote pointing back to byte 8.
+        let header = [II, &note].concat();
+        let ifd0 = (header.len() + 2 + 12 * 2 + 4) as u32;
+        let mut file = tiff(
+            &header,
+            &[
+                vec![ascii(0x10F, "Leaf"), long(0x8769, ifd0)],
+                vec![(0x927C, 7, note.len() as u32, 8u32.to_le_bytes().to_vec())],
+            ],
+            &[],
+            &[],
+        );
+        file[4..8].copy_from_slice(&(header.len() as u32).to_le_bytes());
+        let info = inspect(View::whole(&file), Some("iiq"));
+        assert_eq!(info.format, Some("iiq"));
+        assert_eq!(info.make.as_deref(), Some("Leaf"));
+        assert_eq!(info.lens.as_deref(), Some(LENS));
+    }
+
+    #[test]
+    fn a_phase_one_directory_that_lies_has_no_lens() {
+        let lens = || (0x412, 1, format!("{LENS}\0").into_bytes());
+        let good = phase_one(&[(0x100, 4, vec![0; 4]), lens()]);
+        assert_eq!(super::phase_one_lens(&good).as_deref(), Some(LENS));
+        // Not Phase One's header; cut short.
+        assert_eq!(super::phase_one_lens(&good[4..]), None);
+        assert_eq!(super::phase_one_lens(&good[..good.len() - 1]), None);
+        // One entry only, or a count no directory has.
+        assert_eq!(super::phase_one_lens(&phase_one(&[lens()])), None);
+        let mut many = good.clone();
+        let dir = 12 + LENS.len() + 1;
+        many[dir..dir + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(super::phase_one_lens(&many), None);
+        // The directory's offset past the end.
+        let mut far = good.clone();
+        far[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(super::phase_one_lens(&far), None);
+        // An earlier entry whose value lies past the end ends the reading there.
+        let mut bad = phase_one(&[(0x102, 1, b"serial number".to_vec()), lens()]);
+        let first = 12 + 13 + LENS.len() + 1 + 8;
+        bad[first + 12..first + 16].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
+        assert_eq!(super::phase_one_lens(&bad), None);
+        // A lens value that claims more bytes than there are.
+        let mut long_lens = good.clone();
+        let second = dir + 8 + 16;
+        long_lens[second + 8..second + 12].copy_from_slice(&0x7FFF_FFFFu32.to_le_bytes());
+        assert_eq!(super::phase_one_lens(&long_lens), None);
     }
 
     fn bx(kind: &[u8; 4], body: &[u8]) -> Vec<u8> {

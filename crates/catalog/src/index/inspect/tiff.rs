@@ -168,6 +168,9 @@ pub(super) struct Images {
     pub borders: [Option<u64>; 4],
     /// Where Panasonic's JpgFromRaw (tag 0x2E) lies: its EXIF has the date.
     pub jpg_from_raw: Option<(u64, u64)>,
+    /// Where the first MakerNote (tag 0x927C) that lies inside the block is, as (offset,
+    /// length): Phase One's directory in an IIQ.
+    pub maker_note: Option<(u64, u64)>,
 }
 
 /// The most directories [`images`] reads: real raw files have fewer than 10.
@@ -276,6 +279,11 @@ impl Reader<'_> {
         }
         if let (Some(start), Some(len)) = (value(0x0201), value(0x0202)) {
             w.out.jpegs.push((start, len));
+        }
+        if w.out.maker_note.is_none()
+            && let Some(e) = get(0x927C).filter(|e| !e.far && matches!(e.kind, 1 | 7))
+        {
+            w.out.maker_note = Some((e.at, e.count));
         }
         // A JPEG-compressed image in one strip is a preview unless it is the raw image
         // (CR2's IFD3, a DNG's lossless JPEG): marked full-resolution, colour filter

@@ -76,7 +76,9 @@ pub(super) fn read(view: View<'_>) -> Raw<'_> {
     raw
 }
 
-/// The make, model and date among the properties of the PROP section at `at`.
+/// The make, model, date and exposure among the properties of the PROP section at `at`
+/// (exiftool's names: CAMMANUF, CAMMODEL, TIME, SHUTTER in seconds, APERTURE, ISO and
+/// FLENGTH in millimetres; EXPTIME is the sensor's integration time, not the shutter's).
 fn properties(view: View<'_>, at: u64, len: u64, f: &mut Fields) {
     let Some(section) = view
         .get(at, len)
@@ -118,7 +120,118 @@ fn properties(view: View<'_>, at: u64, len: u64, f: &mut Fields) {
             "CAMMANUF" => f.make = Some(value),
             "CAMMODEL" => f.model = Some(value),
             "TIME" => f.date = value.parse().ok().and_then(unix_date),
+            "SHUTTER" => f.exposure_time = number(&value),
+            "APERTURE" => f.f_number = number(&value),
+            "FLENGTH" => f.focal_length = number(&value),
+            "ISO" => {
+                f.iso = number(&value)
+                    .map(f64::round)
+                    .filter(|&iso| iso <= f64::from(u32::MAX))
+                    .map(|iso| iso as u32);
+            }
             _ => {}
         }
+    }
+}
+
+/// A property's text as a number, when it is one (finite and not negative).
+fn number(text: &str) -> Option<f64> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{View, inspect};
+
+    /// A PROP section of `pairs` (name, value), UTF-16 text; `chars` overrides the
+    /// character count the header states.
+    fn prop(pairs: &[(&str, &str)], chars: Option<u32>) -> Vec<u8> {
+        let mut text: Vec<u16> = Vec::new();
+        let mut entries = Vec::new();
+        for (name, value) in pairs {
+            entries.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            text.extend(name.encode_utf16().chain([0]));
+            entries.extend_from_slice(&(text.len() as u32).to_le_bytes());
+            text.extend(value.encode_utf16().chain([0]));
+        }
+        let mut s = b"SECp\0\0\x02\0".to_vec();
+        s.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
+        s.extend_from_slice(&[0; 8]); // UTF-16, reserved
+        s.extend_from_slice(&chars.unwrap_or(text.len() as u32).to_le_bytes());
+        s.extend_from_slice(&entries);
+        s.extend(text.iter().flat_map(|c| c.to_le_bytes()));
+        s
+    }
+
+    /// An X3F (version 2.0, 16×32) whose only section is `section`, tagged PROP.
+    fn x3f(section: &[u8]) -> Vec<u8> {
+        let mut file = b"FOVb\0\0\x02\0".to_vec();
+        file.resize(28, 0);
+        file.extend_from_slice(&[0x10, 0, 0, 0, 0x20, 0, 0, 0]);
+        let at = file.len() as u32;
+        file.extend_from_slice(section);
+        let dir = file.len() as u32;
+        file.extend_from_slice(b"SECd\0\0\x02\0");
+        file.extend_from_slice(&1u32.to_le_bytes());
+        file.extend_from_slice(&at.to_le_bytes());
+        file.extend_from_slice(&(section.len() as u32).to_le_bytes());
+        file.extend_from_slice(b"PROP");
+        file.extend_from_slice(&dir.to_le_bytes());
+        file
+    }
+
+    #[test]
+    fn an_x3f_has_the_exposure_of_its_properties() {
+        // As the SD10 of exiftool's sample writes them; EXPTIME is the sensor's
+        // integration time in microseconds, not the exposure time.
+        let file = x3f(&prop(
+            &[
+                ("ISO", "100"),
+                ("CAMMANUF", "SIGMA"),
+                ("CAMMODEL", "SIGMA SD10"),
+                ("EXPTIME", "24140"),
+                ("SHUTTER", "0.00929"),
+                ("APERTURE", "8.35419"),
+                ("FLENGTH", "30"),
+            ],
+            None,
+        ));
+        let info = inspect(View::whole(&file), Some("x3f"));
+        assert_eq!(info.error, None);
+        assert_eq!(info.model.as_deref(), Some("SIGMA SD10"));
+        assert_eq!(info.exposure_time, Some(0.00929));
+        assert_eq!(info.f_number, Some(8.35419));
+        assert_eq!(info.iso, Some(100));
+        assert_eq!(info.focal_length, Some(30.0));
+    }
+
+    #[test]
+    fn x3f_properties_that_lie_or_are_no_numbers_are_skipped() {
+        // Not numbers: nothing.
+        let file = x3f(&prop(
+            &[("SHUTTER", "1/100"), ("APERTURE", "inf"), ("ISO", "-5")],
+            None,
+        ));
+        let info = inspect(View::whole(&file), Some("x3f"));
+        assert_eq!(
+            (info.exposure_time, info.f_number, info.iso),
+            (None, None, None)
+        );
+        // A character count larger than the section: the text there is still read.
+        let file = x3f(&prop(&[("FLENGTH", "30")], Some(u32::MAX)));
+        let info = inspect(View::whole(&file), Some("x3f"));
+        assert_eq!(info.focal_length, Some(30.0));
+        // A count smaller than the text: the value is cut off, a name lost.
+        let file = x3f(&prop(&[("FLENGTH", "30"), ("ISO", "200")], Some(9)));
+        let info = inspect(View::whole(&file), Some("x3f"));
+        assert_eq!((info.focal_length, info.iso), (Some(3.0), None));
+        // An entry count far larger than the entries there are.
+        let mut section = prop(&[("ISO", "200")], None);
+        section[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        let info = inspect(View::whole(&x3f(&section)), Some("x3f"));
+        assert_eq!(info.iso, None);
+        assert_eq!((info.width, info.height), (Some(16), Some(32)));
     }
 }
