@@ -176,39 +176,3 @@ pub fn finish(mut run: Running) -> (Option<i32>, String) {
     };
     (status.code(), reader.join().unwrap())
 }
-
-/// Runs `cmd` to its end (nothing on stdin), returning its output and its peak resident
-/// memory in KiB, as the kernel accounts it for that process alone (`wait4`'s
-/// `ru_maxrss`: exact, not sampled).
-pub fn output_and_peak_memory(cmd: &mut Command) -> (Output, u64) {
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut b = Vec::new();
-            let _ = pipe.read_to_end(&mut b);
-            b
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let mut status = 0;
-    // SAFETY: an all-zero `rusage` is a valid value of that plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: `pid` is our own child, not yet reaped (std's `Child` is never waited on
-    // after this); `status` and `usage` are valid for writes.
-    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(reaped, pid, "wait4: {}", std::io::Error::last_os_error());
-    use std::os::unix::process::ExitStatusExt;
-    let output = Output {
-        status: std::process::ExitStatus::from_raw(status),
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    };
-    (output, usage.ru_maxrss as u64)
-}

@@ -352,10 +352,14 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     if lacking && let Some(packet) = xmp::packet(data) {
         fill_xmp(&mut info, packet);
     }
-    // A HEIF's transformations (`irot`, `imir`) are in its width and height, and every
-    // decoder applies them; its EXIF (or XMP) Orientation is informative only (ISO/IEC 23008-12)
-    // and must not be applied again: nothing is left to apply.
-    if matches!(format, "heif" | "avif") && info.orientation.is_some() {
+    // A HEIF turned by `irot` has that turn in its width and height, and every decoder
+    // applies it; its EXIF (or XMP) Orientation is then informative only (ISO/IEC
+    // 23008-12) and must not be applied again: nothing is left to apply. One without
+    // `irot` keeps what its metadata states, as every other format.
+    if matches!(format, "heif" | "avif")
+        && info.rotation.is_some_and(|r| r != 0)
+        && info.orientation.is_some()
+    {
         info.orientation = Some(1);
     }
     info.error = errors.into_iter().next();

@@ -212,9 +212,6 @@ fn visual_inner(
             video_frame(source, size, opts.max_megapixels)
         }
         (_, Some("heif" | "avif")) => {
-            // The transformations (`irot`, `imir`) are the orientation; EXIF's is only
-            // informative in a HEIF (ISO/IEC 23008-12), and libheif has applied them.
-            orientation = None;
             let max = u64::from(opts.max_megapixels) * 1_000_000;
             super::libheif::decode(data, size, max).map(|d| Pixels {
                 width: d.width,
