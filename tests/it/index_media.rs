@@ -174,43 +174,90 @@ fn make_files(dir: &Path) {
             "-Keys:GPSCoordinates=-33.8568, 151.2153, 12",
         ])
         .arg(dir.join("phone.mov")));
-    // HEIC and AVIF by libheif's encoder, from a JPEG with EXIF (AVIF from RGB input hits
-    // an assertion in Debian 12's libaom: the JPEG's 4:2:0 is what cameras give anyway).
-    let jpeg = dir.join("source.jpg.in");
-    run(Command::new("convert")
-        .args(["-size", "640x480", "gradient:red-blue", "-quality", "90"])
-        .arg(format!("jpeg:{}", jpeg.display())));
-    run(Command::new("exiftool")
-        .args([
-            "-q",
-            "-overwrite_original",
-            "-Make=Apple",
-            "-Model=iPhone 12",
-            "-DateTimeOriginal=2022:03:04 05:06:07",
-            "-OffsetTimeOriginal=+01:00",
-            "-GPSLatitude=51.5",
-            "-GPSLatitudeRef=N",
-            "-GPSLongitude=0.12",
-            "-GPSLongitudeRef=W",
-            "-GPSAltitude=35.5",
-            "-GPSAltitudeRef=0",
-            "-ExposureTime=1/120",
-            "-FNumber=1.6",
-            "-ISO=64",
-            "-FocalLength=4.2",
-            "-LensModel=iPhone 12 back camera 4.2mm f/1.6",
-            "-SubSecTimeOriginal=250",
-        ])
-        .arg(&jpeg));
-    run(Command::new("heif-enc")
-        .args(["-q", "50", "-o"])
-        .arg(dir.join("made.heic"))
-        .arg(&jpeg));
-    run(Command::new("heif-enc")
-        .args(["-A", "-p", "chroma=444", "-q", "50", "-o"])
-        .arg(dir.join("made.avif"))
-        .arg(&jpeg));
-    std::fs::remove_file(&jpeg).unwrap();
+    // HEICs and AVIFs by libheif's encoder, from JPEGs with the EXIF phones write: a
+    // northern and western place above the sea, a southern and eastern one below it (the
+    // signs), a long exposure at high ISO, a portrait frame. (AVIF from RGB input hits an
+    // assertion in Debian 12's libaom: a JPEG's 4:2:0 is what cameras give anyway.)
+    let phone = [
+        "-Make=Apple",
+        "-Model=iPhone 12",
+        "-LensModel=iPhone 12 back camera 4.2mm f/1.6",
+        "-FocalLength=4.2",
+        "-FNumber=1.6",
+    ];
+    let made: [(&str, &str, &[&str]); 4] = [
+        (
+            "made",
+            "640x480",
+            &[
+                "-DateTimeOriginal=2022:03:04 05:06:07",
+                "-OffsetTimeOriginal=+01:00",
+                "-SubSecTimeOriginal=250",
+                "-GPSLatitude=51.5",
+                "-GPSLatitudeRef=N",
+                "-GPSLongitude=0.12",
+                "-GPSLongitudeRef=W",
+                "-GPSAltitude=35.5",
+                "-GPSAltitudeRef=0",
+                "-ExposureTime=1/120",
+                "-ISO=64",
+            ],
+        ),
+        (
+            "dead-sea",
+            "640x480",
+            &[
+                "-DateTimeOriginal=2023:11:12 06:30:00",
+                "-OffsetTimeOriginal=+02:00",
+                "-GPSLatitude=31.5",
+                "-GPSLatitudeRef=S",
+                "-GPSLongitude=35.5",
+                "-GPSLongitudeRef=E",
+                "-GPSAltitude=430",
+                "-GPSAltitudeRef=1",
+                "-ExposureTime=1/2000",
+                "-ISO=32",
+            ],
+        ),
+        (
+            "night",
+            "800x600",
+            &[
+                "-DateTimeOriginal=2024:01:01 00:00:05",
+                "-ExposureTime=2",
+                "-ISO=3200",
+            ],
+        ),
+        (
+            "portrait",
+            "480x640",
+            &[
+                "-DateTimeOriginal=2024:06:21 12:00:00",
+                "-ExposureTime=1/60",
+                "-ISO=100",
+            ],
+        ),
+    ];
+    for (name, size, exif) in made {
+        let jpeg = dir.join(format!("{name}.jpg.in"));
+        run(Command::new("convert")
+            .args(["-size", size, "gradient:red-blue", "-quality", "90"])
+            .arg(format!("jpeg:{}", jpeg.display())));
+        run(Command::new("exiftool")
+            .args(["-q", "-overwrite_original"])
+            .args(phone)
+            .args(exif)
+            .arg(&jpeg));
+        run(Command::new("heif-enc")
+            .args(["-q", "50", "-o"])
+            .arg(dir.join(format!("{name}.heic")))
+            .arg(&jpeg));
+        run(Command::new("heif-enc")
+            .args(["-A", "-p", "chroma=444", "-q", "50", "-o"])
+            .arg(dir.join(format!("{name}.avif")))
+            .arg(&jpeg));
+        std::fs::remove_file(&jpeg).unwrap();
+    }
 }
 
 /// exiftool's `ImageSize` (`-n`: "W H"), turned by its `Rotation` for a video or a HEIF
