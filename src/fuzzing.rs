@@ -82,6 +82,13 @@ pub fn inspect(data: &[u8]) {
         Some("bmp"),
         Some("heic"),
         Some("cr2"),
+        Some("dng"),
+        Some("cr3"),
+        Some("mp4"),
+        Some("mov"),
+        Some("mkv"),
+        Some("avi"),
+        Some("jxl"),
     ];
     let ext = exts[usize::from(pick) % exts.len()];
     parsers::inspect(data, ext, pick & 0x80 == 0);
@@ -133,4 +140,48 @@ pub fn path_list(data: &[u8]) {
             assert!(!bytes.is_empty() && !bytes.contains(&sep));
         }
     }
+}
+
+/// The camera raw readers (`inspect/raw.rs`, `ciff.rs`, `x3f.rs`): the format by content
+/// (or, for a TIFF structure, by its IFD0 and the extension the first byte picks), then
+/// each reader on the rest as its format: true sizes, EXIF places, embedded previews.
+pub fn raw(data: &[u8]) {
+    let Some((&pick, data)) = data.split_first() else {
+        return;
+    };
+    let exts = [
+        "dng", "cr2", "nef", "nrw", "arw", "sr2", "pef", "srw", "3fr", "iiq", "orf", "rw2",
+    ];
+    parsers::raw(data, Some(exts[usize::from(pick) % exts.len()]));
+    parsers::tiff_images(data);
+    parsers::crw(data);
+    parsers::x3f(data);
+    parsers::cr3(data);
+    parsers::raf(data);
+    parsers::mrw(data);
+}
+
+/// The HEIF/AVIF reader (`inspect/heif.rs`: the primary item, its transforms, grids, the
+/// Exif item) as a whole file and as a huge file's head and tail, and Apple's maker-note
+/// reader (`inspect/apple.rs`).
+pub fn heif(data: &[u8]) {
+    parsers::heif(data, true);
+    parsers::heif(data, false);
+    parsers::apple(data);
+}
+
+/// The video readers: QuickTime/MP4 (`inspect/quicktime.rs`), Matroska/WebM
+/// (`inspect/matroska.rs`) and AVI (`inspect/avi.rs`), whole and as head and tail.
+pub fn video(data: &[u8]) {
+    for complete in [true, false] {
+        parsers::quicktime(data, complete);
+        parsers::matroska(data, complete);
+        parsers::avi(data, complete);
+    }
+}
+
+/// The JPEG XL size header reader (`inspect/jxl.rs`), bare codestream and container.
+pub fn jxl(data: &[u8]) {
+    parsers::jxl(data, true);
+    parsers::jxl(data, false);
 }

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use crate::common::*;
@@ -223,32 +223,10 @@ fn hashing_a_2_gib_file_keeps_memory_bounded() {
         f.write_all(&chunk).unwrap();
     }
     drop(f);
-    let mut child = seekless()
-        .args(["hash", "--algo", "blake3"])
-        .arg(&big)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status_path = format!("/proc/{}/status", child.id());
-    let mut peak_kb = 0u64;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(&status_path) {
-            for line in text.lines() {
-                if let Some(v) = line.strip_prefix("VmHWM:") {
-                    let kb: u64 = v.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0);
-                    peak_kb = peak_kb.max(kb);
-                }
-            }
-        }
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    let (out, peak_kb) =
+        output_and_peak_memory(seekless().args(["hash", "--algo", "blake3"]).arg(&big));
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
-    assert!(peak_kb > 0, "could not read VmHWM");
     assert!(
         peak_kb < 200 * 1024,
         "peak RSS {peak_kb} kB for a 2 GiB file"

@@ -748,24 +748,17 @@ fn every_kind_gets_a_thumbnail_with_bounded_memory() {
     std::io::Write::write_all(&mut out, &video[moov..]).unwrap();
     drop(out);
     let db = scratch.path().join("big.db");
-    // The run's own peak (`--summary` reads its VmHWM: this program's, not that of the
-    // test process it was spawned from, which a child's `ru_maxrss` would include).
-    let out = output_within(
+    // The run's own high-water mark (VmHWM: not that of the test process it was spawned
+    // from, which a child's `ru_maxrss` would include).
+    let (out, peak_kib) = output_and_peak_memory(
         seekless()
-            .args(["index", "--thumbs", "--summary", "--db"])
+            .args(["index", "--thumbs", "--db"])
             .arg(&db)
             .arg(&big),
-        RUN_LIMIT,
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let peak_mib: u64 = stderr
-        .lines()
-        .find_map(|l| l.strip_prefix("seekless: peak memory: "))
-        .and_then(|l| l.strip_suffix(" MiB"))
-        .unwrap_or_else(|| panic!("no peak memory in:\n{stderr}"))
-        .parse()
-        .unwrap();
+    let peak_mib = peak_kib >> 10;
     eprintln!("peak memory indexing two 400 MiB files: {peak_mib} MiB");
     assert!(peak_mib < 300, "peak memory {peak_mib} MiB");
     let rows = query(

@@ -116,9 +116,6 @@ pub fn run(args: Args) -> Result<Code> {
             summary.removed,
             summary.failed
         );
-        if let Some(peak) = seekless::os::peak_memory() {
-            eprintln!("seekless: peak memory: {} MiB", peak >> 20);
-        }
     }
     Ok(Code::from_errors(console.errors()))
 }

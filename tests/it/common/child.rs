@@ -176,3 +176,47 @@ pub fn finish(mut run: Running) -> (Option<i32>, String) {
     };
     (status.code(), reader.join().unwrap())
 }
+
+/// Runs `cmd` to its end (nothing on stdin), returning its output and its peak resident
+/// memory in KiB: the largest `VmHWM` (the process's own high-water mark, from
+/// `/proc/PID/status`) seen while it ran, looked at every 20 ms. A high-water mark only
+/// grows, so a peak is missed only if the process ends within 20 ms of reaching it.
+pub fn output_and_peak_memory(cmd: &mut Command) -> (Output, u64) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut b = Vec::new();
+            let _ = pipe.read_to_end(&mut b);
+            b
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0u64;
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_path) {
+            let hwm = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok());
+            peak_kib = peak_kib.max(hwm.unwrap_or(0));
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(peak_kib > 0, "could not read VmHWM from {status_path}");
+    let output = Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    };
+    (output, peak_kib)
+}

@@ -212,13 +212,6 @@ pub fn free_memory() -> Option<u64> {
     None
 }
 
-/// The most memory this process has held: Linux's (see `linux/memory.rs`); elsewhere
-/// unknown.
-#[cfg(not(target_os = "linux"))]
-pub fn peak_memory() -> Option<u64> {
-    None
-}
-
 /// What tells a disk from an earlier one of the same name: Linux's; elsewhere its name.
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn disk_identity(disk: &crate::disk::Disk) -> String {

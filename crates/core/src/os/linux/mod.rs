@@ -35,7 +35,7 @@ pub use hints::{drop_all_caches, drop_cache, prefetch};
 pub use longpath::{
     metadata, open_directory, read_dir, symlink_metadata, sys_path, with_path, with_paths,
 };
-pub use memory::{free_memory, peak_memory};
+pub use memory::free_memory;
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory
 /// was read cannot hang us), never updates atime, and does not follow a final symlink
