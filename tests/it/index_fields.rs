@@ -15,7 +15,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::catalog::corpus;
+use crate::common::catalog::{Comparison, corpus, reference_value};
 use crate::common::*;
 
 /// The directory `.ci/fetch-corpora` unpacks (its version, URL and SHA-256 are pinned there).
@@ -215,10 +215,7 @@ fn catalog_fields_agree_with_exiftool_and_identify_on_pillows_test_images() {
             )
         })
         .collect();
-    // (field, [compared, agreed]); differences as (file, field, ours, reference).
-    let mut tally: BTreeMap<&str, [usize; 2]> = BTreeMap::new();
-    let mut differences = BTreeSet::new();
-    let mut report = Vec::new();
+    let mut comparison = Comparison::default();
     let fields = [
         ("make", "Make"),
         ("model", "Model"),
@@ -235,7 +232,7 @@ fn catalog_fields_agree_with_exiftool_and_identify_on_pillows_test_images() {
     for (name, row) in &by_name {
         let path = row["path"].as_str().unwrap();
         let e = exif.get(path).copied().unwrap_or(&Value::Null);
-        let mut checks: Vec<(&str, Value, Value)> = Vec::new();
+        let mut checks: Vec<(&'static str, Value, Value)> = Vec::new();
         let ours_dims = match (&row["width"], &row["height"]) {
             (Value::Number(w), Value::Number(h)) => Value::String(format!("{w}×{h}")),
             _ => Value::Null,
@@ -254,68 +251,16 @@ fn catalog_fields_agree_with_exiftool_and_identify_on_pillows_test_images() {
             reference_taken(e).map_or(Value::Null, Value::String),
         ));
         for (col, tag) in fields {
-            let reference = match &e[tag] {
-                // Text that is only NULs or spaces is no value, in the catalog too.
-                Value::String(s) if s.trim_end_matches(['\0', ' ']).trim().is_empty() => {
-                    Value::Null
-                }
-                Value::String(s) if !matches!(col, "make" | "model" | "lens") => {
-                    s.trim().parse::<f64>().map_or(Value::Null, Value::from)
-                }
-                v => v.clone(),
-            };
-            checks.push((col, row[col].clone(), reference));
+            let text = matches!(col, "make" | "model" | "lens");
+            checks.push((col, row[col].clone(), reference_value(&e[tag], text)));
         }
         for (field, ours, reference) in checks {
-            if ours.is_null() && reference.is_null() {
-                continue;
-            }
-            let t = tally.entry(field).or_default();
-            t[0] += 1;
-            if same(&ours, &reference) {
-                t[1] += 1;
-            } else {
-                differences.insert((name.to_string(), field.to_string()));
-                report.push(format!(
-                    "{name}: {field}: catalog {ours}, reference {reference} (error: {})",
-                    row["error"]
-                ));
-            }
+            let agree = same(&ours, &reference);
+            comparison.field(name, field, &ours, &reference, agree, &row["error"]);
         }
     }
-    for (field, [compared, agreed]) in &tally {
-        eprintln!(
-            "{field}: {agreed} of {compared} files agree ({:.1} %)",
-            100.0 * *agreed as f64 / *compared as f64
-        );
-    }
-    let listed: BTreeSet<(String, String)> = JUDGEMENT_CALLS
-        .iter()
-        .map(|(f, field, _)| (f.to_string(), field.to_string()))
-        .collect();
-    let unlisted: Vec<&String> = differences
-        .iter()
-        .filter(|d| !listed.contains(*d))
-        .filter_map(|(f, field)| {
-            report
-                .iter()
-                .find(|r| r.starts_with(&format!("{f}: {field}:")))
-        })
-        .collect();
-    assert!(
-        unlisted.is_empty(),
-        "differences that are no listed judgement call:\n{}",
-        unlisted
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    let stale: Vec<_> = listed.difference(&differences).collect();
-    assert!(
-        stale.is_empty(),
-        "judgement calls that are no longer differences (remove them here and in docs/index.md): {stale:?}"
-    );
+    comparison.print();
+    comparison.assert_only(JUDGEMENT_CALLS);
     // Enough files carry each field for the comparison to mean something.
     for (field, least) in [
         ("dims", 690),
@@ -323,7 +268,7 @@ fn catalog_fields_agree_with_exiftool_and_identify_on_pillows_test_images() {
         ("taken", 10),
         ("make", 10),
     ] {
-        let compared = tally.get(field).map_or(0, |t| t[0]);
+        let compared = comparison.compared(field);
         assert!(compared >= least, "{field}: only {compared} files compared");
     }
 

@@ -23,7 +23,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::catalog::{corpus, query};
+use crate::common::catalog::{Comparison, corpus, query, reference_value};
 use crate::common::*;
 use crate::index_fields::{reference_taken, same};
 
@@ -93,17 +93,23 @@ fn kind_of_extension(name: &str) -> &'static str {
     }
 }
 
+/// ffmpeg's options for H.264 as cameras write it.
+const H264: [&str; 4] = ["-c:v", "libx264", "-pix_fmt", "yuv420p"];
+
+/// A 3-second clip of ffmpeg's test pattern of `size` at `out`, encoded with `args`.
+fn clip(size: &str, args: &[&str], out: &Path) {
+    run(Command::new("ffmpeg")
+        .args(["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i"])
+        .arg(format!("testsrc=size={size}:rate=10"))
+        .args(["-t", "3"])
+        .args(args)
+        .arg(out));
+}
+
 /// Makes the corpus's own files in `dir` with ffmpeg, exiftool and heif-enc.
 fn make_files(dir: &Path) {
-    let ffmpeg = |size: &str, args: &[&str], out: &str| {
-        run(Command::new("ffmpeg")
-            .args(["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i"])
-            .arg(format!("testsrc=size={size}:rate=10"))
-            .args(["-t", "3"])
-            .args(args)
-            .arg(dir.join(out)));
-    };
-    let h264 = ["-c:v", "libx264", "-pix_fmt", "yuv420p"];
+    let ffmpeg = |size: &str, args: &[&str], out: &str| clip(size, args, &dir.join(out));
+    let h264 = H264;
     ffmpeg(
         "320x240",
         &[
@@ -385,9 +391,7 @@ fn media_fields_agree_with_exiftool() {
         .map(|e| (e["SourceFile"].as_str().unwrap(), e))
         .collect();
 
-    let mut tally: BTreeMap<&str, [usize; 2]> = BTreeMap::new();
-    let mut differences = BTreeSet::new();
-    let mut report = Vec::new();
+    let mut comparison = Comparison::default();
     let mut kinds = BTreeSet::new();
     let fields = [
         ("make", "Make"),
@@ -444,79 +448,20 @@ fn media_fields_agree_with_exiftool() {
             } else {
                 value.clone()
             };
-            let reference = match value {
-                Value::String(s) if s.trim_end_matches(['\0', ' ']).trim().is_empty() => {
-                    Value::Null
-                }
-                Value::String(s) if !matches!(col, "make" | "model" | "lens" | "content_id") => {
-                    s.trim().parse::<f64>().map_or(Value::Null, Value::from)
-                }
-                v => v.clone(),
-            };
-            checks.push((col, row[col].clone(), reference));
+            let text = matches!(col, "make" | "model" | "lens" | "content_id");
+            checks.push((col, row[col].clone(), reference_value(value, text)));
         }
         for (field, ours, reference) in checks {
-            if ours.is_null() && reference.is_null() {
-                continue;
-            }
-            let t = tally.entry(field).or_default();
-            t[0] += 1;
             // Positions to 1e-5° (a metre): QuickTime's `loci` box holds 16.16 fixed point,
             // which exiftool prints to 5 decimals.
             let near = matches!(field, "gps_lat" | "gps_lon")
                 && matches!((ours.as_f64(), reference.as_f64()), (Some(a), Some(b)) if (a - b).abs() <= 1e-5);
-            if near || same(&ours, &reference) {
-                t[1] += 1;
-            } else {
-                differences.insert((name.to_string(), field.to_string()));
-                report.push(format!(
-                    "{name}: {field}: catalog {ours}, exiftool {reference} (error: {})",
-                    row["error"]
-                ));
-            }
+            let agree = near || same(&ours, &reference);
+            comparison.field(name, field, &ours, &reference, agree, &row["error"]);
         }
     }
-    let (mut compared, mut agreed) = (0, 0);
-    for (field, [c, a]) in &tally {
-        eprintln!(
-            "{field}: {a} of {c} files agree ({:.1} %)",
-            100.0 * *a as f64 / *c as f64
-        );
-        compared += c;
-        agreed += a;
-    }
-    let share = agreed as f64 / compared as f64;
-    eprintln!(
-        "all fields: {agreed} of {compared} agree ({:.2} %)",
-        100.0 * share
-    );
-    let listed: BTreeSet<(String, String)> = JUDGEMENT_CALLS
-        .iter()
-        .map(|(f, field, _)| (f.to_string(), field.to_string()))
-        .collect();
-    let unlisted: Vec<&String> = differences
-        .iter()
-        .filter(|d| !listed.contains(*d))
-        .filter_map(|(f, field)| {
-            report
-                .iter()
-                .find(|r| r.starts_with(&format!("{f}: {field}:")))
-        })
-        .collect();
-    assert!(
-        unlisted.is_empty(),
-        "differences that are no listed judgement call:\n{}",
-        unlisted
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    let stale: Vec<_> = listed.difference(&differences).collect();
-    assert!(
-        stale.is_empty(),
-        "judgement calls that are no longer differences (remove them here and in docs/index.md): {stale:?}"
-    );
+    let share = comparison.print();
+    comparison.assert_only(JUDGEMENT_CALLS);
     assert!(share >= 0.99, "only {:.2} % agree", 100.0 * share);
     // Every format the issue names is in the corpus, with its kind.
     for (kind, format) in [
@@ -554,7 +499,7 @@ fn media_fields_agree_with_exiftool() {
         ("duration", 10),
         ("gps_lat", 4),
     ] {
-        let compared = tally.get(field).map_or(0, |t| t[0]);
+        let compared = comparison.compared(field);
         assert!(compared >= least, "{field}: only {compared} files compared");
     }
 }
@@ -618,15 +563,7 @@ fn every_kind_gets_a_thumbnail_with_bounded_memory() {
         .arg(dir.join("wizard.heic"))
         .arg(dir.join("wizard.jpg")));
     // Videos: one turned 90° by its matrix; one with cover art.
-    let ffmpeg = |args: &[&str], out: &str| {
-        run(Command::new("ffmpeg")
-            .args(["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i"])
-            .args(["testsrc=size=320x240:rate=10", "-t", "3"])
-            .args(args)
-            .arg(dir.join(out)));
-    };
-    let h264 = ["-c:v", "libx264", "-pix_fmt", "yuv420p"];
-    ffmpeg(&h264, "turned.mp4");
+    clip("320x240", &H264, &dir.join("turned.mp4"));
     run(Command::new("exiftool")
         .args(["-q", "-overwrite_original", "-Rotation=90"])
         .arg(dir.join("turned.mp4")));
@@ -734,11 +671,7 @@ fn every_kind_gets_a_thumbnail_with_bounded_memory() {
         .unwrap();
     free_box(&mut raw, 400 << 20);
     // ffmpeg writes `moov` after the media data (exiftool, writing, moves it first).
-    run(Command::new("ffmpeg")
-        .args(["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i"])
-        .args(["testsrc=size=320x240:rate=10", "-t", "3"])
-        .args(h264)
-        .arg(scratch.path().join("moov-last.mp4")));
+    clip("320x240", &H264, &scratch.path().join("moov-last.mp4"));
     let video = std::fs::read(scratch.path().join("moov-last.mp4")).unwrap();
     let moov = top_box(&video, b"moov");
     assert!(moov > top_box(&video, b"mdat"), "ffmpeg put moov last");

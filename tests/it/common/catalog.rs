@@ -2,7 +2,7 @@
 //! Pillow), images drawn by Pillow and EXIF made by hand, running `seekless index`, and
 //! reading the catalog back through the `sqlite3` command line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -740,3 +740,107 @@ impl Drop for SqliteReader {
 
 /// `PRAGMA application_id` of a catalog: "SKLS" (docs/index.md).
 pub const APPLICATION_ID: i64 = 0x534b_4c53;
+
+// ---------------------------------------------------------------------------------------
+// Comparing the catalog's fields with a reference's (exiftool, identify), file by file.
+
+/// The reference's value of an exiftool tag as the catalog would store it: text that is
+/// only NULs or spaces is no value; a number given as text is a number, except in the
+/// text columns (`text`).
+pub fn reference_value(v: &Value, text: bool) -> Value {
+    match v {
+        Value::String(s) if s.trim_end_matches(['\0', ' ']).trim().is_empty() => Value::Null,
+        Value::String(s) if !text => s.trim().parse::<f64>().map_or(Value::Null, Value::from),
+        v => v.clone(),
+    }
+}
+
+/// Field-by-field agreement with a reference: how many files each field was compared on
+/// and agreed on, and every difference, which must be one of the judgement calls.
+#[derive(Default)]
+pub struct Comparison {
+    /// Per field: [compared, agreed].
+    tally: BTreeMap<&'static str, [usize; 2]>,
+    /// (file, field) of each difference, with its line for the report.
+    differences: BTreeMap<(String, String), String>,
+}
+
+impl Comparison {
+    /// Compares one field of one file (skipped when neither side has it); `agree` says
+    /// whether `ours` and `reference` are the same value.
+    pub fn field(
+        &mut self,
+        file: &str,
+        field: &'static str,
+        ours: &Value,
+        reference: &Value,
+        agree: bool,
+        error: &Value,
+    ) {
+        if ours.is_null() && reference.is_null() {
+            return;
+        }
+        let t = self.tally.entry(field).or_default();
+        t[0] += 1;
+        if agree {
+            t[1] += 1;
+        } else {
+            self.differences.insert(
+                (file.to_string(), field.to_string()),
+                format!("{file}: {field}: catalog {ours}, reference {reference} (error: {error})"),
+            );
+        }
+    }
+
+    /// How many files `field` was compared on.
+    pub fn compared(&self, field: &str) -> usize {
+        self.tally.get(field).map_or(0, |t| t[0])
+    }
+
+    /// Prints the agreement per field and over all; returns the share of fields agreeing.
+    pub fn print(&self) -> f64 {
+        let (mut compared, mut agreed) = (0, 0);
+        for (field, [c, a]) in &self.tally {
+            eprintln!(
+                "{field}: {a} of {c} files agree ({:.1} %)",
+                100.0 * *a as f64 / *c as f64
+            );
+            compared += c;
+            agreed += a;
+        }
+        let share = agreed as f64 / compared.max(1) as f64;
+        eprintln!(
+            "all fields: {agreed} of {compared} agree ({:.2} %)",
+            100.0 * share
+        );
+        share
+    }
+
+    /// Every difference is one of `calls` (file, field, why), and every call is still a
+    /// difference (a fixed one must leave the list, here and in docs/index.md).
+    pub fn assert_only(&self, calls: &[(&str, &str, &str)]) {
+        let listed: BTreeSet<(String, String)> = calls
+            .iter()
+            .map(|(f, field, _)| (f.to_string(), field.to_string()))
+            .collect();
+        let unlisted: Vec<&str> = self
+            .differences
+            .iter()
+            .filter(|(d, _)| !listed.contains(*d))
+            .map(|(_, line)| line.as_str())
+            .collect();
+        assert!(
+            unlisted.is_empty(),
+            "differences that are no listed judgement call:\n{}",
+            unlisted.join("\n")
+        );
+        let stale: Vec<_> = listed
+            .iter()
+            .filter(|d| !self.differences.contains_key(*d))
+            .collect();
+        assert!(
+            stale.is_empty(),
+            "judgement calls that are no longer differences (remove them here and in docs/index.md): {stale:?}"
+        );
+    }
+}

@@ -421,27 +421,11 @@ fn mrw(view: View<'_>) -> Raw<'_> {
 /// `YYYY:MM:DD HH:MM:SS` (UTC) for seconds since 1970, as exiftool's ConvertUnixTime
 /// writes the dates CRW and X3F keep as numbers.
 pub(super) fn unix_date(seconds: u64) -> Option<String> {
-    let days = i64::try_from(seconds / 86_400).ok()?;
-    let rest = seconds % 86_400;
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year <= 9999).then(|| {
-        format!(
-            "{year:04}:{month:02}:{day:02} {:02}:{:02}:{:02}",
-            rest / 3600,
-            rest / 60 % 60,
-            rest % 60
-        )
-    })
+    let iso = super::quicktime::date_time(i64::try_from(seconds).ok()?, "");
+    // `YYYY-MM-DDTHH:MM:SS` as EXIF writes it; a year past 9999 is no date.
+    (iso.len() == 19).then(|| iso.replacen('-', ":", 2).replacen('T', " ", 1))
 }
+
 #[cfg(test)]
 mod tests {
     use super::super::{View, inspect};
