@@ -15,7 +15,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::catalog::{Comparison, corpus, reference_value};
+use crate::common::catalog::{Comparison, EXIF_COLUMNS, corpus, reference_value};
 use crate::common::*;
 
 /// The directory `.ci/fetch-corpora` unpacks (its version, URL and SHA-256 are pinned there).
@@ -216,19 +216,7 @@ fn catalog_fields_agree_with_exiftool_and_identify_on_pillows_test_images() {
         })
         .collect();
     let mut comparison = Comparison::default();
-    let fields = [
-        ("make", "Make"),
-        ("model", "Model"),
-        ("lens", "LensModel"),
-        ("orientation", "Orientation"),
-        ("exposure_time", "ExposureTime"),
-        ("f_number", "FNumber"),
-        ("iso", "ISO"),
-        ("focal_length", "FocalLength"),
-        ("gps_lat", "GPSLatitude"),
-        ("gps_lon", "GPSLongitude"),
-        ("gps_alt", "GPSAltitude"),
-    ];
+    let fields = EXIF_COLUMNS;
     for (name, row) in &by_name {
         let path = row["path"].as_str().unwrap();
         let e = exif.get(path).copied().unwrap_or(&Value::Null);

@@ -23,7 +23,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::catalog::{Comparison, corpus, query, reference_value};
+use crate::common::catalog::{Comparison, EXIF_COLUMNS, corpus, query, reference_value};
 use crate::common::*;
 use crate::index_fields::{reference_taken, same};
 
@@ -393,22 +393,12 @@ fn media_fields_agree_with_exiftool() {
 
     let mut comparison = Comparison::default();
     let mut kinds = BTreeSet::new();
-    let fields = [
-        ("make", "Make"),
-        ("model", "Model"),
-        ("lens", "LensModel"),
-        ("orientation", "Orientation"),
-        ("exposure_time", "ExposureTime"),
-        ("f_number", "FNumber"),
-        ("iso", "ISO"),
-        ("focal_length", "FocalLength"),
-        ("gps_lat", "GPSLatitude"),
-        ("gps_lon", "GPSLongitude"),
-        ("gps_alt", "GPSAltitude"),
+    let media = [
         ("duration", "Duration"),
         ("rotation", "Rotation"),
         ("content_id", "ContentIdentifier"),
     ];
+    let fields: Vec<(&'static str, &str)> = EXIF_COLUMNS.into_iter().chain(media).collect();
     for row in &rows {
         let path = row["path"].as_str().unwrap();
         let name = Path::new(path).file_name().unwrap().to_str().unwrap();
@@ -432,7 +422,7 @@ fn media_fields_agree_with_exiftool() {
             row["taken"].clone(),
             taken.map_or(Value::Null, Value::String),
         ));
-        for (col, tag) in fields {
+        for &(col, tag) in &fields {
             // Rotation and duration are a video's (a CR3 is a QuickTime file whose movie
             // header says 1 s, of nothing).
             if matches!(col, "rotation" | "duration") && kind != "video" {

@@ -844,3 +844,18 @@ impl Comparison {
         );
     }
 }
+
+/// The catalog's EXIF columns and the exiftool tags (`-n`) they are compared with.
+pub const EXIF_COLUMNS: [(&str, &str); 11] = [
+    ("make", "Make"),
+    ("model", "Model"),
+    ("lens", "LensModel"),
+    ("orientation", "Orientation"),
+    ("exposure_time", "ExposureTime"),
+    ("f_number", "FNumber"),
+    ("iso", "ISO"),
+    ("focal_length", "FocalLength"),
+    ("gps_lat", "GPSLatitude"),
+    ("gps_lon", "GPSLongitude"),
+    ("gps_alt", "GPSAltitude"),
+];
