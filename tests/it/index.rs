@@ -101,7 +101,7 @@ fn catalog_matches_exiftool_and_b3sum_in(test: &str, tools: &Tools, dir: &Path, 
 
     assert_eq!(
         one(db, "PRAGMA user_version", "user_version"),
-        json!(3),
+        json!(4),
         "schema version"
     );
     assert_eq!(
@@ -160,13 +160,15 @@ fn every_stored_field_equals_what_exiftool_and_b3sum_read_on_ext4() {
 }
 
 #[test]
-fn raw_formats_built_on_tiff_are_catalogued_as_tiff_without_a_mismatch() {
+fn raw_formats_built_on_tiff_are_told_by_their_make_and_extension_without_a_mismatch() {
     let test = test_name!();
     let Some(tools) = tools(test) else { return };
     let t = scratch!();
     let raw = t.path().join("raw");
-    // DNG, NEF, ARW and PEF are TIFF inside: their content says tiff, and that agrees with
-    // their extension. A TIFF named .heic does not.
+    // DNG, NEF, ARW and PEF are TIFF inside: a TIFF named like one agrees with its
+    // extension, and is that raw format when its IFD0's Make is that camera maker's (the
+    // NIKON one named .NEF), else a TIFF. A TIFF named .heic is a mismatch, and a TIFF
+    // whatever its Make (NIKON here).
     let names = ["a.dng", "b.NEF", "c.arw", "d.pef", "e.heic"];
     // Written as .tif (exiftool will not write EXIF into a file whose name it doubts),
     // then renamed.
@@ -198,11 +200,18 @@ fn raw_formats_built_on_tiff_are_catalogued_as_tiff_without_a_mismatch() {
     for (f, p) in files.iter().zip(&pictures) {
         let row = row_of(&rows, f);
         let heic = f.extension() == Some(OsStr::new("heic"));
+        let nef = f.extension() == Some(OsStr::new("NEF"));
+        let (format, kind) = if nef {
+            ("nef", "raw")
+        } else {
+            ("tiff", "image")
+        };
         assert_eq!(
             (&row["format"], &row["ext_mismatch"], &row["error"]),
-            (&json!("tiff"), &json!(u8::from(heic)), &Value::Null),
+            (&json!(format), &json!(u8::from(heic)), &Value::Null),
             "{row}"
         );
+        assert_eq!(row["kind"], kind, "{row}");
         assert_eq!(row["width"], json!(p.width), "{row}");
         assert_fields_match_exiftool(row, &exif[f]);
     }

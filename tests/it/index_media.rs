@@ -23,7 +23,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::catalog::{Comparison, EXIF_COLUMNS, corpus, query, reference_value};
+use crate::common::catalog::{
+    Comparison, EXIF_COLUMNS, Ifd, Val, corpus, query, reference_value, tiff_block,
+};
 use crate::common::*;
 use crate::index_fields::{reference_taken, same};
 
@@ -106,8 +108,180 @@ fn clip(size: &str, args: &[&str], out: &Path) {
         .arg(out));
 }
 
+/// A raw file's layout: (file name, magic, Make, Model, whether the raw image is IFD0
+/// itself (else a SubIFD, after IFD0's JPEG preview), its width and height).
+type RawLayout = (
+    &'static str,
+    &'static [u8; 4],
+    &'static str,
+    &'static str,
+    bool,
+    u32,
+    u32,
+);
+
+/// The TIFF-based raw formats no sample of which could be fetched, laid out as their
+/// cameras write them.
+const LAID_OUT: &[RawLayout] = &[
+    ("Sony.ARW", b"II*\0", "SONY", "ILCE-7M3", false, 6048, 4024),
+    ("Sony.SR2", b"II*\0", "SONY", "DSC-R1", false, 3888, 2592),
+    (
+        "Nikon.NRW",
+        b"II*\0",
+        "NIKON CORPORATION",
+        "COOLPIX P7800",
+        false,
+        4000,
+        3000,
+    ),
+    (
+        "Samsung.SRW",
+        b"II*\0",
+        "SAMSUNG",
+        "NX300",
+        false,
+        5472,
+        3648,
+    ),
+    (
+        "Hasselblad.3FR",
+        b"II*\0",
+        "Hasselblad",
+        "H6D-100c",
+        false,
+        11600,
+        8700,
+    ),
+    (
+        "Pentax.PEF",
+        b"II*\0",
+        "PENTAX Corporation",
+        "PENTAX K-5",
+        true,
+        4928,
+        3264,
+    ),
+    (
+        "Olympus.ORF",
+        b"IIRO",
+        "OLYMPUS IMAGING CORP.",
+        "E-M5",
+        true,
+        4640,
+        3472,
+    ),
+];
+
+/// A raw file laid out as `LAID_OUT` says, with `preview` (a JPEG) as its preview when the
+/// raw image is in a SubIFD, and EXIF (date, exposure) as cameras write it. The raw data
+/// itself is 16 bytes: no reader looks at it.
+fn laid_out_raw(
+    magic: &[u8; 4],
+    make: &'static str,
+    model: &'static str,
+    raw_in_ifd0: bool,
+    (width, height): (u32, u32),
+    preview: &[u8],
+) -> Vec<u8> {
+    let exif = || Ifd {
+        entries: vec![
+            (0x829A, Val::Rational(1, 250)),
+            (0x829D, Val::Rational(56, 10)),
+            (0x8827, Val::Short(400)),
+            (0x9003, Val::Ascii("2023:05:06 07:08:09")),
+            (0x920A, Val::Rational(35, 1)),
+        ],
+        next: None,
+    };
+    let raw_entries = |strip: u32| {
+        vec![
+            (0x00FE, Val::Long(0)),
+            (0x0100, Val::Long(width)),
+            (0x0101, Val::Long(height)),
+            (0x0102, Val::Short(14)),
+            (0x0103, Val::Short(1)),
+            (0x0106, Val::Short(32803)),
+            (0x0111, Val::Long(strip)),
+            (0x0115, Val::Short(1)),
+            (0x0117, Val::Long(16)),
+        ]
+    };
+    // Built twice: the offsets of the data after the structure are known the second time
+    // (every value has a fixed size).
+    let build = |jpeg_at: u32, strip: u32| {
+        let mut common = vec![
+            (0x010F, Val::Ascii(make)),
+            (0x0110, Val::Ascii(model)),
+            (0x0112, Val::Short(1)),
+        ];
+        let ifds = if raw_in_ifd0 {
+            let mut ifd0 = raw_entries(strip);
+            ifd0.append(&mut common);
+            ifd0.push((0x8769, Val::Ifd(1)));
+            ifd0.sort_by_key(|(tag, _)| *tag);
+            vec![
+                Ifd {
+                    entries: ifd0,
+                    next: None,
+                },
+                exif(),
+            ]
+        } else {
+            let mut ifd0 = vec![
+                (0x00FE, Val::Long(1)),
+                (0x0100, Val::Short(320)),
+                (0x0101, Val::Short(240)),
+                (0x0103, Val::Short(6)),
+                (0x014A, Val::Ifd(1)),
+                (0x0201, Val::Long(jpeg_at)),
+                (0x0202, Val::Long(preview.len() as u32)),
+                (0x8769, Val::Ifd(2)),
+            ];
+            ifd0.append(&mut common);
+            ifd0.sort_by_key(|(tag, _)| *tag);
+            vec![
+                Ifd {
+                    entries: ifd0,
+                    next: None,
+                },
+                Ifd {
+                    entries: raw_entries(strip),
+                    next: None,
+                },
+                exif(),
+            ]
+        };
+        let mut out = tiff_block(&ifds);
+        out[..4].copy_from_slice(magic);
+        out
+    };
+    let size = build(0, 0).len() as u32;
+    let (jpeg_at, strip) = if raw_in_ifd0 {
+        (0, size)
+    } else {
+        (size, size + preview.len() as u32)
+    };
+    let mut out = build(jpeg_at, strip);
+    if !raw_in_ifd0 {
+        out.extend_from_slice(preview);
+    }
+    out.extend_from_slice(&[0; 16]);
+    out
+}
+
 /// Makes the corpus's own files in `dir` with ffmpeg, exiftool and heif-enc.
 fn make_files(dir: &Path) {
+    // The raw formats laid out by hand, each with a 320×240 JPEG preview.
+    let preview = dir.join("preview.jpg.in");
+    run(Command::new("convert")
+        .args(["wizard:", "-resize", "320x240!", "-quality", "85"])
+        .arg(format!("jpeg:{}", preview.display())));
+    let jpeg = std::fs::read(&preview).unwrap();
+    std::fs::remove_file(&preview).unwrap();
+    for &(name, magic, make, model, in_ifd0, w, h) in LAID_OUT {
+        let raw = laid_out_raw(magic, make, model, in_ifd0, (w, h), &jpeg);
+        std::fs::write(dir.join(name), raw).unwrap();
+    }
     let ffmpeg = |size: &str, args: &[&str], out: &str| clip(size, args, &dir.join(out));
     let h264 = H264;
     ffmpeg(
@@ -465,6 +639,13 @@ fn media_fields_agree_with_exiftool() {
         ("raw", "mrw"),
         ("raw", "iiq"),
         ("raw", "x3f"),
+        ("raw", "arw"),
+        ("raw", "sr2"),
+        ("raw", "nrw"),
+        ("raw", "srw"),
+        ("raw", "3fr"),
+        ("raw", "pef"),
+        ("raw", "orf"),
         ("image", "heif"),
         ("image", "avif"),
         ("image", "jxl"),

@@ -326,6 +326,8 @@ pub enum Val {
     Undefined(Vec<u8>),
     /// A LONG holding the offset of the IFD with this index.
     Ifd(usize),
+    /// A RATIONAL: numerator, denominator.
+    Rational(u32, u32),
 }
 
 impl Val {
@@ -341,6 +343,7 @@ impl Val {
             Val::Long(v) => (4, 1, v.to_le_bytes().to_vec()),
             Val::Undefined(b) => (7, b.len() as u32, b.clone()),
             Val::Ifd(i) => (4, 1, offsets[*i].to_le_bytes().to_vec()),
+            Val::Rational(n, d) => (5, 1, [n.to_le_bytes(), d.to_le_bytes()].concat()),
         }
     }
 }
@@ -557,7 +560,8 @@ pub fn one(db: &Path, sql: &str, col: &str) -> Value {
 /// made by different runs), the key as hex.
 pub const CATALOG_COLUMNS: &str = "path, hex(path_bytes) AS path_bytes, dev, ino, size, \
      mtime_ns, format, ext_mismatch, width, height, taken, make, model, lens, orientation, \
-     exposure_time, f_number, iso, focal_length, gps_lat, gps_lon, gps_alt, blake3, error";
+     exposure_time, f_number, iso, focal_length, gps_lat, gps_lon, gps_alt, blake3, error, \
+     kind, duration, codec, rotation, content_id";
 
 /// The catalog's rows (all columns but `id` and `scan`), in key order.
 pub fn catalog(db: &Path) -> Vec<Value> {

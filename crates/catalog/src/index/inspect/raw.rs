@@ -27,7 +27,14 @@ pub(super) fn tiff_format(head: &[u8], ext: Option<&str>) -> &'static str {
     if images.dng {
         return "dng";
     }
-    if matches!(ext, Some("tif" | "tiff")) {
+    // A `.tif` stays a TIFF whatever camera its Make names (scanners and converters write
+    // it), and so does a file whose extension names no raw format (a `.heic`).
+    let raw_extension = ext.is_none_or(|e| {
+        super::formats_for_extension(e)
+            .iter()
+            .any(|f| super::RAW_FORMATS.contains(f))
+    });
+    if !raw_extension {
         return "tiff";
     }
     let make = images.make.unwrap_or_default().to_ascii_uppercase();
