@@ -72,8 +72,8 @@ pub struct ImageInfo {
     /// The codec of a video's main track (`avc1`, `hvc1`, `V_VP9`, …) or of a HEIF's
     /// primary item (`hvc1`, `av01`).
     pub codec: Option<String>,
-    /// The rotation a video's matrix applies, in degrees clockwise (0, 90, 180, 270);
-    /// `width` and `height` are the displayed size, after it.
+    /// The turn a video's matrix or a HEIF's `irot` applies, in degrees clockwise (0, 90,
+    /// 180, 270); `width` and `height` are the displayed size, after it.
     pub rotation: Option<u32>,
     /// Apple's content identifier, shared by a Live Photo's HEIC (or JPEG) and its MOV.
     pub content_id: Option<String>,
