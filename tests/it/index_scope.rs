@@ -148,6 +148,22 @@ fn the_database_in_the_scanned_tree_is_never_catalogued_and_non_images_only_with
         0,
     );
     assert_eq!(paths(&only_png), vec![tree.join("sub/B.PNG")], "--ext png");
+    // A narrower run over a catalog made by a wider one removes no row of a file that is
+    // still there: the walk passed those files over, it did not find them gone.
+    for narrower in [[os("--ext"), os("png")], [os("--glob"), os("*.PNG")]] {
+        let o = index(
+            &outside,
+            &[&narrower[..], &[os("--summary"), tree.as_os_str()]].concat(),
+        );
+        assert_exit(&o, 0);
+        assert_eq!(closing_counts(&o)["removed"], 0, "{narrower:?}");
+        assert_eq!(paths(&outside), sorted(&images), "{narrower:?}");
+    }
+    // A file that is really gone still goes.
+    std::fs::rename(tree.join("a.jpg"), t.path().join("a.jpg")).unwrap();
+    let o = index(&outside, &[os("--summary"), tree.as_os_str()]);
+    assert_eq!(closing_counts(&o)["removed"], 1);
+    std::fs::rename(t.path().join("a.jpg"), tree.join("a.jpg")).unwrap();
 
     // The database inside the tree, with --all-files: everything but the database.
     let db = tree.join("catalog.db");

@@ -240,6 +240,23 @@ fn sidecars_of_both_namings_are_read_and_joined_to_their_images() {
         json!(6),
         "every sidecar has its row, whether or not its image is taken"
     );
+    // A --glob that passes over the sidecars removes none of their rows: they are there.
+    let o = index(
+        &only_jpg,
+        &[
+            "--glob".as_ref(),
+            "*.jpg".as_ref(),
+            "--summary".as_ref(),
+            t.photos.as_os_str(),
+        ],
+    );
+    assert_exit(&o, 0);
+    assert_eq!(
+        one(&only_jpg, "SELECT count(*) AS n FROM sidecars", "n"),
+        json!(6),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 
     // With --all-files a sidecar is still a sidecar, never an image row.
     let all = s.path().join("all.db");

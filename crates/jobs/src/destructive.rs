@@ -713,7 +713,7 @@ impl DestinationLock {
     }
 }
 
-/// Catalog rows that may be forgotten: files seen gone (made only by [`Forget::gone`]).
+/// Catalog rows that may be forgotten: files provably gone (made only by [`Forget::gone`]).
 #[derive(Debug, Default)]
 pub struct Forget {
     ids: Vec<i64>,
@@ -721,15 +721,23 @@ pub struct Forget {
 
 impl Forget {
     /// Of `candidates` (row id, path) — rows whose files the run did not find — those not
-    /// at or under a path the run could not see.
+    /// at or under a path the run could not see, and whose path holds no regular file now.
+    /// A file the walk passed over (a narrower `--ext` or `--glob` than the run that wrote
+    /// its row) is there, and keeps its row; so does one that cannot be looked at (a
+    /// permission, an I/O error): only "no such file", or something that is not a file any
+    /// more, is proof that it went.
     pub fn gone<'p>(
         candidates: impl IntoIterator<Item = (i64, &'p Path)>,
         clearance: &Clearance,
     ) -> Forget {
+        let absent = |path: &Path| match fs::symlink_metadata(path) {
+            Ok(meta) => !meta.is_file(),
+            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+        };
         Forget {
             ids: candidates
                 .into_iter()
-                .filter(|(_, path)| !clearance.shields(path))
+                .filter(|(_, path)| !clearance.shields(path) && absent(path))
                 .map(|(id, _)| id)
                 .collect(),
         }
@@ -950,9 +958,11 @@ mod tests {
         }
         found.sort();
         let allowed = [
-            // `relocate`, given a `Forget`: rows of files seen gone, and their thumbnails.
+            // `relocate`, given a `Forget`: rows of files seen gone, and their thumbnails;
+            // given another, rows of sidecars seen gone.
             ("crates/catalog/src/index/catalog.rs", "images"),
             ("crates/catalog/src/index/catalog.rs", "thumbs"),
+            ("crates/catalog/src/index/catalog.rs", "sidecars"),
             // The upgrade from version 1: a row whose canonical path already has a row of
             // the same file merges into it.
             ("crates/catalog/src/index/catalog.rs", "images"),
@@ -974,5 +984,22 @@ mod tests {
         let c = w.clearance(true).unwrap();
         let rows = [(1, Path::new("/p/a.jpg")), (2, Path::new("/p/mnt/b.jpg"))];
         assert_eq!(Forget::gone(rows, &c).ids(), &[1]);
+    }
+
+    #[test]
+    fn a_row_whose_file_is_still_there_is_not_forgotten() {
+        let t = tempfile::tempdir().unwrap();
+        let (file, dir, gone) = (
+            t.path().join("a.jpg"),
+            t.path().join("b.jpg"),
+            t.path().join("c.jpg"),
+        );
+        std::fs::write(&file, b"x").unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        let c = Witness::new(&Quiet).clearance(true).unwrap();
+        let rows = [(1, file.as_path()), (2, dir.as_path()), (3, gone.as_path())];
+        // The file the walk passed over stays; a directory where the file was, and no
+        // file at all, are proof that it went.
+        assert_eq!(Forget::gone(rows, &c).ids(), &[2, 3]);
     }
 }
