@@ -735,6 +735,12 @@ fn every_kind_gets_a_thumbnail_with_bounded_memory() {
         .arg(dir.join("wizard.jpg")));
     // Videos: one turned 90° by its matrix; one with cover art.
     clip("320x240", &H264, &dir.join("turned.mp4"));
+    // A clip whose only keyframe is its first: no keyframe a tenth in.
+    clip(
+        "320x240",
+        &[&H264[..], &["-g", "1000"]].concat(),
+        &dir.join("one-keyframe.mp4"),
+    );
     run(Command::new("exiftool")
         .args(["-q", "-overwrite_original", "-Rotation=90"])
         .arg(dir.join("turned.mp4")));
@@ -800,6 +806,7 @@ fn every_kind_gets_a_thumbnail_with_bounded_memory() {
     );
     assert_eq!(shape("turned.mp4"), some(192, 256, "frame"));
     assert_eq!(shape("covered.mp4"), some(256, 192, "frame"));
+    assert_eq!(shape("one-keyframe.mp4"), some(256, 192, "frame"));
     assert_eq!(shape("wizard.heic"), some(256, 192, "full"));
     let phash = |name: &str| got[name]["phash"].as_i64().unwrap() as u64;
     let distance = (phash("wizard.heic") ^ phash("wizard.jpg")).count_ones();

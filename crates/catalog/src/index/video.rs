@@ -52,16 +52,35 @@ pub struct Frame {
 }
 
 /// The frame at a tenth of `duration` (seconds; the first frame when unknown) of the video
-/// at `path`, fitted into `size` × `size`.
+/// at `path`, fitted into `size` × `size`: the keyframe there first (only keyframes
+/// decoded, as `ffmpegthumbnailer` takes one: about half the work), and when that gives
+/// none (a clip whose only keyframe is its first), the frame at that very time.
 pub fn frame(path: &Path, duration: Option<f64>, size: u32) -> Result<Frame, String> {
     let ffmpeg = ffmpeg().ok_or(MISSING)?;
     let at = duration
         .filter(|d| d.is_finite() && *d > 0.0)
         .map_or(0.0, |d| d / 10.0);
+    match run(ffmpeg, path, at, size, true) {
+        Err(why) if why.starts_with(NO_FRAME) => run(ffmpeg, path, at, size, false),
+        got => got,
+    }
+}
+
+/// How ffmpeg's answer without a frame begins.
+const NO_FRAME: &str = "ffmpeg gave no frame";
+
+/// One ffmpeg run: the frame at `at` seconds (with `keyframe`, the keyframe there).
+fn run(ffmpeg: &Path, path: &Path, at: f64, size: u32, keyframe: bool) -> Result<Frame, String> {
     let scale =
         format!("scale={size}:{size}:force_original_aspect_ratio=decrease:force_divisible_by=2");
+    let keyframe_args: &[&str] = if keyframe {
+        &["-skip_frame", "nokey", "-noaccurate_seek"]
+    } else {
+        &[]
+    };
     let mut child = Command::new(ffmpeg)
         .args(["-nostdin", "-hide_banner", "-loglevel", "error"])
+        .args(keyframe_args)
         .args(["-ss", &format!("{at:.3}")])
         .arg("-i")
         // `file:` before the path: a name such as `concat:a|b` or `http:x` is a file here,
@@ -103,9 +122,9 @@ pub fn frame(path: &Path, duration: Option<f64>, size: u32) -> Result<Frame, Str
     let err = err.lines().next_back().unwrap_or("").trim();
     if !status.success() || out.is_empty() {
         return Err(if err.is_empty() {
-            format!("ffmpeg gave no frame ({status})")
+            format!("{NO_FRAME} ({status})")
         } else {
-            format!("ffmpeg gave no frame: {err}")
+            format!("{NO_FRAME}: {err}")
         });
     }
     ppm(&out)
