@@ -18,7 +18,7 @@ use seekless_jobs::destructive::Forget;
 /// `upgrade_v1`). Version 3 adds `images.phash` and the `thumbs` table (see
 /// `UPGRADE_V2`), also in place. Version 4 adds what a phone's or camera's library needs
 /// (`kind`, `duration`, `codec`, `rotation`, `content_id`; see `upgrade_v3`) and the
-/// XMP sidecars (the `sidecars` table and `images.sidecar`; see [`V4_SIDECARS`]).
+/// XMP sidecars (the `sidecars` table and `images.sidecar`; see `V4_SIDECARS`).
 pub const SCHEMA_VERSION: i64 = 4;
 
 /// `PRAGMA application_id` of a seekless catalog ("SKLS"): what tells a catalog from any

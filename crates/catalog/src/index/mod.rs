@@ -99,7 +99,7 @@ const KEEP_TAIL: usize = 16 << 20;
 
 /// Bytes of a file kept with `--thumbs`: the whole file, up to this size (a larger one gets
 /// a recorded "too large" instead of a thumbnail: it is never read a second time). Raw
-/// files and videos are not kept whole ([`NOT_KEPT_WHOLE`]).
+/// files and videos are not kept whole.
 pub const MAX_THUMB_FILE: u64 = 256 << 20;
 
 /// How to index.

@@ -9,9 +9,9 @@
 //! (`fast_image_resize`), the EXIF orientation applied to the small result, and a JPEG
 //! encode (`jpeg-encoder`, quality [`QUALITY`]). A camera raw file's thumbnail is made
 //! from the largest JPEG preview it carries, oriented as the raw says; HEIC and AVIF are
-//! decoded by the system's libheif ([`libheif`](super::libheif)), loaded at run time; a
+//! decoded by the system's libheif (`index::libheif`), loaded at run time; a
 //! video's from a frame a tenth into it, by `ffmpeg` when installed
-//! ([`video`](super::video)), else from its embedded cover art. What has no decoder here
+//! (`index::video`), else from its embedded cover art. What has no decoder here
 //! (JPEG XL; HEIF without libheif; video without ffmpeg or cover) gets a recorded "no
 //! decoder" saying what to install.
 
