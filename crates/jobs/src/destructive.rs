@@ -724,15 +724,27 @@ impl Forget {
     /// at or under a path the run could not see, and whose path holds no regular file now.
     /// A file the walk passed over (a narrower `--ext` or `--glob` than the run that wrote
     /// its row) is there, and keeps its row; so does one that cannot be looked at (a
-    /// permission, an I/O error): only "no such file", or something that is not a file any
-    /// more, is proof that it went.
+    /// permission, an I/O error): only "no such file", a directory on the way that is not
+    /// one any more, something that is not a file any more, or a file reached through a
+    /// symbolic link, is proof that it went.
     pub fn gone<'p>(
         candidates: impl IntoIterator<Item = (i64, &'p Path)>,
         clearance: &Clearance,
     ) -> Forget {
+        // There means a regular file at that very path: reached through a directory that
+        // is a symbolic link now, it is at another path, one the walk never takes.
+        let through_a_link = |path: &Path| {
+            path.ancestors()
+                .skip(1)
+                .any(|dir| fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()))
+        };
         let absent = |path: &Path| match fs::symlink_metadata(path) {
-            Ok(meta) => !meta.is_file(),
-            Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+            Ok(meta) => !meta.is_file() || through_a_link(path),
+            // No such file, or a directory on the way that is not one any more.
+            Err(e) => matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ),
         };
         Forget {
             ids: candidates
@@ -997,9 +1009,31 @@ mod tests {
         std::fs::write(&file, b"x").unwrap();
         std::fs::create_dir(&dir).unwrap();
         let c = Witness::new(&Quiet).clearance(true).unwrap();
-        let rows = [(1, file.as_path()), (2, dir.as_path()), (3, gone.as_path())];
-        // The file the walk passed over stays; a directory where the file was, and no
-        // file at all, are proof that it went.
-        assert_eq!(Forget::gone(rows, &c).ids(), &[2, 3]);
+        let mut rows = vec![
+            (1, file.clone()),
+            (2, dir.clone()),
+            (3, gone.clone()),
+            (5, file.join("inner.jpg")),
+        ];
+        // A file reached through a directory that is a symbolic link now is at another
+        // path (unix: links to directories need privileges on Windows).
+        #[cfg(unix)]
+        {
+            let real = t.path().join("real");
+            std::fs::create_dir(&real).unwrap();
+            std::fs::write(real.join("d.jpg"), b"x").unwrap();
+            std::os::unix::fs::symlink(&real, t.path().join("link")).unwrap();
+            rows.push((4, t.path().join("link/d.jpg")));
+        }
+        let rows = rows.iter().map(|(id, p)| (*id, p.as_path()));
+        // The file the walk passed over stays; a directory where the file was, no file at
+        // all, a file where a directory on the way was, and a file through a link are proof
+        // that it went.
+        let want: &[i64] = if cfg!(unix) {
+            &[2, 3, 5, 4]
+        } else {
+            &[2, 3, 5]
+        };
+        assert_eq!(Forget::gone(rows, &c).ids(), want);
     }
 }
