@@ -794,49 +794,17 @@ mod tests {
     /// A little-endian TIFF structure: IFD0 with `ifd0`, and when `exif` is not empty an
     /// Exif IFD pointed to by tag 0x8769 of type `pointer_type`.
     fn tiff(ifd0: &[Ent], exif: &[Ent], pointer_type: u16) -> Vec<u8> {
-        let n0 = ifd0.len() + usize::from(!exif.is_empty());
-        let exif_at = 8 + 2 + 12 * n0 + 4;
-        let mut data_at = exif_at
-            + if exif.is_empty() {
-                0
-            } else {
-                2 + 12 * exif.len() + 4
-            };
-        let mut out = b"II*\0\x08\0\0\0".to_vec();
-        let mut extra = Vec::new();
-        let mut ifd = |out: &mut Vec<u8>, entries: &[Ent], extra: &mut Vec<u8>| {
-            out.extend_from_slice(&(entries.len() as u16).to_le_bytes());
-            for (tag, kind, count, value) in entries {
-                out.extend_from_slice(&tag.to_le_bytes());
-                out.extend_from_slice(&kind.to_le_bytes());
-                out.extend_from_slice(&count.to_le_bytes());
-                if value.len() <= 4 {
-                    let mut v = value.clone();
-                    v.resize(4, 0);
-                    out.extend_from_slice(&v);
-                } else {
-                    out.extend_from_slice(&(data_at as u32).to_le_bytes());
-                    extra.extend_from_slice(value);
-                    data_at += value.len();
-                }
-            }
-            out.extend_from_slice(&0u32.to_le_bytes());
-        };
         let mut first: Vec<Ent> = ifd0.to_vec();
+        let mut ifds = Vec::new();
         if !exif.is_empty() {
-            first.push((
-                0x8769,
-                pointer_type,
-                1,
-                (exif_at as u32).to_le_bytes().to_vec(),
-            ));
+            let exif_at = (8 + 2 + 12 * (ifd0.len() + 1) + 4) as u32;
+            first.push((0x8769, pointer_type, 1, exif_at.to_le_bytes().to_vec()));
+            ifds.push(first);
+            ifds.push(exif.to_vec());
+        } else {
+            ifds.push(first);
         }
-        ifd(&mut out, &first, &mut extra);
-        if !exif.is_empty() {
-            ifd(&mut out, exif, &mut extra);
-        }
-        out.extend_from_slice(&extra);
-        out
+        super::raw::tests::tiff(b"II*\0\x08\0\0\0", &ifds, &[], &[])
     }
 
     fn short(tag: u16, v: u16) -> Ent {

@@ -434,7 +434,7 @@ pub(super) fn unix_date(seconds: u64) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::{View, inspect};
 
     /// One TIFF entry (little-endian): tag, type, count, value bytes.
@@ -470,7 +470,12 @@ mod tests {
     /// A little-endian TIFF structure: `header` (byte order, magic, IFD0's offset, maybe
     /// more), then `ifds` one after another (IFD i linked to `next[i]`, 0 for none), then
     /// the values longer than four bytes, then `tail`.
-    fn tiff(header: &[u8], ifds: &[Vec<Ent>], next: &[u32], tail: &[u8]) -> Vec<u8> {
+    pub(in crate::index::inspect) fn tiff(
+        header: &[u8],
+        ifds: &[Vec<Ent>],
+        next: &[u32],
+        tail: &[u8],
+    ) -> Vec<u8> {
         let ifds_end = header.len() + ifds.iter().map(|e| 2 + 12 * e.len() + 4).sum::<usize>();
         let mut out = header.to_vec();
         let mut extra = Vec::new();
