@@ -1628,7 +1628,7 @@ fn now() -> String {
         .unwrap_or_default();
     let secs = d.as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, dd) = civil_from_days(days);
+    let (y, m, dd) = super::inspect::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{dd:02}T{:02}:{:02}:{:02}.{:03}Z",
         rem / 3600,
@@ -1638,30 +1638,9 @@ fn now() -> String {
     )
 }
 
-/// The calendar date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn day_counts_become_calendar_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(20_425), (2025, 12, 3));
-    }
 
     /// Writes `rows` in one batch.
     fn write(catalog: &mut Catalog, rows: Vec<Row>) {

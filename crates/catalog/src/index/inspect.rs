@@ -492,6 +492,22 @@ fn fill_xmp(info: &mut ImageInfo, packet: &str) {
     }
 }
 
+/// The calendar date (year, month, day) of a day count since 1970-01-01 (Howard
+/// Hinnant's algorithm, <https://howardhinnant.github.io/date_algorithms.html>): the
+/// catalog's scan times and the dates containers keep as seconds.
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
 /// `YYYY:MM:DD HH:MM:SS` (+ sub-seconds, + offset) as ISO 8601.
 fn exif_date(date: &str, subsec: Option<&str>, offset: Option<&str>) -> Option<String> {
     let b = date.as_bytes();
@@ -756,6 +772,14 @@ mod tests {
         let info = inspect(View::whole(&jpeg), Some("jpg"));
         assert_eq!(info.content_id.as_deref(), Some(id));
         assert_eq!(info.kind, Some("image"));
+    }
+
+    #[test]
+    fn day_counts_become_calendar_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(20_425), (2025, 12, 3));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
     }
 
     #[test]

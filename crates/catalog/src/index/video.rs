@@ -110,10 +110,18 @@ fn run(ffmpeg: &Path, path: &Path, at: f64, size: u32, keyframe: bool) -> Result
     });
     let (out, err) = match rx.recv_timeout(TIMEOUT) {
         Ok(got) => got,
-        Err(_) => {
+        Err(gone) => {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("ffmpeg took over {} s: stopped", TIMEOUT.as_secs()));
+            return Err(match gone {
+                crossbeam_channel::RecvTimeoutError::Timeout => {
+                    format!("ffmpeg took over {} s: stopped", TIMEOUT.as_secs())
+                }
+                // The reading thread ended without an answer (it panicked).
+                crossbeam_channel::RecvTimeoutError::Disconnected => {
+                    "ffmpeg's output could not be read".to_string()
+                }
+            });
         }
     };
     let status = child.wait().map_err(|e| format!("ffmpeg: {e}"))?;

@@ -125,19 +125,10 @@ fn movie_header(body: &[u8]) -> Option<(Option<String>, Option<f64>)> {
 /// Seconds from 1904-01-01 to 1970-01-01.
 const EPOCH_1904: u64 = 2_082_844_800;
 
-/// `YYYY-MM-DDTHH:MM:SS` and `zone` for `secs` seconds since 1970-01-01 (the civil date
-/// algorithm of <https://howardhinnant.github.io/date_algorithms.html>).
+/// `YYYY-MM-DDTHH:MM:SS` and `zone` for `secs` seconds since 1970-01-01.
 pub(super) fn date_time(secs: i64, zone: &str) -> String {
     let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = super::civil_from_days(days);
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}{zone}",
         rest / 3600,

@@ -81,11 +81,6 @@ impl<'a> View<'a> {
         }
         &[]
     }
-
-    /// Whether the byte at `at` was kept.
-    pub fn has(&self, at: u64) -> bool {
-        self.get(at, 1).is_some()
-    }
 }
 
 #[cfg(test)]
