@@ -20,6 +20,9 @@
 //!   proves that run has ended: the temporary's lock is free. A name alone proves nothing:
 //!   a user's `.notes.seekless-tmp-2024-12` is never touched.
 //! - [`Forget`]: catalog rows of files that were seen gone.
+//! - [`resolve::Checked`]: a duplicate and its keeper read just now, each as the catalog
+//!   knew it, and (exact duplicates) the same bytes: what `dupes --act` moves, trashes,
+//!   links or reflinks, each act journalled first ([`resolve`]).
 //!
 //! Beyond the evidence, trees are removed conservatively: never across a mount point, never
 //! a source or a directory holding one, and a directory is removed only once everything
@@ -38,6 +41,8 @@ use seekless_core::error::Error;
 use seekless_core::os;
 use seekless_core::report::Reporter;
 use seekless_core::sync::lock;
+
+pub mod resolve;
 
 /// Passes everything on to the caller's reporter and remembers what the run could not see
 /// whole: how many errors, and the paths that failed or were left out on purpose (another
@@ -927,7 +932,7 @@ mod tests {
     }
 
     /// Every SQL statement that deletes rows, by file: the catalog forgets images only in
-    /// `Catalog::relocate`, which takes a [`Forget`]; the rest is named here with its
+    /// `forget_rows`, which takes a [`Forget`]; the rest is named here with its
     /// reason. A new one fails this test until it is routed through the owner or added
     /// here, reviewed.
     #[cfg(unix)]
@@ -970,8 +975,9 @@ mod tests {
         }
         found.sort();
         let allowed = [
-            // `relocate`, given a `Forget`: rows of files seen gone, and their thumbnails;
-            // given another, rows of sidecars seen gone.
+            // `forget_rows`, given a `Forget` (by `relocate` after a walk, by `dupes --act`
+            // after a move or a trash): rows of files seen gone, and their thumbnails;
+            // `relocate`, given another, rows of sidecars seen gone.
             ("crates/catalog/src/index/catalog.rs", "images"),
             ("crates/catalog/src/index/catalog.rs", "thumbs"),
             ("crates/catalog/src/index/catalog.rs", "sidecars"),
@@ -980,6 +986,8 @@ mod tests {
             ("crates/catalog/src/index/catalog.rs", "images"),
             // A thumbnail of other content (derived data, made again from the file).
             ("crates/catalog/src/index/catalog.rs", "thumbs"),
+            // The user's own decision, removed at the user's request (`dupes --undecide ID`).
+            ("crates/catalog/src/index/catalog.rs", "decisions"),
         ];
         let mut allowed: Vec<(String, String)> = allowed
             .iter()

@@ -161,3 +161,57 @@ pub fn stdout_is_stream() -> bool {
         std::io::IsTerminal::is_terminal(&std::io::stdout())
     }
 }
+
+/// A name's bytes made safe to print on a terminal, as `ls -b` shows them: `\\` for a
+/// backslash, C escapes (`\n`, `\t`, …) and octal (`\033`) for control characters and for
+/// bytes that are not UTF-8; everything else as it is. For human-readable output only:
+/// `-0` and `--json` stay exact.
+pub fn escaped(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    let push_byte = |out: &mut String, b: u8| match b {
+        b'\\' => out.push_str("\\\\"),
+        0x07 => out.push_str("\\a"),
+        0x08 => out.push_str("\\b"),
+        b'\t' => out.push_str("\\t"),
+        b'\n' => out.push_str("\\n"),
+        0x0b => out.push_str("\\v"),
+        0x0c => out.push_str("\\f"),
+        b'\r' => out.push_str("\\r"),
+        b if !(0x20..0x7f).contains(&b) => out.push_str(&format!("\\{b:03o}")),
+        b => out.push(b as char),
+    };
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_ascii() {
+                push_byte(&mut out, c as u8);
+            } else if c.is_control() {
+                // C1 controls (U+0080–U+009F): their UTF-8 bytes, in octal.
+                let mut buf = [0; 4];
+                for &b in c.encode_utf8(&mut buf).as_bytes() {
+                    push_byte(&mut out, b);
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        for &b in chunk.invalid() {
+            push_byte(&mut out, b);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escaped;
+
+    #[test]
+    fn names_are_escaped_as_ls_b_shows_them() {
+        assert_eq!(escaped(b"plain caf\xc3\xa9.jpg"), "plain café.jpg");
+        assert_eq!(escaped(b"a\nb\tc\\d"), "a\\nb\\tc\\\\d");
+        assert_eq!(escaped(b"\x1b]0;pwned\x07.jpg"), "\\033]0;pwned\\a.jpg");
+        assert_eq!(escaped(b"\xff\xfe"), "\\377\\376");
+        assert_eq!(escaped("\u{9b}31m".as_bytes()), "\\302\\23331m");
+        assert_eq!(escaped(b"del\x7f"), "del\\177");
+    }
+}

@@ -43,11 +43,13 @@
 //! # Ok(()) }
 //! ```
 
+pub mod act;
+pub mod decisions;
 pub mod html;
+pub mod keep;
 mod mih;
 mod verify;
 
-use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -55,6 +57,8 @@ use serde::Serialize;
 
 use crate::index::CatalogError;
 use crate::index::catalog::{HashedRow, ReadOnly};
+pub use decisions::{Decision, DecisionKind};
+pub use keep::{KeepRule, Keeping};
 
 /// The default `--similar`: pHashes within 6 bits (re-encoding at quality 60 or a 50 %
 /// resize stays within it; unrelated pictures are 20 and more apart: `docs/index.md`).
@@ -73,6 +77,8 @@ pub struct DupesOptions {
     /// Put burst frames (one camera, within 2 s) in duplicate groups instead of groups of
     /// their own.
     pub bursts_are_dupes: bool,
+    /// How each group's keeper is chosen.
+    pub keeping: Keeping,
 }
 
 impl Default for DupesOptions {
@@ -80,6 +86,7 @@ impl Default for DupesOptions {
         DupesOptions {
             similar: DEFAULT_SIMILAR,
             bursts_are_dupes: false,
+            keeping: Keeping::default(),
         }
     }
 }
@@ -177,12 +184,38 @@ pub struct Member {
     pub distance: Option<u32>,
     /// The suggested keeper (first member of a group; never in burst and pair groups).
     pub keeper: bool,
+    /// Why it is never offered for removal, when it is not (part of a pair, under a
+    /// protected folder): kept beside the keeper.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protected: Option<&'static str>,
+    /// The user chose it as the keeper (a `keeper` decision).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub chosen: bool,
+    /// Part of a pair the catalog links (raw and JPEG, a Live Photo's still and video).
+    #[serde(skip)]
+    pub paired: bool,
+    /// Device, inode and modification time (ns) as the catalog has them: what the file
+    /// must still have to be acted on.
+    #[serde(skip)]
+    pub dev: u64,
+    /// See `dev`.
+    #[serde(skip)]
+    pub ino: u64,
+    /// See `dev`.
+    #[serde(skip)]
+    pub mtime_ns: i64,
     /// The original a JPEG in its group was exported from (a HEIF the catalog links to
     /// it): the keeper before any other rule.
     pub original: bool,
 }
 
 impl Member {
+    /// Whether it is offered for removal: not the keeper, not protected (in a duplicate
+    /// group; [`Dupes::removable`] looks at those only).
+    pub fn removable(&self) -> bool {
+        !self.keeper && self.protected.is_none()
+    }
+
     /// Width × height, 0 when unknown.
     pub fn pixels(&self) -> u64 {
         u64::from(self.width.unwrap_or(0)) * u64::from(self.height.unwrap_or(0))
@@ -198,9 +231,12 @@ pub struct Group {
     /// For a pair group, the catalog's link: `raw+jpeg` or `live-photo`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
-    /// Bytes freed by keeping only the keeper (0 for bursts and pairs).
+    /// Bytes freed by removing every file offered for removal (0 for bursts and pairs).
     pub saving: u64,
-    /// The files, the suggested keeper first (see [`keeper_order`]).
+    /// The `keeper` decision that chose its keeper, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<i64>,
+    /// The files, the keeper first (see [`Keeping`]).
     pub members: Vec<Member>,
 }
 
@@ -222,6 +258,8 @@ pub struct Dupes {
     pub rejected_aspect: u64,
     /// Of those, pairs refused by the thumbnail check.
     pub rejected_thumbnail: u64,
+    /// Groups not shown: the user decided to keep them (`keep-all`, `not-duplicates`).
+    pub decided: u64,
 }
 
 impl Dupes {
@@ -243,7 +281,7 @@ impl Dupes {
         self.groups
             .iter()
             .filter(|g| g.kind.is_duplicate())
-            .flat_map(|g| g.members.iter().filter(|m| !m.keeper))
+            .flat_map(|g| g.members.iter().filter(|m| m.removable()))
     }
 
     /// Bytes freed by keeping only the keeper of each group: the sum of the groups'
@@ -309,6 +347,20 @@ impl Catalog {
         }
     }
 
+    /// The catalog's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The user's decisions, oldest first (none in a catalog older than version 5).
+    pub fn decisions(&self) -> Result<Vec<Decision>, DupesError> {
+        let stored = self.catalog.decisions().map_err(|e| self.sql(e))?;
+        Ok(stored
+            .into_iter()
+            .filter_map(Decision::from_stored)
+            .collect())
+    }
+
     /// The stored thumbnail of image `id`, if it has one.
     pub fn thumbnail(&self, id: i64) -> Result<Option<Thumbnail>, DupesError> {
         let found = self.catalog.thumbnail(id).map_err(|e| self.sql(e))?;
@@ -322,20 +374,40 @@ impl Catalog {
     /// Finds the duplicate groups.
     pub fn find(&self, opts: &DupesOptions) -> Result<Dupes, DupesError> {
         let mut dupes = Dupes::default();
+        let decisions = self.decisions()?;
         // The compact rows are gone (freed) before the groups' members are read in full.
-        let (found, originals) = self.group_rows(opts, &mut dupes)?;
+        let (found, linked) = self.group_rows(opts, &decisions, &mut dupes)?;
         let mut groups = Vec::with_capacity(found.len());
         for (kind, link, rows) in found {
-            let list = rows
+            let mut list = rows
                 .iter()
                 .map(|&(id, size)| {
                     let mut m = self.member(id, size)?;
-                    m.original = kind == GroupKind::Similar && originals.contains(&id);
+                    m.original = kind == GroupKind::Similar && linked.originals.contains(&id);
+                    m.paired = linked.paired.contains(&id);
                     Ok(m)
                 })
                 .collect::<Result<Vec<_>, DupesError>>()?;
-            let mut g = group(kind, list);
+            let mut decision = None;
+            if kind.is_duplicate() {
+                let covered = |d: &&Decision| d.covers(list.iter().map(|m| m.blake3.as_str()));
+                if decisions
+                    .iter()
+                    .filter(|d| d.decision != DecisionKind::Keeper)
+                    .any(|d| covered(&d))
+                {
+                    dupes.decided += 1;
+                    continue;
+                }
+                decision = decisions
+                    .iter()
+                    .filter(|d| d.decision == DecisionKind::Keeper)
+                    .rfind(covered)
+                    .and_then(|d| choose(&mut list, d).then_some(d.id).flatten());
+            }
+            let mut g = group(kind, list, &opts.keeping);
             g.link = link;
+            g.decision = decision;
             groups.push(g);
         }
         groups.sort_by(|a, b| {
@@ -355,14 +427,9 @@ impl Catalog {
     fn group_rows(
         &self,
         opts: &DupesOptions,
+        decisions: &[Decision],
         dupes: &mut Dupes,
-    ) -> Result<
-        (
-            Vec<(GroupKind, Option<String>, Vec<(i64, u64)>)>,
-            HashSet<i64>,
-        ),
-        DupesError,
-    > {
+    ) -> Result<(Vec<(GroupKind, Option<String>, Vec<(i64, u64)>)>, Linked), DupesError> {
         let sql = |e| self.sql(e);
         dupes.ignored = self.catalog.unhashed().map_err(sql)?;
         let rows = self.load(dupes)?;
@@ -405,11 +472,16 @@ impl Catalog {
         let mut pair_link: HashMap<usize, String> = HashMap::new();
         let mut exports: Vec<(u32, u32)> = Vec::new();
         let mut originals: HashSet<i64> = HashSet::new();
+        let mut paired_ids: HashSet<i64> = HashSet::new();
         self.catalog
             .each_pair(|a, b, link| {
                 let (Some(&ca), Some(&cb)) = (class_of.get(&a), class_of.get(&b)) else {
                     return;
                 };
+                if link != "export" {
+                    paired_ids.insert(a);
+                    paired_ids.insert(b);
+                }
                 if ca == cb {
                     return;
                 }
@@ -424,9 +496,31 @@ impl Catalog {
             })
             .map_err(sql)?;
 
+        // The user's "not duplicates": no two of a decision's contents are joined.
+        let mut not_dups: HashMap<[u8; 32], Vec<u32>> = HashMap::new();
+        for (i, d) in decisions
+            .iter()
+            .filter(|d| d.decision == DecisionKind::NotDuplicates)
+            .enumerate()
+        {
+            for c in d.contents.iter().filter_map(|c| parse_hex32(c)) {
+                not_dups.entry(c).or_default().push(i as u32);
+            }
+        }
+        let kept_apart = |ci: u32, cj: u32| {
+            let of = |c: u32| not_dups.get(&rows[members(c as usize)[0] as usize].blake3);
+            match (of(ci), of(cj)) {
+                (Some(a), Some(b)) => a.iter().any(|i| b.contains(i)),
+                _ => false,
+            }
+        };
+
         let mut same = UnionFind::new(classes);
         let mut burst = UnionFind::new(classes);
         for &(a, b) in &exports {
+            if kept_apart(a, b) {
+                continue;
+            }
             same.union(a as usize, b as usize);
         }
         if opts.similar > 0 {
@@ -439,7 +533,7 @@ impl Catalog {
             let mut failure = None;
             mih::pairs_within(&hashes, opts.similar, |i, j| {
                 let (ci, cj) = (nodes[i], nodes[j]);
-                if apart.contains(&(ci.min(cj), ci.max(cj))) {
+                if apart.contains(&(ci.min(cj), ci.max(cj))) || kept_apart(ci, cj) {
                     return;
                 }
                 let (a, b) = (&rows[rep(ci as usize)], &rows[rep(cj as usize)]);
@@ -538,7 +632,13 @@ impl Catalog {
                 (kind, link, rows)
             })
             .collect();
-        Ok((groups, originals))
+        Ok((
+            groups,
+            Linked {
+                originals,
+                paired: paired_ids,
+            },
+        ))
     }
 
     /// Every row with a content hash, compactly.
@@ -606,19 +706,39 @@ impl Catalog {
             distance: None,
             keeper: false,
             original: false,
+            protected: None,
+            chosen: false,
+            paired: false,
+            dev: r.dev,
+            ino: r.ino,
+            mtime_ns: r.mtime_ns,
         })
     }
 }
 
-/// A group of `members` of `kind`: the keeper first (not for bursts), the saving, each
-/// member's pHash distance to the keeper.
-fn group(kind: GroupKind, mut members: Vec<Member>) -> Group {
-    members.sort_by(keeper_order);
+/// A group of `members` of `kind`: the keeper first (not for bursts and pairs), chosen by
+/// the user ([`Member::chosen`]) or by `keeping`; the files never offered for removal
+/// marked; the saving; each member's pHash distance to the keeper.
+fn group(kind: GroupKind, mut members: Vec<Member>, keeping: &Keeping) -> Group {
+    members.sort_by(|a, b| b.chosen.cmp(&a.chosen).then_with(|| keeping.order(a, b)));
     let saving = if !kind.is_duplicate() {
         0
     } else {
         members[0].keeper = true;
-        members[1..].iter().map(|m| m.size).sum()
+        let keeper = (members[0].dev, members[0].ino);
+        for m in &mut members[1..] {
+            m.protected = keeping.protects(m);
+            // Removing this name would free nothing, and through a bind mount it would
+            // remove the keeper itself.
+            if (m.dev, m.ino) == keeper && m.ino != 0 {
+                m.protected = Some("the keeper's own file under another name");
+            }
+        }
+        members
+            .iter()
+            .filter(|m| m.removable())
+            .map(|m| m.size)
+            .sum()
     };
     if kind != GroupKind::Exact {
         let hash = |m: &Member| {
@@ -637,26 +757,35 @@ fn group(kind: GroupKind, mut members: Vec<Member>) -> Group {
         kind,
         link: None,
         saving,
+        decision: None,
         members,
     }
 }
 
-/// The keeper rule, as an order (the keeper sorts first): the original of an exported
-/// JPEG ([`Member::original`]), then the most pixels, then the oldest `taken` (known before
-/// unknown), then the shortest path, then the path's bytes.
-pub fn keeper_order(a: &Member, b: &Member) -> Ordering {
-    let taken = |m: &Member| m.taken.as_deref().and_then(verify::taken_ms);
-    b.original
-        .cmp(&a.original)
-        .then(b.pixels().cmp(&a.pixels()))
-        .then_with(|| match (taken(a), taken(b)) {
-            (Some(x), Some(y)) => x.cmp(&y),
-            (Some(_), None) => Ordering::Less,
-            (None, Some(_)) => Ordering::Greater,
-            (None, None) => Ordering::Equal,
-        })
-        .then(a.path_bytes.len().cmp(&b.path_bytes.len()))
-        .then_with(|| a.path_bytes.cmp(&b.path_bytes))
+/// Marks the files of `list` that `decision` (a `keeper` decision covering them) keeps:
+/// the one at its path, else every file of its content (the rules choose among them).
+/// Whether any was.
+fn choose(list: &mut [Member], decision: &Decision) -> bool {
+    let Some(keeper) = decision.keeper.as_deref() else {
+        return false;
+    };
+    let at_path = list
+        .iter()
+        .any(|m| m.blake3 == keeper && decision.path_bytes.as_deref() == Some(&m.path_bytes));
+    let mut any = false;
+    for m in list.iter_mut().filter(|m| m.blake3 == keeper) {
+        m.chosen = !at_path || decision.path_bytes.as_deref() == Some(&m.path_bytes);
+        any |= m.chosen;
+    }
+    any
+}
+
+/// What the catalog links, by row id.
+struct Linked {
+    /// HEIFs a JPEG was exported from.
+    originals: HashSet<i64>,
+    /// Files of a raw+jpeg or Live Photo pair.
+    paired: HashSet<i64>,
 }
 
 fn is_utf8(bytes: &[u8]) -> bool {
@@ -713,10 +842,10 @@ impl UnionFind {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn member(path: &str, w: u32, h: u32, taken: Option<&str>, size: u64) -> Member {
+    pub(crate) fn member(path: &str, w: u32, h: u32, taken: Option<&str>, size: u64) -> Member {
         Member {
             id: 0,
             path: path.into(),
@@ -734,7 +863,17 @@ mod tests {
             distance: None,
             keeper: false,
             original: false,
+            protected: None,
+            chosen: false,
+            paired: false,
+            dev: 0,
+            ino: 0,
+            mtime_ns: 0,
         }
+    }
+
+    fn group(kind: GroupKind, members: Vec<Member>) -> Group {
+        super::group(kind, members, &Keeping::default())
     }
 
     fn keeper(members: Vec<Member>) -> String {

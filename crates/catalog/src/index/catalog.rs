@@ -18,8 +18,9 @@ use seekless_jobs::destructive::Forget;
 /// `upgrade_v1`). Version 3 adds `images.phash` and the `thumbs` table (see
 /// `UPGRADE_V2`), also in place. Version 4 adds what a phone's or camera's library needs
 /// (`kind`, `duration`, `codec`, `rotation`, `content_id`; see `upgrade_v3`) and the
-/// XMP sidecars (the `sidecars` table and `images.sidecar`; see `V4_SIDECARS`).
-pub const SCHEMA_VERSION: i64 = 4;
+/// XMP sidecars (the `sidecars` table and `images.sidecar`; see `V4_SIDECARS`). Version 5 adds
+/// the `decisions` table (see `V5_DECISIONS`).
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// `PRAGMA application_id` of a seekless catalog ("SKLS"): what tells a catalog from any
 /// other SQLite database. Catalogs made before it was set (schema versions 1 and 2) are
@@ -155,6 +156,24 @@ CREATE VIEW IF NOT EXISTS pairs (a, b, link) AS
         ON substr(j.taken, 1, 19) = substr(h.taken, 1, 19)
     WHERE h.format = 'heif' AND h.kind = 'image' AND j.format = 'jpeg' AND j.kind = 'image'
         AND h.make = j.make AND h.model = j.model AND length(h.taken) >= 19;
+";
+
+/// What version 5 adds: the user's decisions about duplicate groups (`seekless dupes
+/// --apply`, `--undecide`), keyed by content so that they survive moves and re-runs.
+/// `contents` is the sorted BLAKE3s (hex) of the files the decision covers, separated by
+/// one space; `decision` is `keep-all`, `not-duplicates` or `keeper`; a `keeper` decision
+/// names the kept content (`keeper`) and, for when several files have it, the kept file's
+/// path (`keeper_path`, its bytes). One decision per set of contents: a newer one replaces
+/// it.
+const V5_DECISIONS: &str = "
+CREATE TABLE IF NOT EXISTS decisions (
+    id          INTEGER PRIMARY KEY,
+    decision    TEXT NOT NULL CHECK (decision IN ('keep-all', 'not-duplicates', 'keeper')),
+    contents    TEXT NOT NULL UNIQUE,
+    keeper      TEXT,
+    keeper_path BLOB,
+    made        TEXT NOT NULL
+);
 ";
 
 /// The formats whose rows a version-3 catalog has right: their `kind` is set to `image` by
@@ -578,6 +597,43 @@ impl WriterLock {
     /// Opens the database (creating, upgrading or marking its schema) and starts a scan.
     /// While another program holds its write lock, `waiting` hears of it (see [`begin`]).
     pub fn open(self, waiting: &dyn Fn(&str)) -> Result<Catalog, CatalogError> {
+        let conn = self.connect(waiting)?;
+        let path = self.path.as_path();
+        let io = |e: rusqlite::Error| CatalogError::io(path, e);
+        let tx = begin(&conn, path, waiting)?;
+        tx.execute("INSERT INTO scans (started) VALUES (?1)", [now()])
+            .map_err(io)?;
+        let scan = tx.last_insert_rowid();
+        tx.commit().map_err(io)?;
+        Ok(Catalog {
+            conn,
+            path: self.path,
+            _lock: self.file,
+            scan,
+            batch_rows: BATCH_ROWS,
+        })
+    }
+
+    /// Opens an existing catalog for what `seekless dupes` writes (decisions, and the rows
+    /// of files it moved away), upgrading its schema as [`open`](Self::open) does; no
+    /// scan is started. A missing or empty file is refused: `dupes` makes no catalog.
+    pub fn open_for_dupes(self, waiting: &dyn Fn(&str)) -> Result<DupesWriter, CatalogError> {
+        if self.found == Found::New {
+            return Err(CatalogError::NotCatalog {
+                path: self.path.clone(),
+                why: "no catalog there (seekless index makes one)".into(),
+            });
+        }
+        let conn = self.connect(waiting)?;
+        Ok(DupesWriter {
+            conn,
+            path: self.path,
+            _lock: self.file,
+        })
+    }
+
+    /// Opens the database and creates, upgrades or marks its schema.
+    fn connect(&self, waiting: &dyn Fn(&str)) -> Result<Connection, CatalogError> {
         let path = self.path.as_path();
         let io = |e: rusqlite::Error| CatalogError::io(path, e);
         let conn = Connection::open(path).map_err(io)?;
@@ -602,6 +658,7 @@ impl WriterLock {
         tx.execute_batch(SCHEMA).map_err(io)?;
         upgrade_v2(&tx).map_err(io)?;
         upgrade_v3(&tx).map_err(io)?;
+        tx.execute_batch(V5_DECISIONS).map_err(io)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(io)?;
         tx.pragma_update(None, "application_id", APPLICATION_ID)
@@ -614,19 +671,116 @@ impl WriterLock {
             .map_err(io)?;
         conn.pragma_update(None, "cache_size", -CACHE_KIB)
             .map_err(io)?;
-        let tx = begin(&conn, path, waiting)?;
-        tx.execute("INSERT INTO scans (started) VALUES (?1)", [now()])
-            .map_err(io)?;
-        let scan = tx.last_insert_rowid();
-        tx.commit().map_err(io)?;
-        Ok(Catalog {
-            conn,
-            path: self.path,
-            _lock: self.file,
-            scan,
-            batch_rows: BATCH_ROWS,
-        })
+        Ok(conn)
     }
+}
+
+/// A decision as the catalog stores it (see `V5_DECISIONS`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StoredDecision {
+    pub id: i64,
+    pub decision: String,
+    /// Sorted BLAKE3s, hex, one space between.
+    pub contents: String,
+    pub keeper: Option<String>,
+    pub keeper_path: Option<Vec<u8>>,
+    pub made: String,
+}
+
+/// The catalog opened for what `seekless dupes` writes, locked for writing by this process
+/// ([`WriterLock::open_for_dupes`]).
+pub(crate) struct DupesWriter {
+    conn: Connection,
+    path: PathBuf,
+    _lock: File,
+}
+
+impl DupesWriter {
+    fn err(&self, e: rusqlite::Error) -> CatalogError {
+        CatalogError::io(&self.path, e)
+    }
+
+    /// Records `decisions` (its `id` and `made` are ignored) in one transaction, each
+    /// replacing the one on the same contents if there is one (the user's newer decision).
+    /// Returns their ids.
+    pub fn record(
+        &mut self,
+        decisions: &[StoredDecision],
+        waiting: &dyn Fn(&str),
+    ) -> Result<Vec<i64>, CatalogError> {
+        let tx = begin(&self.conn, &self.path, waiting)?;
+        let made = now();
+        let mut ids = Vec::with_capacity(decisions.len());
+        {
+            let mut put = tx
+                .prepare_cached(
+                    "INSERT INTO decisions (decision, contents, keeper, keeper_path, made)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (contents) DO UPDATE SET decision = excluded.decision,
+                         keeper = excluded.keeper, keeper_path = excluded.keeper_path,
+                         made = excluded.made
+                     RETURNING id",
+                )
+                .map_err(|e| self.err(e))?;
+            for d in decisions {
+                let id: i64 = put
+                    .query_row(
+                        params![d.decision, d.contents, d.keeper, d.keeper_path, made],
+                        |r| r.get(0),
+                    )
+                    .map_err(|e| self.err(e))?;
+                ids.push(id);
+            }
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(ids)
+    }
+
+    /// Removes the decisions `ids` (the user's `--undecide`), in one transaction; returns
+    /// the ids that were there.
+    pub fn undecide(
+        &mut self,
+        ids: &[i64],
+        waiting: &dyn Fn(&str),
+    ) -> Result<Vec<i64>, CatalogError> {
+        let tx = begin(&self.conn, &self.path, waiting)?;
+        let mut gone = Vec::new();
+        {
+            let mut delete = tx
+                .prepare_cached("DELETE FROM decisions WHERE id = ?1")
+                .map_err(|e| self.err(e))?;
+            for &id in ids {
+                if delete.execute([id]).map_err(|e| self.err(e))? > 0 {
+                    gone.push(id);
+                }
+            }
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(gone)
+    }
+
+    /// Forgets the rows of files `dupes` moved away or put in the trash (proven gone: a
+    /// [`Forget`]), with their thumbnails, in one transaction.
+    pub fn forget(&mut self, gone: &Forget, waiting: &dyn Fn(&str)) -> Result<(), CatalogError> {
+        if gone.len() == 0 {
+            return Ok(());
+        }
+        let tx = begin(&self.conn, &self.path, waiting)?;
+        forget_rows(&tx, gone).map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))
+    }
+}
+
+/// Deletes the rows of `gone` and their thumbnails, inside the caller's transaction: the
+/// one place image rows of files seen gone are deleted.
+fn forget_rows(tx: &rusqlite::Transaction<'_>, gone: &Forget) -> rusqlite::Result<()> {
+    let mut delete = tx.prepare_cached("DELETE FROM images WHERE id = ?1")?;
+    let mut unthumb = tx.prepare_cached("DELETE FROM thumbs WHERE image = ?1")?;
+    for id in gone.ids() {
+        unthumb.execute([id])?;
+        delete.execute([id])?;
+    }
+    Ok(())
 }
 
 /// The first 16 bytes of every SQLite database file.
@@ -730,6 +884,8 @@ pub(crate) struct ReadOnly {
     visual: bool,
     /// Version 4 and later: the `pairs` view exists.
     pairs: bool,
+    /// Version 5 and later: the `decisions` table exists.
+    decisions: bool,
 }
 
 /// A row's fields as finding duplicates needs them (every row with a content hash).
@@ -751,6 +907,9 @@ pub(crate) struct HashedRow {
 pub(crate) struct RowDetail {
     pub path: String,
     pub path_bytes: Vec<u8>,
+    pub dev: u64,
+    pub ino: u64,
+    pub mtime_ns: i64,
     pub width: Option<u32>,
     pub height: Option<u32>,
     pub orientation: Option<u32>,
@@ -773,6 +932,7 @@ impl ReadOnly {
             conn,
             visual: version >= 3,
             pairs: version >= 4,
+            decisions: version >= 5,
         })
     }
 
@@ -846,7 +1006,7 @@ impl ReadOnly {
         let phash = if self.visual { "phash" } else { "NULL" };
         let mut s = self.conn.prepare_cached(&format!(
             "SELECT path, path_bytes, width, height, orientation, taken, make, model, format,
-                    blake3, {phash}
+                    blake3, {phash}, dev, ino, mtime_ns
              FROM images WHERE id = ?1"
         ))?;
         s.query_row([id], |r| {
@@ -862,8 +1022,32 @@ impl ReadOnly {
                 format: r.get(8).ok().flatten(),
                 blake3: r.get(9)?,
                 phash: r.get(10)?,
+                dev: r.get::<_, i64>(11)? as u64,
+                ino: r.get::<_, i64>(12)? as u64,
+                mtime_ns: r.get(13)?,
             })
         })
+    }
+
+    /// The user's decisions, oldest first. None before version 5.
+    pub(crate) fn decisions(&self) -> rusqlite::Result<Vec<StoredDecision>> {
+        if !self.decisions {
+            return Ok(Vec::new());
+        }
+        let mut s = self.conn.prepare(
+            "SELECT id, decision, contents, keeper, keeper_path, made FROM decisions ORDER BY id",
+        )?;
+        let rows = s.query_map([], |r| {
+            Ok(StoredDecision {
+                id: r.get(0)?,
+                decision: r.get(1)?,
+                contents: r.get(2)?,
+                keeper: r.get(3)?,
+                keeper_path: r.get(4)?,
+                made: r.get(5)?,
+            })
+        })?;
+        rows.collect()
     }
 
     /// Image `id`'s stored thumbnail, if it has one.
@@ -986,6 +1170,9 @@ fn expected_schema(version: i64) -> rusqlite::Result<Vec<SchemaObject>> {
         if version >= 4 {
             upgrade_v3(&tx)?;
         }
+        if version >= 5 {
+            tx.execute_batch(V5_DECISIONS)?;
+        }
         tx.commit()?;
     }
     schema_objects(&conn)
@@ -1013,7 +1200,7 @@ fn judge(path: &Path, contents: &Contents, new: bool) -> Result<(), CatalogError
     }
     match &contents.schema {
         Schema::Empty if new && contents.user_version == 0 => Ok(()),
-        Schema::Catalog if matches!(contents.user_version, 1..=4) => Ok(()),
+        Schema::Catalog if (1..=SCHEMA_VERSION).contains(&contents.user_version) => Ok(()),
         Schema::Catalog => refuse(format!(
             "an SQLite database with the catalog's tables but user_version {}",
             contents.user_version
@@ -1227,16 +1414,7 @@ impl Catalog {
         let scan = self.scan;
         let tx = begin(&self.conn, &path, waiting)?;
         {
-            let mut delete = tx
-                .prepare_cached("DELETE FROM images WHERE id = ?1")
-                .map_err(err)?;
-            let mut unthumb = tx
-                .prepare_cached("DELETE FROM thumbs WHERE image = ?1")
-                .map_err(err)?;
-            for id in removed.ids() {
-                unthumb.execute([id]).map_err(err)?;
-                delete.execute([id]).map_err(err)?;
-            }
+            forget_rows(&tx, removed).map_err(err)?;
             let mut unlink = tx
                 .prepare_cached("UPDATE images SET sidecar = NULL WHERE sidecar = ?1")
                 .map_err(err)?;

@@ -1,0 +1,146 @@
+//! Acting on the duplicates found (`seekless dupes --act`): every file offered for removal
+//! is moved away, put in the trash, replaced with a hard link to its keeper, or made to
+//! share its keeper's extents, through the one owner of destructive acts
+//! ([`seekless_jobs::destructive::resolve`]), which reads each file and its keeper again
+//! first, in physical order, and journals each act before doing it. The catalog then
+//! forgets the rows of files moved away or put in the trash (they are provably gone from
+//! their paths); `--undo JOURNAL` puts them back, and the next `index` finds them again.
+
+use std::path::{Path, PathBuf};
+
+use seekless_core::Quiet;
+use seekless_jobs::destructive::resolve::{self, Candidate, Journal, Known};
+use seekless_jobs::destructive::{Forget, Witness};
+
+pub use resolve::{Act, Undone, undo};
+
+use super::{Dupes, DupesError, GroupKind, Member};
+use crate::index::catalog::WriterLock;
+
+/// One act to do: a file offered for removal and its group's keeper.
+#[derive(Clone, Debug)]
+pub struct Planned<'a> {
+    /// The file.
+    pub file: &'a Member,
+    /// Its keeper.
+    pub keeper: &'a Member,
+    /// The two have one content (an exact group, or a byte-identical copy in a similar one).
+    pub identical: bool,
+}
+
+/// The acts `act` would do on `dupes`: every file offered for removal in each exact group,
+/// and byte-identical copies of a similar group's keeper; with `similar_too` (only for
+/// acts that keep the bytes: move, trash), the other files of similar groups too.
+pub fn plan<'a>(dupes: &'a Dupes, similar_too: bool) -> Vec<Planned<'a>> {
+    let mut out = Vec::new();
+    for g in dupes.groups.iter().filter(|g| g.kind.is_duplicate()) {
+        let keeper = &g.members[0];
+        for m in g.members.iter().filter(|m| m.removable()) {
+            let identical = g.kind == GroupKind::Exact || m.blake3 == keeper.blake3;
+            if identical || similar_too {
+                out.push(Planned {
+                    file: m,
+                    keeper,
+                    identical,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// What happened to one planned file.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Done; for a move or the trash, where the file is now.
+    Done(Option<PathBuf>),
+    /// Left as it was, and why (it changed since it was indexed, its keeper did, …).
+    Skipped(String),
+}
+
+/// What [`run`] did.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Files acted on.
+    pub done: u64,
+    /// Their bytes.
+    pub freed: u64,
+    /// Files left as they were.
+    pub skipped: u64,
+    /// Catalog rows forgotten (files moved away or put in the trash).
+    pub forgotten: u64,
+}
+
+fn known(m: &Member) -> Known {
+    Known {
+        path: seekless_core::path_from_bytes(&m.path_bytes),
+        dev: m.dev,
+        ino: m.ino,
+        size: m.size,
+        mtime_ns: m.mtime_ns,
+        blake3: m.blake3.clone(),
+    }
+}
+
+/// Does `act` to each of `planned` (see [`plan`]), the journal at `journal` (a new file)
+/// written first, telling `each` the outcome of each file in `planned`'s order. The
+/// catalog at `db` is locked for writing for the whole run (a running `seekless index`
+/// refuses it) and forgets the rows of files moved away or put in the trash.
+pub fn run(
+    db: &Path,
+    planned: &[Planned<'_>],
+    act: &Act,
+    journal: &Path,
+    mut each: impl FnMut(&Planned<'_>, &Outcome),
+) -> Result<Report, DupesError> {
+    let lock = WriterLock::take(db)?;
+    let mut writer = lock.open_for_dupes(&|_| {})?;
+    let write_err = |e: std::io::Error| DupesError::Write {
+        path: journal.to_path_buf(),
+        message: seekless_core::error::describe_io(&e),
+    };
+    let about = serde_json::json!({
+        "db": db.to_string_lossy(),
+        "act": act.name(),
+        "to": act.destination(Path::new("/")).map(|p| p.to_string_lossy().into_owned()),
+        "files": planned.len(),
+    });
+    let mut journal = Journal::create(journal, about).map_err(write_err)?;
+    let candidates: Vec<Candidate> = planned
+        .iter()
+        .map(|p| Candidate {
+            file: known(p.file),
+            keeper: known(p.keeper),
+            identical: p.identical,
+        })
+        .collect();
+    let checked = resolve::check(&candidates);
+    let mut report = Report::default();
+    let mut gone: Vec<(i64, PathBuf)> = Vec::new();
+    for (p, c) in planned.iter().zip(checked) {
+        let outcome = match c {
+            Err(why) => Outcome::Skipped(why),
+            Ok(c) => match resolve::act(&c, act, &mut journal) {
+                Ok(to) => {
+                    if to.is_some() {
+                        gone.push((p.file.id, c.path().to_path_buf()));
+                    }
+                    report.freed += c.size();
+                    Outcome::Done(to)
+                }
+                Err(e) => Outcome::Skipped(e.to_string()),
+            },
+        };
+        match &outcome {
+            Outcome::Done(_) => report.done += 1,
+            Outcome::Skipped(_) => report.skipped += 1,
+        }
+        each(p, &outcome);
+    }
+    // The rows of files no longer at their paths: proven gone, one by one.
+    let clearance = Witness::new(&Quiet).clearance(false).unwrap_or_default();
+    let forget = Forget::gone(gone.iter().map(|(id, p)| (*id, p.as_path())), &clearance);
+    report.forgotten = forget.len() as u64;
+    writer.forget(&forget, &|_| {})?;
+    Ok(report)
+}

@@ -1,0 +1,757 @@
+//! Resolving duplicates (`seekless dupes --act`): moving a file away, putting it in the
+//! trash, replacing it with a hard link to its keeper, sharing its keeper's extents.
+//!
+//! Each act takes a [`Checked`], made only by [`check`]: the file and its keeper were read
+//! just now, in physical order, each found exactly as the catalog knew it (device, inode,
+//! size, modification time, and the content hash of the bytes read now), the file is not
+//! its keeper under another name, and, for an exact duplicate, the two read the same.
+//! Immediately before each act the file's identity is looked at again; any difference
+//! skips it. Every act is written to a [`Journal`] first (made durable before the act), so
+//! that a move or a trash can be undone ([`undo`]) after anything, a `kill -9` included.
+//!
+//! Moves stay on the file's filesystem (a rename: nothing is copied, nothing can be half
+//! done); so does the trash (the freedesktop.org Trash specification: the home trash when
+//! the file is on the home's filesystem, else the trash at the top of its own). A hard link
+//! replaces the file with its keeper's inode, atomically (a rename over it); a reflink
+//! asks the kernel to share the keeper's extents (`FIDEDUPERANGE`), which compares the
+//! bytes itself, under its locks, and changes nothing when they differ.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::{self, File};
+use std::io::{self, BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use super::{Durable, OwnTemp};
+use crate::hash::{Algorithm, hash_plan};
+use seekless_core::error::{Error, describe_io};
+use seekless_core::os;
+use seekless_core::read::ReadOptions;
+use seekless_core::report::Reporter;
+use seekless_core::sync::lock;
+use seekless_core::{Plan, PlanOptions};
+
+mod trash;
+
+/// What the catalog knows of a file: device, inode, size, modification time (ns since the
+/// epoch) and content hash (BLAKE3, hex).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Known {
+    /// The path.
+    pub path: PathBuf,
+    /// Device number.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, ns since the epoch.
+    pub mtime_ns: i64,
+    /// BLAKE3 of the content, lower-case hex.
+    pub blake3: String,
+}
+
+/// A file to act on, with its keeper.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// The file that may go.
+    pub file: Known,
+    /// The file kept in its stead.
+    pub keeper: Known,
+    /// They are byte-identical (an exact group): checked again now. Otherwise (a similar
+    /// group) only move and trash are allowed, and only the identity of each is checked.
+    pub identical: bool,
+}
+
+/// Evidence that a candidate may be acted on (made only by [`check`]).
+#[derive(Debug)]
+pub struct Checked {
+    file: Known,
+    keeper: Known,
+    identical: bool,
+}
+
+impl Checked {
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    /// Its keeper.
+    pub fn keeper(&self) -> &Path {
+        &self.keeper.path
+    }
+
+    /// Its size.
+    pub fn size(&self) -> u64 {
+        self.file.size
+    }
+}
+
+/// Reads every candidate and its keeper now, in physical order (one sweep per disk, as
+/// `hash` reads), and returns, for each candidate in order, its evidence or why it is
+/// skipped.
+pub fn check(candidates: &[Candidate]) -> Vec<Result<Checked, String>> {
+    let mut paths: Vec<PathBuf> = Vec::new();
+    let mut seen = HashSet::new();
+    for c in candidates {
+        for p in [&c.file.path, &c.keeper.path] {
+            if seen.insert(p.clone()) {
+                paths.push(p.clone());
+            }
+        }
+    }
+    let failures = Collect::default();
+    let plan = Arc::new(Plan::build(&paths, &PlanOptions::default(), &failures));
+    let mut read: HashMap<PathBuf, Result<Known, String>> = HashMap::new();
+    hash_plan(
+        plan,
+        Algorithm::Blake3,
+        &ReadOptions::default(),
+        2,
+        |planned, result| {
+            let e = &planned.entry;
+            let found = result
+                .map(|blake3| Known {
+                    path: e.path.to_path_buf(),
+                    dev: e.id.dev,
+                    ino: e.id.ino,
+                    size: e.size,
+                    mtime_ns: e.modified.map_or(i64::MIN, ns),
+                    blake3,
+                })
+                .map_err(|e| e.to_string());
+            read.insert(e.path.to_path_buf(), found);
+        },
+    );
+    for (path, why) in lock(&failures.0).drain() {
+        read.entry(path).or_insert(Err(why));
+    }
+    candidates
+        .iter()
+        .map(|c| {
+            let now = |k: &Known| match read.get(&k.path) {
+                Some(Ok(found)) => Ok(found.clone()),
+                Some(Err(why)) => Err(why.clone()),
+                None => Err(format!("{}: not read", k.path.display())),
+            };
+            let keeper =
+                now(&c.keeper).map_err(|why| format!("its keeper could not be read: {why}"))?;
+            if let Some(what) = differs(&c.keeper, &keeper) {
+                return Err(format!(
+                    "its keeper {} changed since it was indexed ({what})",
+                    c.keeper.path.display()
+                ));
+            }
+            let file = now(&c.file)?;
+            if let Some(what) = differs(&c.file, &file) {
+                return Err(format!("changed since it was indexed ({what})"));
+            }
+            if (file.dev, file.ino) == (keeper.dev, keeper.ino) {
+                return Err(format!(
+                    "it is its keeper {} under another name (a hard link or a bind mount)",
+                    keeper.path.display()
+                ));
+            }
+            if c.identical && file.blake3 != keeper.blake3 {
+                return Err(format!(
+                    "its bytes differ from its keeper's {}",
+                    keeper.path.display()
+                ));
+            }
+            Ok(Checked {
+                file,
+                keeper,
+                identical: c.identical,
+            })
+        })
+        .collect()
+}
+
+/// What differs between what the catalog knew and what was found, if anything.
+fn differs(known: &Known, now: &Known) -> Option<&'static str> {
+    if known.blake3 != now.blake3 {
+        Some("content")
+    } else if known.size != now.size {
+        Some("size")
+    } else if known.mtime_ns != now.mtime_ns {
+        Some("modification time")
+    } else if (known.dev, known.ino) != (now.dev, now.ino) {
+        Some("another file at that path")
+    } else {
+        None
+    }
+}
+
+/// Errors of the check's walk and reads, by path.
+#[derive(Default)]
+struct Collect(Mutex<HashMap<PathBuf, String>>);
+
+impl Reporter for Collect {
+    fn error(&self, err: &Error) {
+        lock(&self.0).insert(err.path().to_path_buf(), err.to_string());
+    }
+    fn skipped(&self, path: &Path, why: &str) {
+        lock(&self.0).insert(path.to_path_buf(), format!("{}: {why}", path.display()));
+    }
+}
+
+/// Nanoseconds since the epoch (negative before it), as the catalog stores times.
+fn ns(t: SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i64,
+        Err(e) => -(e.duration().as_nanos() as i64),
+    }
+}
+
+/// The file at `path` as it is now (its content hash not read: `blake3` is empty).
+fn identity(path: &Path) -> io::Result<Known> {
+    let meta = os::symlink_metadata(path)?;
+    if !meta.is_file() {
+        return Err(io::Error::other("not a regular file any more"));
+    }
+    let id = os::file_id(path, None, &meta)?;
+    Ok(Known {
+        path: path.to_path_buf(),
+        dev: id.dev,
+        ino: id.ino,
+        size: meta.len(),
+        mtime_ns: meta.modified().map_or(i64::MIN, ns),
+        blake3: String::new(),
+    })
+}
+
+/// Looks at `k`'s file again: it must still be the file read (else why not).
+fn still(k: &Known) -> Result<(), String> {
+    let now =
+        identity(&k.path).map_err(|e| format!("{}: {}", k.path.display(), describe_io(&e)))?;
+    let known = Known {
+        blake3: String::new(),
+        ..k.clone()
+    };
+    match differs(&known, &now) {
+        None => Ok(()),
+        Some(what) => Err(format!("{}: changed just now ({what})", k.path.display())),
+    }
+}
+
+/// What to do with each duplicate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Act {
+    /// Move it under this folder, at its absolute path (`/p/a.jpg` to `DIR/p/a.jpg`).
+    Move(PathBuf),
+    /// Put it in the trash.
+    Trash,
+    /// Replace it with a hard link to its keeper.
+    HardLink,
+    /// Share its keeper's extents (`FIDEDUPERANGE`).
+    Reflink,
+}
+
+impl Act {
+    /// As the journal and the command line name it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Act::Move(_) => "move",
+            Act::Trash => "trash",
+            Act::HardLink => "hardlink",
+            Act::Reflink => "reflink",
+        }
+    }
+
+    /// Whether it keeps the file's bytes somewhere (a move, the trash): the only acts
+    /// allowed on files that are similar to their keeper but not identical.
+    pub fn keeps_the_bytes(&self) -> bool {
+        matches!(self, Act::Move(_) | Act::Trash)
+    }
+
+    /// Where a move takes `path`.
+    pub fn destination(&self, path: &Path) -> Option<PathBuf> {
+        match self {
+            Act::Move(dir) => Some(under(dir, path)),
+            _ => None,
+        }
+    }
+}
+
+/// `path` (absolute) under `dir`, its components kept.
+fn under(dir: &Path, path: &Path) -> PathBuf {
+    let mut out = dir.to_path_buf();
+    for c in path.components() {
+        if let std::path::Component::Normal(part) = c {
+            out.push(part);
+        }
+    }
+    out
+}
+
+/// The record of a run's acts: JSON lines, each act's intent made durable before the act,
+/// its outcome after (see [`undo`]).
+pub struct Journal {
+    file: File,
+    path: PathBuf,
+    next: u64,
+}
+
+impl Journal {
+    /// Creates the journal at `path` (which must not exist), with `about` (what run) as its
+    /// first line, on the disk before anything is done.
+    pub fn create(path: &Path, about: Value) -> io::Result<Journal> {
+        let file = fs::OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(path)?;
+        let mut j = Journal {
+            file,
+            path: path.to_path_buf(),
+            next: 1,
+        };
+        j.line(&json!({ "seekless_journal": 1, "about": about }))?;
+        j.file.sync_all()?;
+        if let Some(dir) = path.parent() {
+            let _ = os::sync_directory(if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            });
+        }
+        Ok(j)
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn line(&mut self, v: &Value) -> io::Result<()> {
+        let mut text = serde_json::to_vec(v).map_err(io::Error::other)?;
+        text.push(b'\n');
+        self.file.write_all(&text)
+    }
+
+    fn intent(&mut self, mut entry: Value) -> io::Result<u64> {
+        let n = self.next;
+        self.next += 1;
+        entry["n"] = json!(n);
+        self.line(&entry)?;
+        // Durable before the act: a crash after the act finds its intent.
+        self.file.sync_data()?;
+        Ok(n)
+    }
+
+    fn outcome(&mut self, n: u64, done: bool, why: Option<&str>) -> io::Result<()> {
+        let v = if done {
+            json!({ "done": n })
+        } else {
+            json!({ "failed": n, "why": why })
+        };
+        self.line(&v)
+    }
+}
+
+/// A path in the journal: a string when it is UTF-8, else `{"bytes": [..]}`.
+fn path_value(p: &Path) -> Value {
+    let bytes = seekless_core::path_to_bytes(p);
+    match std::str::from_utf8(&bytes) {
+        Ok(s) => json!(s),
+        Err(_) => json!({ "bytes": bytes.to_vec() }),
+    }
+}
+
+fn path_of(v: &Value) -> Option<PathBuf> {
+    match v {
+        Value::String(s) => Some(PathBuf::from(s)),
+        Value::Object(o) => {
+            let bytes: Vec<u8> = o
+                .get("bytes")?
+                .as_array()?
+                .iter()
+                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+                .collect::<Option<_>>()?;
+            Some(seekless_core::path_from_bytes(&bytes))
+        }
+        _ => None,
+    }
+}
+
+fn stamp_value(k: &Known) -> Value {
+    json!({ "dev": k.dev, "ino": k.ino, "size": k.size, "mtime_ns": k.mtime_ns, "blake3": k.blake3 })
+}
+
+/// Does `act` to `checked`, written to `journal` first. Returns where the file went (a
+/// move, the trash), or an error naming the path; on an error the file is as it was.
+pub fn act(checked: &Checked, act: &Act, journal: &mut Journal) -> Result<Option<PathBuf>, Error> {
+    let path = checked.path();
+    let fail = |why: String| Error::io(path, io::Error::other(why));
+    if !checked.identical && !act.keeps_the_bytes() {
+        return Err(fail(format!(
+            "not identical to its keeper: only moved or put in the trash, never {}",
+            act.name()
+        )));
+    }
+    still(&checked.file).map_err(fail)?;
+    let mut entry = json!({
+        "act": act.name(),
+        "from": path_value(path),
+        "keeper": path_value(checked.keeper()),
+        "file": stamp_value(&checked.file),
+    });
+    match act {
+        Act::Move(dir) => {
+            let to = under(dir, path);
+            let parent = to.parent().unwrap_or(dir);
+            os::with_path(parent, |p| fs::create_dir_all(p))
+                .map_err(|e| fail(format!("{}: {}", parent.display(), describe_io(&e))))?;
+            let there = os::metadata(parent).map_err(|e| fail(describe_io(&e)))?;
+            let there = os::file_id(parent, None, &there).map_err(|e| fail(describe_io(&e)))?;
+            if there.dev != checked.file.dev {
+                return Err(fail(format!(
+                    "{} is on another filesystem: not moved (a move here is a rename, never a copy)",
+                    dir.display()
+                )));
+            }
+            entry["to"] = path_value(&to);
+            let n = journal.intent(entry).map_err(|e| fail(journal_error(&e)))?;
+            let r = rename_noreplace(path, &to);
+            finish(journal, n, &r)?;
+            r.map_err(|e| Error::io(path, e))?;
+            sync_parents(path, &to);
+            Ok(Some(to))
+        }
+        Act::Trash => {
+            let place = trash::place_for(path, checked.file.dev).map_err(fail)?;
+            let (info, files) = place.reserve(path).map_err(fail)?;
+            entry["to"] = path_value(&files);
+            entry["info"] = path_value(info.path());
+            let n = match journal.intent(entry) {
+                Ok(n) => n,
+                Err(e) => return Err(fail(journal_error(&e))),
+            };
+            let r = rename_noreplace(path, &files);
+            finish(journal, n, &r)?;
+            match r {
+                Ok(()) => {
+                    info.keep();
+                    sync_parents(path, &files);
+                    Ok(Some(files))
+                }
+                Err(e) => Err(Error::io(path, e)),
+            }
+        }
+        Act::HardLink => {
+            still(&checked.keeper).map_err(fail)?;
+            if checked.keeper.dev != checked.file.dev {
+                return Err(fail(
+                    "its keeper is on another filesystem: no hard link".into(),
+                ));
+            }
+            let temp =
+                OwnTemp::hard_link(checked.keeper(), path).map_err(|e| fail(describe_io(&e)))?;
+            let n = journal.intent(entry).map_err(|e| fail(journal_error(&e)))?;
+            // Looked at again at the last moment: the rename below replaces what is there.
+            let r = still(&checked.file)
+                .map_err(io::Error::other)
+                .and_then(|()| temp.put_in_place(Durable::no_data()));
+            finish(journal, n, &r)?;
+            r.map_err(|e| Error::io(path, e))?;
+            if let Some(dir) = path.parent() {
+                let _ = os::sync_directory(dir);
+            }
+            Ok(None)
+        }
+        Act::Reflink => {
+            let n = journal.intent(entry).map_err(|e| fail(journal_error(&e)))?;
+            let r = dedupe(checked);
+            finish(journal, n, &r)?;
+            r.map_err(|e| Error::io(path, e))?;
+            Ok(None)
+        }
+    }
+}
+
+fn journal_error(e: &io::Error) -> String {
+    format!(
+        "the journal cannot be written ({}): nothing done",
+        describe_io(e)
+    )
+}
+
+/// Writes an act's outcome; a journal that cannot say "done" stops the run (the act is
+/// found done by [`undo`] all the same).
+fn finish<T>(journal: &mut Journal, n: u64, r: &io::Result<T>) -> Result<(), Error> {
+    let written = match r {
+        Ok(_) => journal.outcome(n, true, None),
+        Err(e) => journal.outcome(n, false, Some(&describe_io(e))),
+    };
+    written.map_err(|e| Error::io(journal.path.clone(), e))
+}
+
+/// Flushes the directories a rename changed (best effort: the rename itself is done).
+fn sync_parents(from: &Path, to: &Path) {
+    for p in [from.parent(), to.parent()].into_iter().flatten() {
+        let _ = os::sync_directory(p);
+    }
+}
+
+/// Renames `from` to `to`, failing if `to` exists (`renameat2(RENAME_NOREPLACE)`; where
+/// that is missing, a hard link then the old name's removal, which fails the same way).
+fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let a = CString::new(from.as_os_str().as_bytes())?;
+        let b = CString::new(to.as_os_str().as_bytes())?;
+        // SAFETY: both are NUL-terminated strings that live across the call; AT_FDCWD makes
+        // them relative to the working directory, as std's paths are.
+        #[allow(clippy::disallowed_methods)]
+        let r = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                a.as_ptr(),
+                libc::AT_FDCWD,
+                b.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINVAL) && e.raw_os_error() != Some(libc::ENOSYS) {
+            return Err(e);
+        }
+    }
+    // No RENAME_NOREPLACE here: a link fails if the name is taken; then the old name goes
+    // (the file has both names for an instant, never neither).
+    os::with_paths(from, to, |a, b| fs::hard_link(a, b))?;
+    // The old name of a file now also at `to`: the move's second half.
+    #[allow(clippy::disallowed_methods)]
+    os::with_path(from, |p| fs::remove_file(p))
+}
+
+/// Shares the keeper's extents with the file, range by range (`FIDEDUPERANGE`): the kernel
+/// compares the bytes under its locks and shares only what is the same.
+#[cfg(target_os = "linux")]
+fn dedupe(checked: &Checked) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let src = File::open(checked.keeper())?;
+    // Opened for writing (the kernel asks it of a non-owner), never truncated nor written.
+    let dst = fs::OpenOptions::new().write(true).open(checked.path())?;
+    let (a, b) = (src.metadata()?, dst.metadata()?);
+    if a.len() != checked.keeper.size || b.len() != checked.file.size {
+        return Err(io::Error::other("changed just now (size)"));
+    }
+    #[repr(C)]
+    struct Info {
+        dest_fd: i64,
+        dest_offset: u64,
+        bytes_deduped: u64,
+        status: i32,
+        reserved: u32,
+    }
+    #[repr(C)]
+    struct Range {
+        src_offset: u64,
+        src_length: u64,
+        dest_count: u16,
+        reserved1: u16,
+        reserved2: u32,
+        info: [Info; 1],
+    }
+    // _IOWR(0x94, 54, struct file_dedupe_range): linux/fs.h.
+    const FIDEDUPERANGE: libc::c_ulong = 0xC018_9436;
+    const SAME: i32 = 0;
+    const DIFFERS: i32 = 1;
+    // Filesystems cap one call (btrfs at 16 MiB); the loop goes on from what was shared.
+    const CHUNK: u64 = 16 << 20;
+    let len = checked.file.size;
+    let mut at = 0;
+    while at < len {
+        let mut r = Range {
+            src_offset: at,
+            src_length: CHUNK.min(len - at),
+            dest_count: 1,
+            reserved1: 0,
+            reserved2: 0,
+            info: [Info {
+                dest_fd: i64::from(dst.as_raw_fd()),
+                dest_offset: at,
+                bytes_deduped: 0,
+                status: 0,
+                reserved: 0,
+            }],
+        };
+        // SAFETY: `r` is a `struct file_dedupe_range` with one `file_dedupe_range_info`, laid
+        // out as linux/fs.h says (repr(C)); both descriptors are open for the call.
+        let rc = unsafe { libc::ioctl(src.as_raw_fd(), FIDEDUPERANGE as _, &mut r as *mut Range) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        match r.info[0].status {
+            SAME if r.info[0].bytes_deduped > 0 => at += r.info[0].bytes_deduped,
+            SAME => return Err(io::Error::other("the kernel shared nothing")),
+            DIFFERS => {
+                return Err(io::Error::other(
+                    "the kernel found its bytes differ from its keeper's: nothing shared",
+                ));
+            }
+            e => return Err(io::Error::from_raw_os_error(-e)),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn dedupe(_checked: &Checked) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "sharing extents (FIDEDUPERANGE) is Linux only",
+    ))
+}
+
+/// What [`undo`] did.
+#[derive(Debug, Default)]
+pub struct Undone {
+    /// Files put back.
+    pub restored: u64,
+    /// Acts already undone by an earlier `--undo`.
+    pub already: u64,
+    /// Acts that cannot be undone (hard links, reflinks): nothing to put back.
+    pub kept: u64,
+    /// Acts whose file could not be put back (reported).
+    pub failed: u64,
+}
+
+/// Reverses the moves and trashes of the journal at `path`, last first: each file goes
+/// back to its old path if it is still where the act put it, unchanged (device, inode,
+/// size, modification time), and nothing is at its old path; a trashed file's
+/// `.trashinfo` goes with it. An act begun but not recorded as done (a crash) is undone if
+/// its file is found moved. Each undo is recorded in the journal, so a second `--undo`
+/// does nothing.
+pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
+    let text = fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut entries: Vec<Value> = Vec::new();
+    let mut undone: HashSet<u64> = HashSet::new();
+    let mut failed: HashSet<u64> = HashSet::new();
+    for (i, line) in io::BufReader::new(text).lines().enumerate() {
+        let line = line.map_err(|e| Error::io(path, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        // A last line cut short by a crash is no act.
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            reporter.warning(
+                Some(path),
+                &format!("line {}: not JSON, passed over", i + 1),
+            );
+            continue;
+        };
+        if i == 0 && v.get("seekless_journal").is_none() {
+            return Err(Error::io(path, io::Error::other("not a seekless journal")));
+        }
+        if let Some(n) = v.get("undone").and_then(Value::as_u64) {
+            undone.insert(n);
+        } else if let Some(n) = v.get("failed").and_then(Value::as_u64) {
+            failed.insert(n);
+        } else if v.get("act").is_some() {
+            entries.push(v);
+        }
+    }
+    let mut out = Undone::default();
+    let mut journal = fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    for e in entries.iter().rev() {
+        let n = e["n"].as_u64().unwrap_or(0);
+        if failed.contains(&n) {
+            continue;
+        }
+        if undone.contains(&n) {
+            out.already += 1;
+            continue;
+        }
+        let act = e["act"].as_str().unwrap_or("");
+        if act != "move" && act != "trash" {
+            out.kept += 1;
+            continue;
+        }
+        let (Some(from), Some(to)) = (path_of(&e["from"]), path_of(&e["to"])) else {
+            out.failed += 1;
+            reporter.warning(Some(path), &format!("act {n}: no paths, passed over"));
+            continue;
+        };
+        let stamp = &e["file"];
+        let expect = Known {
+            path: to.clone(),
+            dev: stamp["dev"].as_u64().unwrap_or(0),
+            ino: stamp["ino"].as_u64().unwrap_or(0),
+            size: stamp["size"].as_u64().unwrap_or(0),
+            mtime_ns: stamp["mtime_ns"].as_i64().unwrap_or(0),
+            blake3: String::new(),
+        };
+        match identity(&to) {
+            Ok(now) if differs(&expect, &now).is_none() => {}
+            Ok(_) => {
+                out.failed += 1;
+                reporter.error(&Error::io(
+                    &to,
+                    io::Error::other(format!(
+                        "not the file moved from {} (changed since): left where it is",
+                        from.display()
+                    )),
+                ));
+                continue;
+            }
+            Err(err)
+                if err.kind() == io::ErrorKind::NotFound && os::symlink_metadata(&from).is_ok() =>
+            {
+                // Begun but not done (a crash before the rename): nothing to undo.
+                continue;
+            }
+            Err(err) => {
+                out.failed += 1;
+                reporter.error(&Error::io(&to, err));
+                continue;
+            }
+        }
+        if let Some(dir) = from.parent()
+            && let Err(err) = os::with_path(dir, |d| fs::create_dir_all(d))
+        {
+            out.failed += 1;
+            reporter.error(&Error::io(dir, err));
+            continue;
+        }
+        if let Err(err) = rename_noreplace(&to, &from) {
+            out.failed += 1;
+            let why = if err.kind() == io::ErrorKind::AlreadyExists {
+                io::Error::other(format!(
+                    "a file is at its old path {} now: left where it is",
+                    from.display()
+                ))
+            } else {
+                err
+            };
+            reporter.error(&Error::io(&to, why));
+            continue;
+        }
+        sync_parents(&to, &from);
+        if act == "trash"
+            && let Some(info) = path_of(&e["info"])
+        {
+            trash::forget_info(&info, &from);
+        }
+        out.restored += 1;
+        let mut line = serde_json::to_vec(&json!({ "undone": n })).unwrap_or_default();
+        line.push(b'\n');
+        journal
+            .write_all(&line)
+            .and_then(|()| journal.sync_data())
+            .map_err(|e| Error::io(path, e))?;
+    }
+    Ok(out)
+}
