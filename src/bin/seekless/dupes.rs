@@ -39,7 +39,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "RULES",
-        default_value = "preferred,resolution,largest,oldest,shortest-path"
+        default_value = "preferred,resolution,oldest,shortest-path"
     )]
     pub keep: String,
 

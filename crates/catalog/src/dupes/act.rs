@@ -125,7 +125,7 @@ pub fn run(
                     if to.is_some() {
                         gone.push((p.file.id, c.path().to_path_buf()));
                     }
-                    report.freed += c.size();
+                    report.freed += c.frees();
                     Outcome::Done(to)
                 }
                 Err(e) => Outcome::Skipped(e.to_string()),

@@ -3,8 +3,8 @@
 //!
 //! Before any rule: the original an exported JPEG was made from (a HEIF the catalog links
 //! to it) is the keeper; a file that is part of a pair (a raw file's JPEG, a Live Photo's
-//! still or video) or under a `--protect` folder is never offered for removal, and is the
-//! keeper before any file that is not. Then the rules, in the order given, break ties; the
+//! still or video) or under a `--protect` folder is never offered for removal: it is kept
+//! beside the keeper, which the rules choose. The rules, in the order given, break ties; the
 //! path's bytes break the last.
 
 use std::cmp::Ordering;
@@ -65,11 +65,11 @@ impl FromStr for KeepRule {
     }
 }
 
-/// The default rules: `preferred,resolution,largest,oldest,shortest-path`.
-pub const DEFAULT_RULES: [KeepRule; 5] = [
+/// The default rules: `preferred,resolution,oldest,shortest-path`. Not `largest`: of a
+/// lossless original and its lossy re-encoding, the re-encoding can be the larger file.
+pub const DEFAULT_RULES: [KeepRule; 4] = [
     KeepRule::Preferred,
     KeepRule::Resolution,
-    KeepRule::Largest,
     KeepRule::Oldest,
     KeepRule::ShortestPath,
 ];
@@ -128,11 +128,7 @@ impl Keeping {
 
     /// The order of a group's members, the keeper first.
     pub fn order(&self, a: &Member, b: &Member) -> Ordering {
-        let protected = |m: &Member| self.protects(m).is_some();
-        let mut o = b
-            .original
-            .cmp(&a.original)
-            .then(protected(b).cmp(&protected(a)));
+        let mut o = b.original.cmp(&a.original);
         if !self.rules.contains(&KeepRule::Preferred) {
             o = o.then_with(|| self.compare(KeepRule::Preferred, a, b));
         }
@@ -241,12 +237,10 @@ mod tests {
         // Ranked where `preferred` is in the rules.
         k.rules = Keeping::parse_rules("resolution,preferred").unwrap();
         assert_eq!(keeper(&k, vec![a.clone(), b.clone()]), "/backup/a.jpg");
-        // A protected file is kept before any other, and never offered.
+        // A protected file does not change the keeper (the rules choose it); it is kept
+        // beside it, never offered.
         k.protect = vec![PathBuf::from("/photos")];
-        assert_eq!(
-            keeper(&k, vec![b.clone(), a.clone()]),
-            "/photos/master/a.jpg"
-        );
+        assert_eq!(keeper(&k, vec![a.clone(), b.clone()]), "/backup/a.jpg");
         assert!(k.protects(&a).is_some() && k.protects(&b).is_none());
         // A folder's name is not a prefix of its neighbour's.
         let c = member("/photos-old/x.jpg", 1, 1, None, 1);

@@ -986,6 +986,27 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_second_name_of_the_keepers_file_is_never_offered() {
+        // Rows of one file under two names (a bind mount, a hard link seen by two runs):
+        // removing one would free nothing, or remove the keeper itself.
+        let mut a = member("/p/a.jpg", 10, 10, None, 5);
+        let mut b = member("/mnt/p/a.jpg", 10, 10, None, 5);
+        let c = member("/q/a.jpg", 10, 10, None, 5);
+        (a.dev, a.ino, b.dev, b.ino) = (1, 7, 1, 7);
+        let g = group(GroupKind::Exact, vec![b, a, c]);
+        assert_eq!(g.members[0].path, "/p/a.jpg");
+        let second = g.members.iter().find(|m| m.path == "/mnt/p/a.jpg").unwrap();
+        assert!(second.protected.is_some());
+        assert_eq!(g.saving, 5);
+        let dupes = Dupes {
+            groups: vec![g],
+            ..Dupes::default()
+        };
+        let removable: Vec<&str> = dupes.removable().map(|m| m.path.as_str()).collect();
+        assert_eq!(removable, ["/q/a.jpg"]);
+    }
+
+    #[test]
     fn the_original_of_an_export_is_the_keeper_whatever_its_pixels() {
         let mut heif = member("/IMG_1.heic", 100, 100, None, 9);
         heif.original = true;

@@ -72,6 +72,8 @@ pub struct Checked {
     file: Known,
     keeper: Known,
     identical: bool,
+    /// The file is its keeper's, under another name (a hard link, a bind mount).
+    same_file: bool,
 }
 
 impl Checked {
@@ -85,9 +87,9 @@ impl Checked {
         &self.keeper.path
     }
 
-    /// Its size.
-    pub fn size(&self) -> u64 {
-        self.file.size
+    /// The bytes acting on it frees (none when it is its keeper's own file).
+    pub fn frees(&self) -> u64 {
+        if self.same_file { 0 } else { self.file.size }
     }
 }
 
@@ -106,7 +108,8 @@ pub fn check(candidates: &[Candidate]) -> Vec<Result<Checked, String>> {
     }
     let failures = Collect::default();
     let plan = Arc::new(Plan::build(&paths, &PlanOptions::default(), &failures));
-    let mut read: HashMap<PathBuf, Result<Known, String>> = HashMap::new();
+    // By file (device, inode): the plan reads one name of a file with several.
+    let mut read: HashMap<(u64, u64), Result<Known, String>> = HashMap::new();
     hash_plan(
         plan,
         Algorithm::Blake3,
@@ -124,19 +127,28 @@ pub fn check(candidates: &[Candidate]) -> Vec<Result<Checked, String>> {
                     blake3,
                 })
                 .map_err(|e| e.to_string());
-            read.insert(e.path.to_path_buf(), found);
+            read.insert((e.id.dev, e.id.ino), found);
         },
     );
-    for (path, why) in lock(&failures.0).drain() {
-        read.entry(path).or_insert(Err(why));
-    }
+    let failures = std::mem::take(&mut *lock(&failures.0));
     candidates
         .iter()
         .map(|c| {
-            let now = |k: &Known| match read.get(&k.path) {
-                Some(Ok(found)) => Ok(found.clone()),
-                Some(Err(why)) => Err(why.clone()),
-                None => Err(format!("{}: not read", k.path.display())),
+            // The file at that path now (looked at without following a link), as read.
+            let now = |k: &Known| {
+                let at = identity(&k.path)
+                    .map_err(|e| format!("{}: {}", k.path.display(), describe_io(&e)))?;
+                match read.get(&(at.dev, at.ino)) {
+                    Some(Ok(found)) => Ok(Known {
+                        path: k.path.clone(),
+                        ..found.clone()
+                    }),
+                    Some(Err(why)) => Err(why.clone()),
+                    None => Err(failures
+                        .get(&k.path)
+                        .cloned()
+                        .unwrap_or_else(|| format!("{}: not read", k.path.display()))),
+                }
             };
             let keeper =
                 now(&c.keeper).map_err(|why| format!("its keeper could not be read: {why}"))?;
@@ -147,14 +159,11 @@ pub fn check(candidates: &[Candidate]) -> Vec<Result<Checked, String>> {
                 ));
             }
             let file = now(&c.file)?;
-            if let Some(what) = differs(&c.file, &file) {
+            // The keeper's own file under another name (linked already, whatever the
+            // catalog remembers of it).
+            let same_file = (file.dev, file.ino) == (keeper.dev, keeper.ino);
+            if !same_file && let Some(what) = differs(&c.file, &file) {
                 return Err(format!("changed since it was indexed ({what})"));
-            }
-            if (file.dev, file.ino) == (keeper.dev, keeper.ino) {
-                return Err(format!(
-                    "it is its keeper {} under another name (a hard link or a bind mount)",
-                    keeper.path.display()
-                ));
             }
             if c.identical && file.blake3 != keeper.blake3 {
                 return Err(format!(
@@ -166,6 +175,7 @@ pub fn check(candidates: &[Candidate]) -> Vec<Result<Checked, String>> {
                 file,
                 keeper,
                 identical: c.identical,
+                same_file,
             })
         })
         .collect()
@@ -391,6 +401,16 @@ pub fn act(checked: &Checked, act: &Act, journal: &mut Journal) -> Result<Option
             "not identical to its keeper: only moved or put in the trash, never {}",
             act.name()
         )));
+    }
+    if checked.same_file {
+        return match act {
+            // Done already.
+            Act::HardLink | Act::Reflink => Ok(None),
+            _ => Err(fail(format!(
+                "it is its keeper {} under another name (a hard link or a bind mount): left, removing it would free nothing",
+                checked.keeper().display()
+            ))),
+        };
     }
     still(&checked.file).map_err(fail)?;
     let mut entry = json!({

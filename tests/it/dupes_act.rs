@@ -1,0 +1,651 @@
+//! `seekless dupes --act`: duplicates moved away, put in the trash, hard-linked or
+//! reflinked, only when each file and its keeper are still as indexed (read again now);
+//! every act journalled and undone by `--undo`; the keeper rules and the user's decisions
+//! respected. Checked with the tools people use: `trash-list` (trash-cli), `filefrag`,
+//! `stat`, `sqlite3`.
+
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::common::catalog::query;
+use crate::common::*;
+
+/// A tiny GIF, its content told apart by its sides (`w` × `h`).
+fn gif(w: u16, h: u16) -> Vec<u8> {
+    let mut g = b"GIF89a".to_vec();
+    g.extend_from_slice(&w.to_le_bytes());
+    g.extend_from_slice(&h.to_le_bytes());
+    g.extend_from_slice(b"\0\0\0;");
+    g
+}
+
+fn put(path: &Path, bytes: &[u8]) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn index(db: &Path, dir: &Path) {
+    let o = output_within(
+        seekless().args(["index", "--db"]).arg(db).arg(dir),
+        RUN_LIMIT,
+    );
+    assert_exit(&o, 0);
+}
+
+fn dupes(db: &Path, args: &[&str]) -> Output {
+    output_within(
+        seekless().args(["dupes", "--db"]).arg(db).args(args),
+        RUN_LIMIT,
+    )
+}
+
+fn undo(journal: &Path) -> Output {
+    output_within(seekless().args(["dupes", "--undo"]).arg(journal), RUN_LIMIT)
+}
+
+/// Every file under `dir`, with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+fn nul_list(o: &Output) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = o
+        .stdout
+        .split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+        .collect();
+    v.sort();
+    v
+}
+
+fn ino(p: &Path) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap())
+}
+
+fn rows(db: &Path) -> u64 {
+    query(db, "SELECT count(*) AS n FROM images")[0]["n"]
+        .as_u64()
+        .unwrap()
+}
+
+fn catalogued(db: &Path, path: &Path) -> bool {
+    let p = path.to_string_lossy().replace('\'', "''");
+    !query(db, &format!("SELECT id FROM images WHERE path = '{p}'")).is_empty()
+}
+
+/// Photos with exact duplicates, some of which change after they are indexed; the
+/// catalog; the path of the odd name (an escape sequence and a byte that is not UTF-8).
+struct Library {
+    photos: PathBuf,
+    db: PathBuf,
+    odd: PathBuf,
+}
+
+fn library(dir: &Path) -> Library {
+    let photos = dir.join("photos");
+    let odd = photos.join(std::ffi::OsStr::from_bytes(b"copies/f\x1b[31m\xff.gif"));
+    for (name, bytes) in [
+        ("a.gif", gif(1, 1)),
+        ("copies/a.gif", gif(1, 1)),
+        ("copies/a2.gif", gif(1, 1)),
+        ("b.gif", gif(2, 1)),
+        ("copies/b.gif", gif(2, 1)),
+        ("c.gif", gif(3, 1)),
+        ("copies/c.gif", gif(3, 1)),
+        ("d.gif", gif(4, 1)),
+        ("copies/d.gif", gif(4, 1)),
+        ("e.gif", gif(5, 1)),
+        ("f.gif", gif(6, 1)),
+    ] {
+        put(&photos.join(name), &bytes);
+    }
+    put(&odd, &gif(6, 1));
+    // A second name of e.gif (the walk sees one file): never offered.
+    std::fs::hard_link(photos.join("e.gif"), photos.join("copies/e-link.gif")).unwrap();
+    let db = dir.join("photos.db");
+    index(&db, &photos);
+    Library { photos, db, odd }
+}
+
+#[test]
+fn acting_moves_only_files_still_as_indexed_and_undo_puts_them_back() {
+    let dir = scratch!();
+    let lib = library(dir.path());
+    let p = |rel: &str| lib.photos.join(rel);
+
+    // Offered: every copy but the keeper's own second name.
+    let o = dupes(&lib.db, &["-0"]);
+    assert_exit(&o, 0);
+    let mut want = vec![
+        p("copies/a.gif"),
+        p("copies/a2.gif"),
+        p("copies/b.gif"),
+        p("copies/c.gif"),
+        p("copies/d.gif"),
+        lib.odd.clone(),
+    ];
+    want.sort();
+    assert_eq!(nul_list(&o), want);
+    // The text names the odd file escaped (`ls -b`), the keeper's second name kept.
+    let o = dupes(&lib.db, &[]);
+    let text = String::from_utf8(o.stdout.clone()).expect("escaped text is UTF-8");
+    assert!(text.contains("copies/f\\033[31m\\377.gif"), "{text}");
+    assert!(!text.contains('\x1b'), "{text}");
+
+    // After indexing: b's copy grows, c's copy changes in place (same size, same time),
+    // d's keeper changes.
+    let grow = p("copies/b.gif");
+    let mut bytes = std::fs::read(&grow).unwrap();
+    bytes.push(0);
+    std::fs::write(&grow, bytes).unwrap();
+    let same_time = |path: &Path, new: Vec<u8>| {
+        let before = std::fs::metadata(path).unwrap().modified().unwrap();
+        std::fs::write(path, new).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(before)
+            .unwrap();
+    };
+    same_time(&p("copies/c.gif"), gif(3, 9));
+    same_time(&p("d.gif"), gif(4, 9));
+    let rows_before = rows(&lib.db);
+    let before = snapshot(&lib.photos);
+
+    // A dry run prints the plan and changes nothing.
+    let moved = dir.path().join("moved");
+    let to = moved.to_str().unwrap();
+    let o = dupes(&lib.db, &["--act", "move", "--to", to, "--dry-run"]);
+    assert_exit(&o, 0);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 6);
+    assert_eq!(snapshot(&lib.photos), before);
+
+    let journal = dir.path().join("moves.journal");
+    let o = dupes(
+        &lib.db,
+        &[
+            "--act",
+            "move",
+            "--to",
+            to,
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    for (file, why) in [
+        ("copies/b.gif", "changed since it was indexed"),
+        ("copies/c.gif", "changed since it was indexed (content)"),
+        ("copies/d.gif", "its keeper"),
+    ] {
+        assert!(
+            err.contains(&format!("{}: skipped: {why}", p(file).display())),
+            "{file}: {err}"
+        );
+    }
+    assert!(err.contains("3 files acted on"), "{err}");
+    // Moved under the folder at their absolute paths, bytes intact; the catalog forgot
+    // them and nothing else.
+    let under = |path: &Path| moved.join(path.strip_prefix("/").unwrap());
+    for (gone, bytes) in [
+        (p("copies/a.gif"), gif(1, 1)),
+        (p("copies/a2.gif"), gif(1, 1)),
+        (lib.odd.clone(), gif(6, 1)),
+    ] {
+        assert!(!gone.exists(), "{}", gone.display());
+        assert_eq!(std::fs::read(under(&gone)).unwrap(), bytes);
+        assert!(!catalogued(&lib.db, &gone));
+    }
+    for kept in ["a.gif", "copies/b.gif", "copies/c.gif", "copies/d.gif"] {
+        assert!(p(kept).exists(), "{kept}");
+        assert!(catalogued(&lib.db, &p(kept)), "{kept}");
+    }
+    assert!(p("copies/e-link.gif").exists());
+    assert_eq!(rows(&lib.db), rows_before - 3);
+
+    // Undone: every file back as it was; a second undo does nothing.
+    let o = undo(&journal);
+    assert_exit(&o, 0);
+    assert!(stderr(&o).contains("3 files put back"), "{}", stderr(&o));
+    assert_eq!(snapshot(&lib.photos), before);
+    let o = undo(&journal);
+    assert_exit(&o, 0);
+    assert!(
+        stderr(&o).contains("0 files put back, 3 already undone"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Killed after its renames but before it wrote "done": the journal's intents are
+    // enough to undo them.
+    index(&lib.db, &lib.photos);
+    let journal = dir.path().join("killed.journal");
+    let o = dupes(
+        &lib.db,
+        &[
+            "--act",
+            "move",
+            "--to",
+            to,
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    assert_exit(&o, 1);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let cut: String = text
+        .lines()
+        .filter(|l| !l.starts_with("{\"done\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(cut, text, "the journal recorded its acts as done");
+    std::fs::write(&journal, cut).unwrap();
+    assert!(!p("copies/a.gif").exists());
+    let o = undo(&journal);
+    assert_exit(&o, 0);
+    assert_eq!(snapshot(&lib.photos), before);
+}
+
+#[test]
+fn a_move_never_replaces_a_file_and_never_leaves_its_filesystem() {
+    let dir = scratch!();
+    let lib = library(dir.path());
+    let moved = dir.path().join("moved");
+    // Something is already where copies/a.gif would go.
+    let there = moved.join(lib.photos.join("copies/a.gif").strip_prefix("/").unwrap());
+    put(&there, b"not ours");
+    let o = dupes(
+        &lib.db,
+        &[
+            "--act",
+            "move",
+            "--to",
+            moved.to_str().unwrap(),
+            "--journal",
+            dir.path().join("j").to_str().unwrap(),
+        ],
+    );
+    assert_exit(&o, 1);
+    assert_eq!(std::fs::read(&there).unwrap(), b"not ours");
+    assert!(lib.photos.join("copies/a.gif").exists());
+    assert!(!lib.photos.join("copies/a2.gif").exists());
+    if !require_root("a_move_never_replaces_a_file_and_never_leaves_its_filesystem") {
+        return;
+    }
+    // A folder on another filesystem: nothing moved (a move is a rename, never a copy).
+    let other = Mounted::tmpfs(&dir.path().join("other"), "size=4m");
+    let o = dupes(
+        &lib.db,
+        &[
+            "--act",
+            "move",
+            "--to",
+            other.0.to_str().unwrap(),
+            "--journal",
+            dir.path().join("j2").to_str().unwrap(),
+        ],
+    );
+    assert_exit(&o, 1);
+    assert!(
+        stderr(&o).contains("is on another filesystem: not moved"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(lib.photos.join("copies/a.gif").exists());
+}
+
+#[test]
+fn trashed_duplicates_are_listed_by_trash_cli_and_put_back_by_undo() {
+    let test = "trashed_duplicates_are_listed_by_trash_cli_and_put_back_by_undo";
+    if !require_root(test) || !require_tool(test, "trash-list") {
+        return;
+    }
+    let fs = LoopFs::new(test, "ext4", 64);
+    let dir = scratch!();
+    let photos = fs.path("photos");
+    put(&photos.join("a.gif"), &gif(1, 1));
+    put(&photos.join("old/a.gif"), &gif(1, 1));
+    let db = dir.path().join("photos.db");
+    index(&db, &photos);
+    // The home trash is on another filesystem than the photos: the trash at the top of
+    // theirs is used.
+    let home = dir.path().join("data");
+    std::fs::create_dir_all(&home).unwrap();
+    let journal = dir.path().join("trash.journal");
+    let act = |args: &[&str]| {
+        output_within(
+            seekless()
+                .env("XDG_DATA_HOME", &home)
+                .args(["dupes", "--db"])
+                .arg(&db)
+                .args(args),
+            RUN_LIMIT,
+        )
+    };
+    let o = act(&["--act", "trash", "--journal", journal.to_str().unwrap()]);
+    assert_exit(&o, 0);
+    let trash = fs.path(".Trash-0");
+    let info = std::fs::read_to_string(trash.join("info/a.gif.trashinfo")).unwrap();
+    let mut lines = info.lines();
+    assert_eq!(lines.next(), Some("[Trash Info]"));
+    assert_eq!(lines.next(), Some("Path=photos/old/a.gif"));
+    let date = lines.next().unwrap().strip_prefix("DeletionDate=").unwrap();
+    assert_eq!(date.len(), 19, "{date}");
+    assert_eq!(std::fs::read(trash.join("files/a.gif")).unwrap(), gif(1, 1));
+    assert!(!photos.join("old/a.gif").exists());
+    let list = |what: &str| {
+        let o = run(Command::new("trash-list").env("XDG_DATA_HOME", &home));
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        text.lines()
+            .filter(|l| l.ends_with(what))
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    let old = photos.join("old/a.gif");
+    let shown = list(old.to_str().unwrap());
+    assert_eq!(shown.len(), 1, "trash-list: {shown:?}");
+    assert!(shown[0].starts_with(&date[..10]), "{shown:?}");
+
+    let o = undo(&journal);
+    assert_exit(&o, 0);
+    assert_eq!(std::fs::read(&old).unwrap(), gif(1, 1));
+    assert!(!trash.join("info/a.gif.trashinfo").exists());
+    assert!(!trash.join("files/a.gif").exists());
+    assert!(list(old.to_str().unwrap()).is_empty());
+
+    // On the home's filesystem: the home trash, the path absolute.
+    let home = fs.path("home/.local/share");
+    index(&db, &photos);
+    let o = output_within(
+        seekless()
+            .env("XDG_DATA_HOME", &home)
+            .args(["dupes", "--db"])
+            .arg(&db)
+            .args([
+                "--act",
+                "trash",
+                "--journal",
+                dir.path().join("j2").to_str().unwrap(),
+            ]),
+        RUN_LIMIT,
+    );
+    assert_exit(&o, 0);
+    let info = std::fs::read_to_string(home.join("Trash/info/a.gif.trashinfo")).unwrap();
+    assert!(
+        info.contains(&format!("\nPath={}\n", old.display())),
+        "{info}"
+    );
+    assert!(home.join("Trash/files/a.gif").exists());
+}
+
+#[test]
+fn hard_links_and_reflinks_share_the_keeper_only_where_the_filesystem_can() {
+    let test = "hard_links_and_reflinks_share_the_keeper_only_where_the_filesystem_can";
+    if !require_root(test) || !require_tool(test, "filefrag") {
+        return;
+    }
+    let dir = scratch!();
+    for kind in ["btrfs", "ext4"] {
+        let fs = LoopFs::new(test, kind, 128);
+        let photos = fs.path("photos");
+        // Large enough to have extents of its own (not inlined in the metadata).
+        let mut big = gif(7, 7);
+        big.extend((0..300_000u32).map(|i| (i * 7 % 251) as u8));
+        put(&photos.join("a.gif"), &big);
+        put(&photos.join("copy/a.gif"), &big);
+        put(&photos.join("b.gif"), &gif(2, 2));
+        put(&photos.join("copy/b.gif"), &gif(2, 2));
+        let db = dir.path().join(format!("{kind}.db"));
+        index(&db, &photos);
+        run(&mut Command::new("sync"));
+        let journal = dir.path().join(format!("{kind}-reflink.journal"));
+        let o = dupes(
+            &db,
+            &["--act", "reflink", "--journal", journal.to_str().unwrap()],
+        );
+        if kind == "btrfs" {
+            assert_exit(&o, 0);
+            run(&mut Command::new("sync"));
+            let frag = run(Command::new("filefrag")
+                .arg("-v")
+                .arg(photos.join("copy/a.gif")));
+            assert!(
+                String::from_utf8_lossy(&frag.stdout).contains("shared"),
+                "{}",
+                String::from_utf8_lossy(&frag.stdout)
+            );
+            assert_eq!(std::fs::read(photos.join("copy/a.gif")).unwrap(), big);
+            assert_ne!(ino(&photos.join("copy/a.gif")), ino(&photos.join("a.gif")));
+        } else {
+            // ext4 cannot share extents: said, and nothing changed.
+            assert_exit(&o, 1);
+            assert!(stderr(&o).contains("skipped"), "{}", stderr(&o));
+            assert_eq!(std::fs::read(photos.join("copy/a.gif")).unwrap(), big);
+        }
+        // Hard links: one inode; an undo cannot split them and says so.
+        index(&db, &photos);
+        let journal = dir.path().join(format!("{kind}-link.journal"));
+        let o = dupes(
+            &db,
+            &["--act", "hardlink", "--journal", journal.to_str().unwrap()],
+        );
+        assert_exit(&o, 0);
+        for name in ["a.gif", "b.gif"] {
+            assert_eq!(
+                ino(&photos.join(name)),
+                ino(&photos.join("copy").join(name))
+            );
+        }
+        assert_eq!(std::fs::read(photos.join("copy/a.gif")).unwrap(), big);
+        let o = undo(&journal);
+        assert_exit(&o, 0);
+        assert!(
+            stderr(&o).contains("2 hard links and reflinks cannot be undone"),
+            "{}",
+            stderr(&o)
+        );
+        // Linked already: nothing more to do (the catalog may remember the old inode of a
+        // second name, which the walk does not look at again).
+        index(&db, &photos);
+        let journal = dir.path().join(format!("{kind}-again.journal"));
+        let o = dupes(
+            &db,
+            &["--act", "hardlink", "--journal", journal.to_str().unwrap()],
+        );
+        assert_exit(&o, 0);
+        assert!(stderr(&o).contains("(0 B freed)"), "{}", stderr(&o));
+        for name in ["a.gif", "b.gif"] {
+            assert_eq!(
+                ino(&photos.join(name)),
+                ino(&photos.join("copy").join(name))
+            );
+        }
+        let o = dupes(
+            &db,
+            &[
+                "--act",
+                "trash",
+                "--journal",
+                dir.path()
+                    .join(format!("{kind}-t.journal"))
+                    .to_str()
+                    .unwrap(),
+            ],
+        );
+        // Never put in the trash: removing a name of the keeper's own file frees nothing.
+        assert!(photos.join("copy/a.gif").exists() && photos.join("copy/b.gif").exists());
+        drop(fs);
+    }
+}
+
+#[test]
+fn keeper_rules_and_protected_folders_decide_what_is_offered() {
+    let dir = scratch!();
+    let photos = dir.path().join("photos");
+    let big = {
+        let mut g = gif(9, 9);
+        g.extend([0u8; 64]);
+        g
+    };
+    put(&photos.join("a.gif"), &gif(1, 1));
+    put(&photos.join("master/deep/a.gif"), &gif(1, 1));
+    put(&photos.join("vault/a.gif"), &gif(1, 1));
+    put(&photos.join("x.gif"), &big);
+    put(&photos.join("master/x.gif"), &big);
+    let db = dir.path().join("photos.db");
+    index(&db, &photos);
+    let p = |rel: &str| photos.join(rel);
+    let arg = |rel: &str| p(rel).to_str().unwrap().to_string();
+    // Default: the shortest path is kept.
+    let o = dupes(&db, &["-0"]);
+    assert_eq!(
+        nul_list(&o),
+        [p("master/deep/a.gif"), p("master/x.gif"), p("vault/a.gif")]
+    );
+    // A preferred folder's file is kept; a protected one is never offered.
+    let o = dupes(
+        &db,
+        &["-0", "--prefer", &arg("master"), "--protect", &arg("vault")],
+    );
+    assert_eq!(nul_list(&o), [p("a.gif"), p("x.gif")]);
+    // Rules in the order given.
+    let o = dupes(
+        &db,
+        &["-0", "--keep", "shortest-path", "--protect", &arg("vault")],
+    );
+    assert_eq!(nul_list(&o), [p("master/deep/a.gif"), p("master/x.gif")]);
+    // Usage errors: an unknown rule, a protected folder that is not there.
+    assert_exit(&dupes(&db, &["--keep", "biggest"]), 2);
+    assert_exit(&dupes(&db, &["--protect", &arg("nowhere")]), 2);
+    assert_exit(&dupes(&db, &["--act", "move"]), 2);
+    assert_exit(&dupes(&db, &["--act", "hardlink", "--include-similar"]), 2);
+    // A protected file is never moved.
+    let o = dupes(
+        &db,
+        &[
+            "--act",
+            "move",
+            "--to",
+            dir.path().join("moved").to_str().unwrap(),
+            "--protect",
+            &arg("vault"),
+            "--prefer",
+            &arg("master"),
+        ],
+    );
+    assert_exit(&o, 0);
+    assert!(p("vault/a.gif").exists() && p("master/deep/a.gif").exists() && !p("a.gif").exists());
+}
+
+#[test]
+fn decisions_are_kept_by_content_until_undone() {
+    let dir = scratch!();
+    let photos = dir.path().join("photos");
+    put(&photos.join("a.gif"), &gif(1, 1));
+    put(&photos.join("backup/a.gif"), &gif(1, 1));
+    put(&photos.join("b.gif"), &gif(2, 1));
+    put(&photos.join("backup/b.gif"), &gif(2, 1));
+    put(&photos.join("c.gif"), &gif(3, 1));
+    put(&photos.join("backup/c.gif"), &gif(3, 1));
+    let db = dir.path().join("photos.db");
+    index(&db, &photos);
+    let o = dupes(&db, &["--json"]);
+    assert_exit(&o, 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let content_of = |name: &str| {
+        doc["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["members"].as_array().unwrap())
+            .find(|m| m["path"].as_str().unwrap().ends_with(name))
+            .map(|m| m["blake3"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let (a, b) = (content_of("/a.gif"), content_of("/b.gif"));
+    let decisions = dir.path().join("decisions.json");
+    let chosen = photos.join("backup/b.gif");
+    std::fs::write(
+        &decisions,
+        serde_json::to_vec(&serde_json::json!({
+            "seekless_decisions": 1,
+            "db": db,
+            "decisions": [
+                {"decision": "keep-all", "contents": [a]},
+                {"decision": "keeper", "contents": [b], "keeper": b, "path": chosen},
+            ]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let o = dupes(&db, &["--apply", decisions.to_str().unwrap(), "-0"]);
+    assert_exit(&o, 0);
+    assert!(
+        stderr(&o).contains("2 decisions recorded"),
+        "{}",
+        stderr(&o)
+    );
+    // a's group is gone; b keeps the chosen file; c is left to the rules.
+    assert_eq!(
+        nul_list(&o),
+        [photos.join("b.gif"), photos.join("backup/c.gif")]
+    );
+
+    // Listed; kept after the files move and are indexed again (by content).
+    let o = dupes(&db, &["--decisions", "--json"]);
+    let listed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list = listed["decisions"].as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["decision"], "keep-all");
+    assert_eq!(list[1]["path"], chosen.to_str().unwrap());
+    std::fs::rename(photos.join("backup"), photos.join("archive")).unwrap();
+    index(&db, &photos);
+    let o = dupes(&db, &["-0"]);
+    // The chosen file's path is gone: every file of its content is chosen, and the rules
+    // choose among them.
+    assert_eq!(
+        nul_list(&o),
+        [photos.join("archive/b.gif"), photos.join("archive/c.gif")]
+    );
+
+    // A bad file records nothing.
+    std::fs::write(&decisions, br#"{"seekless_decisions": 1, "decisions": [{"decision": "keep-all", "contents": ["zz"]}]}"#).unwrap();
+    let o = dupes(&db, &["--apply", decisions.to_str().unwrap()]);
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("decision 1"), "{}", stderr(&o));
+
+    // Undone: a's group is back.
+    let id = list[0]["id"].as_i64().unwrap().to_string();
+    let o = dupes(&db, &["--undecide", &id]);
+    assert_exit(&o, 0);
+    let o = dupes(&db, &["-0"]);
+    assert_eq!(
+        nul_list(&o),
+        [
+            photos.join("archive/a.gif"),
+            photos.join("archive/b.gif"),
+            photos.join("archive/c.gif")
+        ]
+    );
+    assert_exit(&dupes(&db, &["--undecide", &id]), 1);
+}
