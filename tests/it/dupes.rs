@@ -512,3 +512,106 @@ fn contact_sheet_shows_every_thumbnail_in_chromium() {
         bytes.len()
     );
 }
+
+/// The BLAKE3 of each file of the groups, by name relative to the photos.
+fn contents(doc: &Value, photos: &Path) -> std::collections::BTreeMap<String, String> {
+    doc["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["members"].as_array().unwrap())
+        .map(|m| {
+            let p = Path::new(m["path"].as_str().unwrap());
+            (
+                p.strip_prefix(photos)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+                m["blake3"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn similar_files_are_acted_on_only_when_asked_and_only_by_moving_them() {
+    let test = "similar_files_are_acted_on_only_when_asked_and_only_by_moving_them";
+    let Some(python) = python(test) else { return };
+    let dir = scratch_dir(test);
+    let (photos, db) = catalog(python, dir.path(), true);
+    let moved = dir.path().join("moved");
+    let to = moved.to_str().unwrap();
+    let under = |rel: &str| moved.join(photos.join(rel).strip_prefix("/").unwrap());
+
+    // Without --include-similar: the exact copies only, a similar group's identical copy
+    // of its keeper among them.
+    let o = dupes(&db, &["--act", "move", "--to", to, "--dry-run"]);
+    assert_exit(&o, 0);
+    let plan = String::from_utf8_lossy(&o.stdout).into_owned();
+    for rel in ["a-copy.jpg", "old/a.jpg", "c-copy.jpg"] {
+        assert!(
+            plan.contains(&format!("move {} ->", photos.join(rel).display())),
+            "{plan}"
+        );
+    }
+    assert_eq!(plan.lines().count(), 3, "{plan}");
+    // Replacing a file that is not identical is refused outright.
+    assert_exit(&dupes(&db, &["--act", "reflink", "--include-similar"]), 2);
+
+    // "Not duplicates" for b's pair; then similar files are moved when asked.
+    let o = dupes(&db, &["--json"]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let blake = contents(&doc, &photos);
+    let decisions = dir.path().join("decisions.json");
+    std::fs::write(
+        &decisions,
+        serde_json::to_vec(&serde_json::json!({
+            "seekless_decisions": 1,
+            "decisions": [{"decision": "not-duplicates",
+                           "contents": [blake["b.png"], blake["b-q60.jpg"]]}]
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let journal = dir.path().join("similar.journal");
+    let o = dupes(
+        &db,
+        &[
+            "--apply",
+            decisions.to_str().unwrap(),
+            "--act",
+            "move",
+            "--to",
+            to,
+            "--include-similar",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    assert_exit(&o, 0);
+    for rel in ["a-copy.jpg", "old/a.jpg", "c-copy.jpg", "c-half.jpg"] {
+        assert!(!photos.join(rel).exists() && under(rel).exists(), "{rel}");
+    }
+    for rel in ["a.jpg", "b.png", "b-q60.jpg", "c.jpg", "d1.jpg", "d2.jpg"] {
+        assert!(photos.join(rel).exists(), "{rel}");
+    }
+    // The decision holds on the next run: b's files are not a group.
+    let o = dupes(&db, &["--json", "--summary"]);
+    let (_, groups) = json_groups(&o.stdout, &photos);
+    assert!(
+        groups
+            .iter()
+            .all(|(_, f)| !f.iter().any(|n| n.contains("b."))),
+        "{groups:?}"
+    );
+    let o = dupes(&db, &["--decisions"]);
+    let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.contains("not-duplicates  2 contents"), "{listed}");
+    let o = output_within(
+        seekless().args(["dupes", "--undo"]).arg(&journal),
+        RUN_LIMIT,
+    );
+    assert_exit(&o, 0);
+    assert!(photos.join("c-half.jpg").exists() && photos.join("old/a.jpg").exists());
+}
