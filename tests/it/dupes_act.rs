@@ -492,6 +492,11 @@ fn hard_links_and_reflinks_share_the_keeper_only_where_the_filesystem_can() {
                     .unwrap(),
             ],
         );
+        assert!(
+            o.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
         // Never put in the trash: removing a name of the keeper's own file frees nothing.
         assert!(photos.join("copy/a.gif").exists() && photos.join("copy/b.gif").exists());
         drop(fs);
