@@ -393,3 +393,48 @@ fn a_name_that_is_not_utf8_is_named_byte_for_byte_in_messages() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn terminal_controls_in_a_name_are_escaped_in_messages() {
+    // A name that would clear the screen and retitle the terminal if printed raw.
+    let t = scratch!();
+    let missing = t.path().join(std::ffi::OsStr::from_bytes(
+        b"x\x1b[2J\x1b]0;pwned\x07\n\xff.jpg",
+    ));
+    let o = hash(&[missing.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        !o.stderr.iter().any(|&b| b == 0x1b || b == 0x07),
+        "{:?}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut want = b"x\\033[2J\\033]0;pwned\\a\\n\xff.jpg: No such file or directory\n".to_vec();
+    want.splice(
+        0..0,
+        t.path()
+            .as_os_str()
+            .as_bytes()
+            .iter()
+            .copied()
+            .chain([b'/']),
+    );
+    assert!(
+        o.stderr.windows(want.len()).any(|w| w == want),
+        "{:?}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The usage errors' and the final error's lines too: `dupes` on a catalog so named.
+    let db = t.path().join("a\x1b[31m.db");
+    let o = seekless()
+        .args(["dupes", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        !o.stderr.contains(&0x1b),
+        "{:?}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("a\\033[31m.db"));
+}

@@ -85,14 +85,17 @@ fn main() -> ExitCode {
                 return exit::Code::Ok.into();
             }
             if let Some(usage) = err.downcast_ref::<inputs::UsageError>() {
-                eprintln!("seekless: {usage}\nTry 'seekless --help' for more information.");
+                eprintln!(
+                    "seekless: {}\nTry 'seekless --help' for more information.",
+                    safe(&usage.to_string())
+                );
                 return exit::Code::Usage.into();
             }
             if let Some(refused) = err.downcast_ref::<inputs::Refused>() {
-                eprintln!("seekless: {refused}");
+                eprintln!("seekless: {}", safe(&refused.to_string()));
                 return exit::Code::Usage.into();
             }
-            eprintln!("seekless: {err:#}");
+            eprintln!("seekless: {}", safe(&format!("{err:#}")));
             exit::Code::Failed.into()
         }
     }
@@ -130,3 +133,8 @@ fn tune_allocator() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn tune_allocator() {}
+
+/// A message for stderr with its control characters escaped (it may name a path).
+fn safe(message: &str) -> String {
+    String::from_utf8_lossy(&output::terminal_safe(message.as_bytes())).into_owned()
+}

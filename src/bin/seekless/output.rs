@@ -201,6 +201,36 @@ pub fn escaped(bytes: &[u8]) -> String {
     out
 }
 
+/// A message's bytes with the control characters a terminal would obey escaped (as
+/// [`escaped`] writes them: `\n`, `\033`, …), everything else as it is: names that are not
+/// UTF-8 stay byte for byte, backslashes stay (Windows paths). For stderr, where every
+/// message names a path: a file name cannot move the cursor, clear the screen or retitle
+/// the terminal.
+pub fn terminal_safe(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let control = |b: u8| b < 0x20 || b == 0x7f;
+    // C1 controls (U+0080–U+009F), encoded in UTF-8: 0xC2 then 0x80–0x9F.
+    let c1 =
+        |i: usize| bytes[i] == 0xc2 && bytes.get(i + 1).is_some_and(|&n| (0x80..0xa0).contains(&n));
+    if !(0..bytes.len()).any(|i| control(bytes[i]) || c1(i)) {
+        return std::borrow::Cow::Borrowed(bytes);
+    }
+    let mut out = Vec::with_capacity(bytes.len() + 8);
+    let mut i = 0;
+    while i < bytes.len() {
+        if c1(i) {
+            out.extend_from_slice(escaped(&bytes[i..i + 2]).as_bytes());
+            i += 2;
+        } else if control(bytes[i]) {
+            out.extend_from_slice(escaped(&bytes[i..i + 1]).as_bytes());
+            i += 1;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::escaped;
@@ -213,5 +243,13 @@ mod tests {
         assert_eq!(escaped(b"\xff\xfe"), "\\377\\376");
         assert_eq!(escaped("\u{9b}31m".as_bytes()), "\\302\\23331m");
         assert_eq!(escaped(b"del\x7f"), "del\\177");
+    }
+
+    #[test]
+    fn messages_keep_their_bytes_but_not_terminal_controls() {
+        use super::terminal_safe;
+        assert_eq!(&*terminal_safe(b"caf\xe9 C:\\x"), b"caf\xe9 C:\\x");
+        assert_eq!(&*terminal_safe(b"a\x1b[2Jb\n"), b"a\\033[2Jb\\n");
+        assert_eq!(&*terminal_safe("x\u{9b}y".as_bytes()), b"x\\302\\233y");
     }
 }

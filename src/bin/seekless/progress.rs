@@ -52,12 +52,15 @@ impl Console {
 }
 
 /// `seekless: PATH: what` on stderr in one write, the path as its bytes (a name that is
-/// not UTF-8 comes out as it is, as in the outputs, not as `\u{FFFD}`).
+/// not UTF-8 comes out as it is, as in the outputs, not as `\u{FFFD}`), its control
+/// characters and the message's escaped ([`terminal_safe`](crate::output::terminal_safe)).
 pub fn eprint_about(path: &Path, what: &str) {
     let mut line = b"seekless: ".to_vec();
-    line.extend_from_slice(&crate::output::path_bytes(path));
+    line.extend_from_slice(&crate::output::terminal_safe(&crate::output::path_bytes(
+        path,
+    )));
     line.extend_from_slice(b": ");
-    line.extend_from_slice(what.as_bytes());
+    line.extend_from_slice(&crate::output::terminal_safe(what.as_bytes()));
     line.push(b'\n');
     let _ = std::io::stderr().lock().write_all(&line);
 }
