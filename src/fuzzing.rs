@@ -185,3 +185,42 @@ pub fn jxl(data: &[u8]) {
     parsers::jxl(data, true);
     parsers::jxl(data, false);
 }
+
+/// The decisions file `dupes --apply` reads (`dupes/decisions.rs`). A decision it accepts
+/// covers sorted, distinct BLAKE3s (64 lower-case hex digits), and a keeper decision's
+/// keeper is one of them.
+pub fn decisions(data: &[u8]) {
+    use crate::jobs::dupes::DecisionKind;
+    if let Ok(list) = crate::jobs::dupes::decisions::parse(data) {
+        for d in list {
+            assert!(!d.contents.is_empty());
+            assert!(
+                d.contents.windows(2).all(|w| w[0] < w[1]),
+                "{:?}",
+                d.contents
+            );
+            assert!(d.contents.iter().all(|c| {
+                c.len() == 64
+                    && c.bytes()
+                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            }));
+            if d.decision == DecisionKind::Keeper {
+                let k = d
+                    .keeper
+                    .as_ref()
+                    .expect("a keeper decision names its keeper");
+                assert!(d.contents.contains(k));
+            }
+        }
+    }
+}
+
+/// The journal `dupes --undo` reads (`destructive/resolve.rs`): every act it returns has a
+/// number.
+pub fn journal(data: &[u8]) {
+    if let Ok(read) = seekless_jobs::destructive::resolve::parse_journal(data) {
+        for act in &read.acts {
+            assert!(act["n"].as_u64().is_some());
+        }
+    }
+}

@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -646,6 +646,57 @@ pub struct Undone {
     pub failed: u64,
 }
 
+/// A journal as read: its acts, and the numbers of those undone or failed.
+#[derive(Debug, Default)]
+pub struct JournalRead {
+    /// Each act's line, in order.
+    pub acts: Vec<Value>,
+    /// Acts undone by an earlier `--undo`.
+    pub undone: HashSet<u64>,
+    /// Acts that failed (nothing was done).
+    pub failed: HashSet<u64>,
+    /// Lines that are not JSON (1-based): a last line cut short by a crash.
+    pub passed_over: Vec<usize>,
+}
+
+/// Reads a journal's bytes. Its first line must be a seekless journal's header; a line
+/// that is not JSON (a last line cut short by a crash) is passed over, every whole line
+/// standing alone.
+pub fn parse_journal(text: &[u8]) -> Result<JournalRead, String> {
+    let mut read = JournalRead::default();
+    let mut header = false;
+    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let Ok(v) = serde_json::from_slice::<Value>(line) else {
+            if !header {
+                return Err("not a seekless journal".into());
+            }
+            read.passed_over.push(i + 1);
+            continue;
+        };
+        if !header {
+            if v.get("seekless_journal").and_then(Value::as_u64) != Some(1) {
+                return Err("not a seekless journal (version 1)".into());
+            }
+            header = true;
+            continue;
+        }
+        if let Some(n) = v.get("undone").and_then(Value::as_u64) {
+            read.undone.insert(n);
+        } else if let Some(n) = v.get("failed").and_then(Value::as_u64) {
+            read.failed.insert(n);
+        } else if v.get("act").is_some() && v.get("n").and_then(Value::as_u64).is_some() {
+            read.acts.push(v);
+        }
+    }
+    if !header {
+        return Err("an empty journal".into());
+    }
+    Ok(read)
+}
+
 /// Reverses the moves and trashes of the journal at `path`, last first: each file goes
 /// back to its old path if it is still where the act put it, unchanged (device, inode,
 /// size, modification time), and nothing is at its old path; a trashed file's
@@ -653,33 +704,15 @@ pub struct Undone {
 /// its file is found moved. Each undo is recorded in the journal, so a second `--undo`
 /// does nothing.
 pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
-    let text = fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut entries: Vec<Value> = Vec::new();
-    let mut undone: HashSet<u64> = HashSet::new();
-    let mut failed: HashSet<u64> = HashSet::new();
-    for (i, line) in io::BufReader::new(text).lines().enumerate() {
-        let line = line.map_err(|e| Error::io(path, e))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        // A last line cut short by a crash is no act.
-        let Ok(v) = serde_json::from_str::<Value>(&line) else {
-            reporter.warning(
-                Some(path),
-                &format!("line {}: not JSON, passed over", i + 1),
-            );
-            continue;
-        };
-        if i == 0 && v.get("seekless_journal").is_none() {
-            return Err(Error::io(path, io::Error::other("not a seekless journal")));
-        }
-        if let Some(n) = v.get("undone").and_then(Value::as_u64) {
-            undone.insert(n);
-        } else if let Some(n) = v.get("failed").and_then(Value::as_u64) {
-            failed.insert(n);
-        } else if v.get("act").is_some() {
-            entries.push(v);
-        }
+    let text = fs::read(path).map_err(|e| Error::io(path, e))?;
+    let JournalRead {
+        acts: entries,
+        undone,
+        failed,
+        passed_over,
+    } = parse_journal(&text).map_err(|why| Error::io(path, io::Error::other(why)))?;
+    for line in passed_over {
+        reporter.warning(Some(path), &format!("line {line}: not JSON, passed over"));
     }
     let mut out = Undone::default();
     let mut journal = fs::OpenOptions::new()
@@ -774,4 +807,51 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
             .map_err(|e| Error::io(path, e))?;
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_move_keeps_the_whole_path_under_its_folder() {
+        assert_eq!(
+            under(Path::new("/d/moved"), Path::new("/photos/2024/a.jpg")),
+            Path::new("/d/moved/photos/2024/a.jpg")
+        );
+        assert_eq!(
+            Act::Move("/m".into()).destination(Path::new("/a/../b")),
+            Some(PathBuf::from("/m/a/b"))
+        );
+    }
+
+    #[test]
+    fn journal_paths_survive_bytes_that_are_not_utf8() {
+        for p in ["/p/a.jpg", "/p/\u{1b}[31m.jpg"] {
+            assert_eq!(path_of(&path_value(Path::new(p))), Some(PathBuf::from(p)));
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let odd = Path::new(std::ffi::OsStr::from_bytes(b"/p/\xff.jpg"));
+            let v = path_value(odd);
+            assert!(v.is_object());
+            assert_eq!(path_of(&v).as_deref(), Some(odd));
+        }
+        assert_eq!(path_of(&json!({"bytes": [300]})), None);
+    }
+
+    #[test]
+    fn a_journal_is_read_line_by_line_and_its_header_is_required() {
+        let text = b"{\"seekless_journal\":1}\n{\"act\":\"move\",\"n\":1}\n{\"done\":1}\n\
+                     {\"act\":\"trash\",\"n\":2}\n{\"undone\":1}\n{\"failed\":2}\n{\"act\":\"mo";
+        let r = parse_journal(text).unwrap();
+        assert_eq!(r.acts.len(), 2);
+        assert!(r.undone.contains(&1) && r.failed.contains(&2));
+        assert_eq!(r.passed_over, [7]);
+        assert!(parse_journal(b"{\"act\":\"move\",\"n\":1}\n").is_err());
+        assert!(parse_journal(b"garbage\n{\"seekless_journal\":1}\n").is_err());
+        assert!(parse_journal(b"\n\n").is_err());
+        assert!(parse_journal(b"{\"seekless_journal\":2}\n").is_err());
+    }
 }
