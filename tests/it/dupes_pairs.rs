@@ -299,4 +299,44 @@ fn raw_and_jpeg_and_live_photos_are_pairs_and_an_export_is_a_duplicate_of_its_or
         ]
         .concat()
     );
+
+    // A copy of the pair's JPEG elsewhere: an exact group whose copy may go, never the
+    // pair's own JPEG, whichever the rules keep.
+    std::fs::create_dir_all(photos.join("b")).unwrap();
+    std::fs::copy(
+        photos.join("raw/IMG_0001.JPG"),
+        photos.join("b/IMG_0001.JPG"),
+    )
+    .unwrap();
+    let o = output_within(
+        seekless()
+            .args(["index", "--thumbs", "--db"])
+            .arg(&db)
+            .arg(&photos),
+        RUN_LIMIT,
+    );
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+    for keep in ["shortest-path", "largest,newest"] {
+        let o = output_within(
+            seekless()
+                .args(["dupes", "-0", "--keep", keep, "--db"])
+                .arg(&db),
+            RUN_LIMIT,
+        );
+        assert_exit(&o, 0);
+        let listed = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(!listed.contains("raw/IMG_0001.JPG"), "{keep}: {listed:?}");
+    }
+    // Kept by shortest path, the copy in b/ is the keeper: the pair's JPEG stays beside it.
+    let o = output_within(
+        seekless()
+            .args(["dupes", "--keep", "shortest-path", "--db"])
+            .arg(&db),
+        RUN_LIMIT,
+    );
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        text.contains("raw/IMG_0001.JPG  (kept: part of a pair)"),
+        "{text}"
+    );
 }
