@@ -470,6 +470,13 @@ pub fn act(checked: &Checked, act: &Act, journal: &mut Journal) -> Result<Option
             }
             let temp =
                 OwnTemp::hard_link(checked.keeper(), path).map_err(|e| fail(describe_io(&e)))?;
+            // The link is to the file that was read as the keeper, unchanged (its name
+            // could have been given to another file since it was looked at).
+            let linked = Known {
+                path: temp.path().to_path_buf(),
+                ..checked.keeper.clone()
+            };
+            still(&linked).map_err(|why| fail(format!("its keeper changed just now: {why}")))?;
             let n = journal.intent(entry).map_err(|e| fail(journal_error(&e)))?;
             // Looked at again at the last moment: the rename below replaces what is there.
             let r = still(&checked.file)
@@ -558,12 +565,25 @@ fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
 #[cfg(target_os = "linux")]
 fn dedupe(checked: &Checked) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let src = File::open(checked.keeper())?;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    // Neither follows a link nor waits on a FIFO swapped in since the check; what is opened
+    // must be the very files checked.
+    let open = |path: &Path, write: bool| {
+        fs::OpenOptions::new()
+            .read(!write)
+            .write(write)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)
+    };
+    let src = open(checked.keeper(), false)?;
     // Opened for writing (the kernel asks it of a non-owner), never truncated nor written.
-    let dst = fs::OpenOptions::new().write(true).open(checked.path())?;
+    let dst = open(checked.path(), true)?;
     let (a, b) = (src.metadata()?, dst.metadata()?);
-    if a.len() != checked.keeper.size || b.len() != checked.file.size {
-        return Err(io::Error::other("changed just now (size)"));
+    let same = |m: &fs::Metadata, k: &Known| {
+        m.is_file() && (m.dev(), m.ino(), m.len()) == (k.dev, k.ino, k.size)
+    };
+    if !same(&a, &checked.keeper) || !same(&b, &checked.file) {
+        return Err(io::Error::other("changed just now"));
     }
     #[repr(C)]
     struct Info {
