@@ -33,6 +33,7 @@ mod copy_safety; // what copy deletes, replaces or trusts: nobody via setpriv, S
 mod dupes; // Pillow draws the copies, exiftool the bursts; headless Chromium loads the contact sheet
 #[cfg(target_os = "linux")]
 mod dupes_act; // --act move/trash/hardlink/reflink, --undo, decisions, keeper rules: trash-cli, filefrag, sqlite3
+#[cfg(target_os = "linux")]
 mod dupes_pairs; // raw+JPEG and Live Photo pairs, a HEIF's export: exiftool, ffmpeg, heif-enc
 #[cfg(target_os = "linux")]
 mod examples; // the library's example programs, against b3sum
