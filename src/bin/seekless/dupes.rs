@@ -69,7 +69,7 @@ pub struct Args {
     /// its keeper's extents). Each file and its keeper are read again first and must be
     /// as indexed; every act is journalled (--undo reverses moves and trashes).
     #[arg(long, value_name = "ACT", value_parser = ["move", "trash", "hardlink", "reflink"],
-          conflicts_with_all = ["null", "undo"])]
+          conflicts_with_all = ["null", "undo", "json"])]
     pub act: Option<String>,
 
     /// `--act move`: the folder to move files under, at their absolute paths
