@@ -34,6 +34,8 @@ mod dupes; // Pillow draws the copies, exiftool the bursts; headless Chromium lo
 #[cfg(target_os = "linux")]
 mod dupes_pairs; // raw+JPEG and Live Photo pairs, a HEIF's export: exiftool, ffmpeg, heif-enc
 #[cfg(target_os = "linux")]
+mod dupes_sheet; // the contact sheet driven in headless Chromium (DevTools protocol): decisions saved, nothing injected runs
+#[cfg(target_os = "linux")]
 mod examples; // the library's example programs, against b3sum
 #[cfg(target_os = "linux")]
 mod faults; // invariants over seeded faults: faultfs (FUSE) under copy, tar and index; kill -9
