@@ -2,12 +2,29 @@
 // Everything from the catalog goes into the page as text (textContent), never as HTML.
 (function () {
   'use strict';
+  // The island has one group a line: only the groups shown (or decided) are parsed.
   var island = document.getElementById('groups');
-  var data = JSON.parse(island.textContent);
+  var text = island.textContent;
   island.remove();
-  var groups = data.groups;
+  var firstLine = text.indexOf('\n');
+  var data = JSON.parse(text.slice(0, firstLine) + ']}');
+  var lines = [];
+  for (var at = firstLine + 1, nl; (nl = text.indexOf('\n', at)) >= 0; at = nl + 1) lines.push(at);
+  var starts = Float64Array.from(lines);
+  lines = null;
+  var total = starts.length;
+  var parsed = new Map();
+  function group(i) {
+    var g = parsed.get(i);
+    if (!g) {
+      var line = text.slice(starts[i], text.indexOf('\n', starts[i]));
+      g = JSON.parse(line.charAt(line.length - 1) === ',' ? line.slice(0, -1) : line);
+      parsed.set(i, g);
+    }
+    return g;
+  }
   var per = data.per_page || 50;
-  var pages = Math.max(1, Math.ceil(groups.length / per));
+  var pages = Math.max(1, Math.ceil(total / per));
   var thumbs = encodeURIComponent(data.thumbs) + '/';
   var main = document.getElementById('sheet');
   var body = document.body;
@@ -55,7 +72,7 @@
 
   function keeperOf(i) {
     var s = decided.get(i);
-    return s && s.choice === 'keeper' ? s.keeper : suggested(groups[i]);
+    return s && s.choice === 'keeper' ? s.keeper : suggested(group(i));
   }
 
   function pairKey(a, b) {
@@ -106,7 +123,7 @@
   }
 
   function section(i) {
-    var g = groups[i];
+    var g = group(i);
     var sec = el('section', 'group ' + g.kind);
     sec.dataset.group = i;
     sec.append(heading(g));
@@ -130,7 +147,7 @@
 
   // Shows group i's decisions on its section.
   function paint(sec, i) {
-    var g = groups[i];
+    var g = group(i);
     if (!isDuplicate(g)) return;
     var s = decided.get(i);
     var choice = s ? s.choice : null;
@@ -171,7 +188,7 @@
     var list = [];
     var order = Array.from(decided.keys()).sort(function (a, b) { return a - b; });
     order.forEach(function (i) {
-      var g = groups[i];
+      var g = group(i);
       var s = decided.get(i);
       var contents = Array.from(new Set(g.members.map(function (m) { return m.b; }))).sort();
       if (s.choice === 'keeper') {
@@ -206,7 +223,7 @@
     var sec = ev.target.closest('section');
     if (!sec) return;
     var i = Number(sec.dataset.group);
-    var g = groups[i];
+    var g = group(i);
     if (!isDuplicate(g)) return;
     var s = decided.get(i) || { choice: null, keeper: suggested(g), apart: new Set() };
     var btn = ev.target.closest('button');
@@ -276,13 +293,14 @@
     page = Math.min(Math.max(0, p), pages - 1);
     var token = ++showing;
     delete body.dataset.page;
+    parsed.forEach(function (g, i) { if (!decided.has(i)) parsed.delete(i); });
     var frag = document.createDocumentFragment();
-    var end = Math.min(groups.length, (page + 1) * per);
+    var end = Math.min(total, (page + 1) * per);
     for (var i = page * per; i < end; i++) frag.append(section(i));
     main.replaceChildren(frag);
     input.value = page + 1;
-    where.textContent = groups.length ?
-      'groups ' + (page * per + 1) + '\u2013' + end + ' of ' + groups.length : 'no groups';
+    where.textContent = total ?
+      'groups ' + (page * per + 1) + '\u2013' + end + ' of ' + total : 'no groups';
     var pagers = document.querySelectorAll('nav button');
     for (var k = 0; k < pagers.length; k++) {
       var a = pagers[k].dataset.action;
