@@ -78,7 +78,7 @@ jpeg(Image.merge('YCbCr', (y, cr, cb)).convert('RGB'), 'i-recoloured.jpg')
 "#;
 
 /// A Python 3 with Pillow, or `None` after a [`skip`].
-fn python(test: &str) -> Option<&'static str> {
+pub(crate) fn python(test: &str) -> Option<&'static str> {
     if !require_tools(test, &["exiftool", "sqlite3"]) {
         return None;
     }
@@ -87,7 +87,7 @@ fn python(test: &str) -> Option<&'static str> {
 
 /// The photo set in `dir/photos`, and a catalog of it in `dir/photos.db` (with thumbnails
 /// and perceptual hashes when `thumbs`).
-fn catalog(python: &str, dir: &Path, thumbs: bool) -> (PathBuf, PathBuf) {
+pub(crate) fn catalog(python: &str, dir: &Path, thumbs: bool) -> (PathBuf, PathBuf) {
     let photos = dir.join("photos");
     std::fs::create_dir_all(photos.join("old")).unwrap();
     run(Command::new(python).args(["-c", DRAW]).arg(&photos));
@@ -113,7 +113,7 @@ fn catalog(python: &str, dir: &Path, thumbs: bool) -> (PathBuf, PathBuf) {
     (photos, db)
 }
 
-fn dupes(db: &Path, args: &[&str]) -> Output {
+pub(crate) fn dupes(db: &Path, args: &[&str]) -> Output {
     output_within(
         seekless().args(["dupes", "--db"]).arg(db).args(args),
         RUN_LIMIT,
@@ -426,7 +426,7 @@ fn dupes_refuses_what_is_not_a_catalog_and_leaves_it_untouched() {
 fn contact_sheet_shows_every_thumbnail_in_chromium() {
     let test = "contact_sheet_shows_every_thumbnail_in_chromium";
     let Some(python) = python(test) else { return };
-    if !require_tool(test, "chromium") {
+    if !require_tools(test, &["chromium", "openssl"]) {
         return;
     }
     let dir = scratch_dir(test);
@@ -434,27 +434,110 @@ fn contact_sheet_shows_every_thumbnail_in_chromium() {
     let sheet = dir.path().join("sheet.html");
     let o = dupes(&db, &["--html", sheet.to_str().unwrap(), "--json"]);
     assert_exit(&o, 0);
-    let (_, groups) = json_groups(&o.stdout, &photos);
+    let (doc, groups) = json_groups(&o.stdout, &photos);
     let files: usize = groups.iter().map(|(_, f)| f.len()).sum();
     let html = std::fs::read_to_string(&sheet).unwrap();
-    // Self-contained: every image inline, nothing fetched.
+
+    // The policy comes first in <head>, and names the page's one script and one style by
+    // their SHA-256 (computed here by openssl).
+    let head = "<html lang=\"en\"><head><meta http-equiv=\"Content-Security-Policy\" content=\"";
+    let policy = html
+        .split_once(head)
+        .unwrap_or_else(|| panic!("no policy first in <head>:\n{}", &html[..300]))
+        .1
+        .split('"')
+        .next()
+        .unwrap();
+    let inline = |open: &str, close: &str| -> Vec<String> {
+        html.split(open)
+            .skip(1)
+            .map(|s| s.split(close).next().unwrap().to_string())
+            .collect()
+    };
+    let scripts = inline("<script>", "</script>");
+    let styles = inline("<style>", "</style>");
     assert_eq!(
-        html.matches("<img ").count(),
-        files,
-        "one thumbnail per file"
+        (scripts.len(), styles.len()),
+        (1, 1),
+        "one script, one style"
     );
-    assert_eq!(html.matches("src=\"data:image/jpeg;base64,").count(), files);
-    for remote in ["http:", "https:", "src=\"//", "<link", "@import", "url("] {
+    let sha256 = |text: &str| {
+        let file = dir.path().join("hashed");
+        std::fs::write(&file, text).unwrap();
+        let digest = sh(&format!(
+            "openssl dgst -sha256 -binary '{}' | base64 -w0",
+            file.display()
+        ));
+        format!("'sha256-{digest}'")
+    };
+    assert_eq!(
+        policy,
+        format!(
+            "default-src 'none'; script-src {}; style-src {}; img-src 'self' data:; \
+             base-uri 'none'; form-action 'none'",
+            sha256(&scripts[0]),
+            sha256(&styles[0])
+        )
+    );
+    // The groups are a JSON island nothing in it can end.
+    assert_eq!(
+        html.matches("<script type=\"application/json\" id=\"groups\">")
+            .count(),
+        1
+    );
+    // Nothing from the network; no thumbnail inline.
+    for remote in [
+        "http:",
+        "https:",
+        "\"//",
+        "'//",
+        "<link",
+        "@import",
+        "url(",
+        "data:image",
+    ] {
         assert!(
             !html.contains(remote),
             "the page refers to something outside it: {remote}"
         );
     }
-    assert_eq!(
-        html.matches("class=\"keeper\"").count(),
-        groups.iter().filter(|(k, _)| k != "burst").count()
-    );
-    // No temporary left beside it.
+
+    // Thumbnails: one file per distinct content, named by its BLAKE3, the catalog's own.
+    let thumbs = dir.path().join("sheet.html.thumbs");
+    let stored: std::collections::BTreeMap<String, Vec<u8>> = {
+        let con = rusqlite::Connection::open(&db).unwrap();
+        let mut st = con
+            .prepare("SELECT i.blake3, t.jpeg FROM images i JOIN thumbs t ON t.image = i.id")
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let contents: BTreeSet<String> = doc["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["members"].as_array().unwrap())
+        .map(|m| m["blake3"].as_str().unwrap().to_string())
+        .collect();
+    let listing = || -> BTreeSet<String> {
+        std::fs::read_dir(&thumbs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect()
+    };
+    let want: BTreeSet<String> = contents.iter().map(|b| format!("{b}.jpg")).collect();
+    assert!(contents.len() < files, "the set has exact copies");
+    assert_eq!(listing(), want, "one thumbnail per content");
+    for b in &contents {
+        assert_eq!(
+            &std::fs::read(thumbs.join(format!("{b}.jpg"))).unwrap(),
+            &stored[b],
+            "{b}.jpg is the catalog's thumbnail"
+        );
+    }
+    // No temporary left beside the page.
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -462,55 +545,72 @@ fn contact_sheet_shows_every_thumbnail_in_chromium() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 
-    // Chromium loads it (offline, its own profile) and counts the decoded thumbnails.
-    let profile = dir.path().join("chromium-profile");
-    let url = format!("file://{}", sheet.display());
-    let chromium = |extra: &[&str]| {
-        let mut cmd = Command::new("chromium");
-        cmd.args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--virtual-time-budget=10000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(extra)
-        .arg(&url)
-        .current_dir(dir.path());
-        output_within(&mut cmd, RUN_LIMIT)
-    };
-    let o = chromium(&["--dump-dom"]);
-    assert!(o.status.success(), "chromium: {}", stderr(&o));
-    let dom = String::from_utf8_lossy(&o.stdout);
-    let loaded = dom
-        .split("data-thumbs-loaded=\"")
-        .nth(1)
-        .and_then(|s| s.split('"').next())
-        .unwrap_or_else(|| {
-            panic!(
-                "the page's script did not run:\n{}",
-                &dom[..dom.len().min(2000)]
-            )
-        });
+    // Chromium (its own profile, offline) shows the first page and decodes every
+    // thumbnail on it.
+    {
+        let mut browser = cdp::Browser::launch(&dir.path().join("profile"), (1280, 1000));
+        let tab = browser.open(&format!("file://{}", sheet.display()));
+        browser.wait_for(
+            &tab,
+            "document.body.dataset.page === '1'",
+            "first page shown",
+        );
+        let shown = browser.eval(
+            &tab,
+            "[document.querySelectorAll('section').length, \
+              document.querySelectorAll('figure').length, \
+              Number(document.body.dataset.thumbsShown), \
+              Number(document.body.dataset.thumbsLoaded), \
+              document.querySelectorAll('figure.keeper').length, \
+              Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)]",
+        );
+        let duplicates = groups
+            .iter()
+            .filter(|(k, _)| k == "exact" || k == "similar")
+            .count();
+        assert_eq!(
+            shown,
+            serde_json::json!([groups.len(), files, files, files, duplicates, true]),
+            "[groups, files, thumbnails shown, decoded, keepers marked, all decoded]"
+        );
+        let shot = browser.call(
+            Some(&tab.session),
+            "Page.captureScreenshot",
+            serde_json::json!({"format": "png"}),
+        );
+        let png = shot["data"].as_str().unwrap_or_default();
+        assert!(
+            png.starts_with("iVBORw0KGgo") && png.len() > 13_000,
+            "a rendered page"
+        );
+    }
+
+    // A second sheet reuses the thumbnails, and leaves what else is in the folder.
+    std::fs::write(thumbs.join("mine.txt"), b"kept").unwrap();
+    let before: Vec<_> = want
+        .iter()
+        .map(|n| {
+            std::fs::metadata(thumbs.join(n))
+                .unwrap()
+                .modified()
+                .unwrap()
+        })
+        .collect();
+    assert_exit(&dupes(&db, &["--html", sheet.to_str().unwrap()]), 0);
+    let after: Vec<_> = want
+        .iter()
+        .map(|n| {
+            std::fs::metadata(thumbs.join(n))
+                .unwrap()
+                .modified()
+                .unwrap()
+        })
+        .collect();
     assert_eq!(
-        loaded,
-        files.to_string(),
-        "thumbnails decoded by the browser"
+        before, after,
+        "thumbnails already there are not written again"
     );
-    let png = dir.path().join("sheet.png");
-    let o = chromium(&[
-        "--screenshot=sheet.png",
-        "--window-size=1200,900",
-        "--hide-scrollbars",
-    ]);
-    assert!(o.status.success(), "chromium: {}", stderr(&o));
-    let bytes = std::fs::read(&png).unwrap();
-    assert!(
-        bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 10_000,
-        "a rendered page: {} bytes",
-        bytes.len()
-    );
+    assert_eq!(std::fs::read(thumbs.join("mine.txt")).unwrap(), b"kept");
 }
 
 /// The BLAKE3 of each file of the groups, by name relative to the photos.

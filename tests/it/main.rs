@@ -36,6 +36,8 @@ mod dupes_act; // --act move/trash/hardlink/reflink, --undo, decisions, keeper r
 #[cfg(target_os = "linux")]
 mod dupes_pairs; // raw+JPEG and Live Photo pairs, a HEIF's export: exiftool, ffmpeg, heif-enc
 #[cfg(target_os = "linux")]
+mod dupes_sheet; // the contact sheet driven in headless Chromium (DevTools protocol): decisions saved, nothing injected runs
+#[cfg(target_os = "linux")]
 mod examples; // the library's example programs, against b3sum
 #[cfg(target_os = "linux")]
 mod faults; // invariants over seeded faults: faultfs (FUSE) under copy, tar and index; kill -9

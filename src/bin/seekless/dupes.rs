@@ -104,7 +104,8 @@ pub struct Args {
     #[arg(short = '0', long = "null")]
     pub null: bool,
 
-    /// Also write a contact sheet to review the groups (see docs/usage.md).
+    /// Also write a contact sheet: an HTML page to review the groups and save decisions
+    /// (for --apply), its thumbnails in FILE.thumbs/ beside it.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 

@@ -13,6 +13,8 @@ pub mod archive;
 #[cfg(target_os = "linux")]
 pub mod catalog;
 #[cfg(target_os = "linux")]
+pub mod cdp;
+#[cfg(target_os = "linux")]
 mod child;
 #[cfg(target_os = "linux")]
 pub mod copying;

@@ -6,10 +6,10 @@
 //!
 //! - `keep-all`: a group whose contents are all among the decision's is not shown, and
 //!   nothing in it is offered for removal.
-//! - `not-duplicates`: no two of its contents are put in one group again; a group whose
-//!   contents are all among them is not shown (its byte-identical copies included: the
-//!   user looked at that group and kept it). Over one content (identical files) it is
-//!   recorded as `keep-all`.
+//! - `not-duplicates`: no two of its contents are put in one group again. Byte-identical
+//!   files of one content stay a group (they are duplicates by their bytes), unless a
+//!   `keep-all` covers them. Over one content (identical files) it is recorded as
+//!   `keep-all`.
 //! - `keeper`: in a group whose contents are all among the decision's, the kept file is one
 //!   of the `keeper` content: the one at `path` if it is still there, else the one the
 //!   rules choose among those. A group that gained a content since is left to the rules.
@@ -234,7 +234,7 @@ pub fn parse(text: &[u8]) -> Result<Vec<Decision>, String> {
 }
 
 /// Records `decisions` in the catalog at `db` (one transaction; each replaces the decision
-/// on the same contents, if there is one), setting their ids.
+/// of its kind on the same contents, if there is one), setting their ids.
 pub fn record(db: &Path, decisions: &mut [Decision]) -> Result<(), DupesError> {
     let mut writer = WriterLock::take(db)?.open_for_dupes(&|_| {})?;
     let stored: Vec<_> = decisions.iter().map(Decision::to_stored).collect();

@@ -258,7 +258,7 @@ pub struct Dupes {
     pub rejected_aspect: u64,
     /// Of those, pairs refused by the thumbnail check.
     pub rejected_thumbnail: u64,
-    /// Groups not shown: the user decided to keep them (`keep-all`, `not-duplicates`).
+    /// Groups not shown: the user decided to keep all their files (`keep-all`).
     pub decided: u64,
 }
 
@@ -393,7 +393,7 @@ impl Catalog {
                 let covered = |d: &&Decision| d.covers(list.iter().map(|m| m.blake3.as_str()));
                 if decisions
                     .iter()
-                    .filter(|d| d.decision != DecisionKind::Keeper)
+                    .filter(|d| d.decision == DecisionKind::KeepAll)
                     .any(|d| covered(&d))
                 {
                     dupes.decided += 1;

@@ -163,16 +163,17 @@ CREATE VIEW IF NOT EXISTS pairs (a, b, link) AS
 /// `contents` is the sorted BLAKE3s (hex) of the files the decision covers, separated by
 /// one space; `decision` is `keep-all`, `not-duplicates` or `keeper`; a `keeper` decision
 /// names the kept content (`keeper`) and, for when several files have it, the kept file's
-/// path (`keeper_path`, its bytes). One decision per set of contents: a newer one replaces
-/// it.
+/// path (`keeper_path`, its bytes). One decision of each kind per set of contents: a newer
+/// one replaces it.
 const V5_DECISIONS: &str = "
 CREATE TABLE IF NOT EXISTS decisions (
     id          INTEGER PRIMARY KEY,
     decision    TEXT NOT NULL CHECK (decision IN ('keep-all', 'not-duplicates', 'keeper')),
-    contents    TEXT NOT NULL UNIQUE,
+    contents    TEXT NOT NULL,
     keeper      TEXT,
     keeper_path BLOB,
-    made        TEXT NOT NULL
+    made        TEXT NOT NULL,
+    UNIQUE (decision, contents)
 );
 ";
 
@@ -701,7 +702,7 @@ impl DupesWriter {
     }
 
     /// Records `decisions` (its `id` and `made` are ignored) in one transaction, each
-    /// replacing the one on the same contents if there is one (the user's newer decision).
+    /// replacing the one of its kind on the same contents if there is one (the user's newer decision).
     /// Returns their ids.
     pub fn record(
         &mut self,
@@ -716,7 +717,7 @@ impl DupesWriter {
                 .prepare_cached(
                     "INSERT INTO decisions (decision, contents, keeper, keeper_path, made)
                      VALUES (?1, ?2, ?3, ?4, ?5)
-                     ON CONFLICT (contents) DO UPDATE SET decision = excluded.decision,
+                     ON CONFLICT (decision, contents) DO UPDATE SET
                          keeper = excluded.keeper, keeper_path = excluded.keeper_path,
                          made = excluded.made
                      RETURNING id",
