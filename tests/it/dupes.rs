@@ -587,25 +587,19 @@ fn contact_sheet_shows_every_thumbnail_in_chromium() {
 
     // A second sheet reuses the thumbnails, and leaves what else is in the folder.
     std::fs::write(thumbs.join("mine.txt"), b"kept").unwrap();
-    let before: Vec<_> = want
-        .iter()
-        .map(|n| {
-            std::fs::metadata(thumbs.join(n))
-                .unwrap()
-                .modified()
-                .unwrap()
-        })
-        .collect();
+    let times = || -> Vec<_> {
+        want.iter()
+            .map(|n| {
+                std::fs::metadata(thumbs.join(n))
+                    .unwrap()
+                    .modified()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let before = times();
     assert_exit(&dupes(&db, &["--html", sheet.to_str().unwrap()]), 0);
-    let after: Vec<_> = want
-        .iter()
-        .map(|n| {
-            std::fs::metadata(thumbs.join(n))
-                .unwrap()
-                .modified()
-                .unwrap()
-        })
-        .collect();
+    let after = times();
     assert_eq!(
         before, after,
         "thumbnails already there are not written again"

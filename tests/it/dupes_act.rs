@@ -43,6 +43,21 @@ fn dupes(db: &Path, args: &[&str]) -> Output {
     )
 }
 
+/// `dupes --act move --to DIR --journal JOURNAL`.
+fn move_to(db: &Path, dir: &str, journal: &Path) -> Output {
+    dupes(
+        db,
+        &[
+            "--act",
+            "move",
+            "--to",
+            dir,
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    )
+}
+
 fn undo(journal: &Path) -> Output {
     output_within(seekless().args(["dupes", "--undo"]).arg(journal), RUN_LIMIT)
 }
@@ -180,17 +195,7 @@ fn acting_moves_only_files_still_as_indexed_and_undo_puts_them_back() {
     assert_eq!(snapshot(&lib.photos), before);
 
     let journal = dir.path().join("moves.journal");
-    let o = dupes(
-        &lib.db,
-        &[
-            "--act",
-            "move",
-            "--to",
-            to,
-            "--journal",
-            journal.to_str().unwrap(),
-        ],
-    );
+    let o = move_to(&lib.db, to, &journal);
     assert_exit(&o, 1);
     let err = stderr(&o);
     for (file, why) in [
@@ -240,17 +245,7 @@ fn acting_moves_only_files_still_as_indexed_and_undo_puts_them_back() {
     // enough to undo them.
     index(&lib.db, &lib.photos);
     let journal = dir.path().join("killed.journal");
-    let o = dupes(
-        &lib.db,
-        &[
-            "--act",
-            "move",
-            "--to",
-            to,
-            "--journal",
-            journal.to_str().unwrap(),
-        ],
-    );
+    let o = move_to(&lib.db, to, &journal);
     assert_exit(&o, 1);
     let text = std::fs::read_to_string(&journal).unwrap();
     let cut: String = text

@@ -174,13 +174,7 @@ fn raw_and_jpeg_and_live_photos_are_pairs_and_an_export_is_a_duplicate_of_its_or
     assert_eq!(said, Some(&Value::from(CONTENT_ID)), "{e}");
 
     let db = scratch.path().join("photos.db");
-    let o = output_within(
-        seekless()
-            .args(["index", "--thumbs", "--db"])
-            .arg(&db)
-            .arg(&photos),
-        RUN_LIMIT,
-    );
+    let o = crate::common::catalog::index(&db, &["--thumbs".as_ref(), photos.as_os_str()]);
     // The stripped CR2 has no preview to make a thumbnail of: a warning, not a failure.
     assert!(
         matches!(o.status.code(), Some(0 | 1)),
@@ -308,13 +302,7 @@ fn raw_and_jpeg_and_live_photos_are_pairs_and_an_export_is_a_duplicate_of_its_or
         photos.join("b/IMG_0001.JPG"),
     )
     .unwrap();
-    let o = output_within(
-        seekless()
-            .args(["index", "--thumbs", "--db"])
-            .arg(&db)
-            .arg(&photos),
-        RUN_LIMIT,
-    );
+    let o = crate::common::catalog::index(&db, &["--thumbs".as_ref(), photos.as_os_str()]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     for keep in ["shortest-path", "largest,newest"] {
         let o = output_within(

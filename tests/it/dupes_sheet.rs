@@ -33,13 +33,7 @@ fn contact_sheet_saves_the_decisions_made_on_it() {
         .args(["-q", "-overwrite_original"])
         .arg(format!("-Make={MAKE_INJECTION}"))
         .arg(&injected));
-    let o = output_within(
-        seekless()
-            .args(["index", "--thumbs", "--db"])
-            .arg(&db)
-            .arg(&photos),
-        RUN_LIMIT,
-    );
+    let o = crate::common::catalog::index(&db, &["--thumbs".as_ref(), photos.as_os_str()]);
     assert_exit(&o, 0);
 
     let sheet = dir.path().join("sheet.html");
