@@ -135,6 +135,19 @@ fn contact_sheet_saves_the_decisions_made_on_it() {
         json!("undefined")
     );
 
+    // One keeper shown per duplicate group (what is hidden is not displayed: an element's
+    // own `display` would otherwise win over `hidden`).
+    let shown_marks = browser.eval(
+        &tab,
+        "[...document.querySelectorAll('figure .mark')]\
+           .filter(e => getComputedStyle(e).display !== 'none').length",
+    );
+    let duplicate_groups = groups
+        .iter()
+        .filter(|g| g["kind"] == "exact" || g["kind"] == "similar")
+        .count();
+    assert_eq!(shown_marks, json!(duplicate_groups));
+
     // The decisions, clicked as a user clicks.
     let group = |g: usize| format!("section[data-group='{g}']");
     browser.click(&tab, &format!("{} button.keep-all", group(a)));

@@ -104,7 +104,10 @@
       fig.append(el('div', 'none', 'no thumbnail'));
     }
     var cap = el('figcaption');
-    cap.append(el('span', 'mark'), ' ');
+    // Shown by render() on a duplicate group's keeper; bursts and pairs have none.
+    var mark = el('span', 'mark');
+    mark.hidden = true;
+    cap.append(mark, ' ');
     var facts = [bytes(m.s)];
     if (m.d) facts.push(m.d);
     if (m.t) facts.push(m.t);
