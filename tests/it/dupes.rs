@@ -605,6 +605,18 @@ fn contact_sheet_shows_every_thumbnail_in_chromium() {
         "thumbnails already there are not written again"
     );
     assert_eq!(std::fs::read(thumbs.join("mine.txt")).unwrap(), b"kept");
+    // A file there that is not the thumbnail it would write is never replaced: said, and
+    // its content shown without one.
+    let theirs = thumbs.join(want.iter().next().unwrap());
+    std::fs::write(&theirs, b"someone else's").unwrap();
+    let o = dupes(&db, &["--html", sheet.to_str().unwrap()]);
+    assert_exit(&o, 0);
+    assert_eq!(std::fs::read(&theirs).unwrap(), b"someone else's");
+    assert!(
+        stderr(&o).contains("1 thumbnails there are not the ones this sheet would write"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// The BLAKE3 of each file of the groups, by name relative to the photos.

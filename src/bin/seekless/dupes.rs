@@ -253,7 +253,14 @@ fn run_with(
     }
     if let Some(path) = &args.html {
         let title = format!("Duplicates in {}", db.display());
-        html::write_contact_sheet(&catalog, &dupes, &title, path)?;
+        let sheet = html::write_contact_sheet(&catalog, &dupes, &title, path)?;
+        if sheet.kept_aside > 0 {
+            eprintln!(
+                "seekless: dupes: {}: {} thumbnails there are not the ones this sheet would write, left as they are: their files are shown without (remove the folder to have them all written again)",
+                escaped(&seekless::path_to_bytes(&html::thumbs_dir(path))),
+                sheet.kept_aside
+            );
+        }
     }
     if let Some(act) = act {
         drop(catalog);

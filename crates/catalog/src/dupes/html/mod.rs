@@ -55,6 +55,10 @@ pub struct Sheet {
     pub distinct: u64,
     /// Of those, files written by this run (the others were there already).
     pub written: u64,
+    /// Contents whose file in the folder is not the thumbnail this run would write (cut
+    /// short, made at another size, or someone else's): left as they are, shown without a
+    /// thumbnail.
+    pub kept_aside: u64,
 }
 
 /// The folder of thumbnails beside the page `path`: its name with `.thumbs` added
@@ -108,9 +112,10 @@ type Thumbs = HashMap<String, Option<(u32, u32)>>;
 ///
 /// Each is created under its final name (`create_new`: never over another file), without
 /// the temporary-and-rename of [`AtomicFile`], which reads the directory on every call
-/// (for temporaries of ended runs) and would make 100,000 thumbnails quadratic. A file cut
-/// short (a crash while writing) has the wrong length; the next sheet writes it again
-/// through [`AtomicFile`].
+/// (for temporaries of ended runs) and would make 100,000 thumbnails quadratic. A file of
+/// another length there (cut short by a crash, made at another size, not ours) is never
+/// replaced: its content is shown without a thumbnail ([`Sheet::kept_aside`]; remove the
+/// folder to have every thumbnail written again).
 fn write_thumbnails(
     catalog: &Catalog,
     dupes: &Dupes,
@@ -142,11 +147,14 @@ fn write_thumbnails(
         match std::fs::metadata(&file) {
             Ok(meta) if meta.is_file() && meta.len() == t.jpeg.len() as u64 => continue,
             Ok(_) => {
-                let out = AtomicFile::create(&file).map_err(|e| write_err(&file, e))?;
-                out.file()
-                    .write_all(&t.jpeg)
-                    .map_err(|e| write_err(&file, e))?;
-                out.commit().map_err(|e| write_err(&file, e))?;
+                // Not the thumbnail this sheet would write (cut short by a crash, made at
+                // another size, or not ours at all): left as it is, and the page shows
+                // none for that content rather than a wrong picture.
+                thumbs.insert(m.blake3.clone(), None);
+                sheet.thumbnails -= 1;
+                sheet.distinct -= 1;
+                sheet.kept_aside += 1;
+                continue;
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut out = std::fs::OpenOptions::new()
