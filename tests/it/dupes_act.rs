@@ -307,6 +307,8 @@ fn a_move_never_replaces_a_file_and_never_leaves_its_filesystem() {
         stderr(&o)
     );
     assert!(lib.photos.join("copies/a.gif").exists());
+    // And nothing was made there.
+    assert_eq!(std::fs::read_dir(&other.0).unwrap().count(), 0);
 }
 
 #[test]

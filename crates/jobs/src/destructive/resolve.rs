@@ -423,15 +423,26 @@ pub fn act(checked: &Checked, act: &Act, journal: &mut Journal) -> Result<Option
         Act::Move(dir) => {
             let to = under(dir, path);
             let parent = to.parent().unwrap_or(dir);
-            os::with_path(parent, |p| fs::create_dir_all(p))
-                .map_err(|e| fail(format!("{}: {}", parent.display(), describe_io(&e))))?;
-            let there = os::metadata(parent).map_err(|e| fail(describe_io(&e)))?;
-            let there = os::file_id(parent, None, &there).map_err(|e| fail(describe_io(&e)))?;
-            if there.dev != checked.file.dev {
-                return Err(fail(format!(
+            let elsewhere = |at: &Path| -> Result<bool, Error> {
+                let meta = os::metadata(at).map_err(|e| fail(describe_io(&e)))?;
+                let id = os::file_id(at, None, &meta).map_err(|e| fail(describe_io(&e)))?;
+                Ok(id.dev != checked.file.dev)
+            };
+            let refuse = || {
+                fail(format!(
                     "{} is on another filesystem: not moved (a move here is a rename, never a copy)",
                     dir.display()
-                )));
+                ))
+            };
+            // Nothing is made under a folder on another filesystem; nor moved across a
+            // mount point inside it.
+            if elsewhere(dir)? {
+                return Err(refuse());
+            }
+            os::with_path(parent, |p| fs::create_dir_all(p))
+                .map_err(|e| fail(format!("{}: {}", parent.display(), describe_io(&e))))?;
+            if elsewhere(parent)? {
+                return Err(refuse());
             }
             entry["to"] = path_value(&to);
             let n = journal.intent(entry).map_err(|e| fail(journal_error(&e)))?;
