@@ -82,7 +82,7 @@ fn known(m: &Member) -> Known {
     }
 }
 
-/// Does `act` to each of `planned` (see [`plan`]), the journal at `journal` (a new file)
+/// Does `act` to each of `planned` (see [`plan`]), the journal at `journal_path` (a new file)
 /// written first, telling `each` the outcome of each file in `planned`'s order. The
 /// catalog at `db` is locked for writing for the whole run (a running `seekless index`
 /// refuses it) and forgets the rows of files moved away or put in the trash.
@@ -90,13 +90,13 @@ pub fn run(
     db: &Path,
     planned: &[Planned<'_>],
     act: &Act,
-    journal: &Path,
+    journal_path: &Path,
     mut each: impl FnMut(&Planned<'_>, &Outcome),
 ) -> Result<Report, DupesError> {
     let lock = WriterLock::take(db)?;
     let mut writer = lock.open_for_dupes(&|_| {})?;
     let write_err = |e: std::io::Error| DupesError::Write {
-        path: journal.to_path_buf(),
+        path: journal_path.to_path_buf(),
         message: seekless_core::error::describe_io(&e),
     };
     let about = serde_json::json!({
@@ -105,7 +105,7 @@ pub fn run(
         "to": act.destination(Path::new("/")).map(|p| p.to_string_lossy().into_owned()),
         "files": planned.len(),
     });
-    let mut journal = Journal::create(journal, about).map_err(write_err)?;
+    let mut journal = Journal::create(journal_path, about).map_err(write_err)?;
     let candidates: Vec<Candidate> = planned
         .iter()
         .map(|p| Candidate {
@@ -116,21 +116,38 @@ pub fn run(
         .collect();
     let checked = resolve::check(&candidates);
     let mut report = Report::default();
+    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(planned.len());
+    // Files that passed the check, by their index in `planned`.
+    let mut ok: Vec<resolve::Checked> = Vec::new();
+    let mut index_of: Vec<usize> = Vec::new();
+    for (i, c) in checked.into_iter().enumerate() {
+        match c {
+            Err(why) => outcomes.push(Some(Outcome::Skipped(why))),
+            Ok(c) => {
+                outcomes.push(None);
+                index_of.push(i);
+                ok.push(c);
+            }
+        }
+    }
     let mut gone: Vec<(i64, PathBuf)> = Vec::new();
-    for (p, c) in planned.iter().zip(checked) {
-        let outcome = match c {
-            Err(why) => Outcome::Skipped(why),
-            Ok(c) => match resolve::act(&c, act, &mut journal) {
-                Ok(to) => {
-                    if to.is_some() {
-                        gone.push((p.file.id, c.path().to_path_buf()));
-                    }
-                    report.freed += c.frees();
-                    Outcome::Done(to)
+    let stopped = resolve::act_all(&ok, act, &mut journal, |k, r| {
+        let (i, c) = (index_of[k], &ok[k]);
+        outcomes[i] = Some(match r {
+            Ok(to) => {
+                if to.is_some() {
+                    gone.push((planned[i].file.id, c.path().to_path_buf()));
                 }
-                Err(e) => Outcome::Skipped(e.to_string()),
-            },
-        };
+                report.freed += c.frees();
+                Outcome::Done(to)
+            }
+            Err(e) => Outcome::Skipped(e.to_string()),
+        });
+    });
+    for (p, outcome) in planned.iter().zip(outcomes) {
+        // None: not reached (the journal could not be written).
+        let outcome =
+            outcome.unwrap_or_else(|| Outcome::Skipped("not done: the run stopped".into()));
         match &outcome {
             Outcome::Done(_) => report.done += 1,
             Outcome::Skipped(_) => report.skipped += 1,
@@ -142,5 +159,9 @@ pub fn run(
     let forget = Forget::gone(gone.iter().map(|(id, p)| (*id, p.as_path())), &clearance);
     report.forgotten = forget.len() as u64;
     writer.forget(&forget, &|_| {})?;
+    stopped.map_err(|e| DupesError::Write {
+        path: journal_path.to_path_buf(),
+        message: e.to_string(),
+    })?;
     Ok(report)
 }

@@ -347,8 +347,7 @@ impl Journal {
         self.next += 1;
         entry["n"] = json!(n);
         self.line(&entry)?;
-        // Durable before the act: a crash after the act finds its intent.
-        self.file.sync_data()?;
+        // Made durable by the caller, once for a batch, before any of its acts.
         Ok(n)
     }
 
@@ -391,9 +390,143 @@ fn stamp_value(k: &Known) -> Value {
     json!({ "dev": k.dev, "ino": k.ino, "size": k.size, "mtime_ns": k.mtime_ns, "blake3": k.blake3 })
 }
 
-/// Does `act` to `checked`, written to `journal` first. Returns where the file went (a
-/// move, the trash), or an error naming the path; on an error the file is as it was.
-pub fn act(checked: &Checked, act: &Act, journal: &mut Journal) -> Result<Option<PathBuf>, Error> {
+/// Acts per journal flush, at most: one `fdatasync` makes a batch's intents durable before
+/// any of its acts, and each directory the batch changed is flushed once after it.
+const BATCH: usize = 1024;
+
+/// An act made ready, everything it needs in place, nothing done to the file yet.
+enum Prepared {
+    /// Nothing to do (a hard link or reflink to the keeper's own file).
+    Nothing,
+    Move(PathBuf),
+    Trash(trash::Info, PathBuf),
+    HardLink(OwnTemp),
+    Reflink,
+}
+
+/// Does `act` to each of `checked`, in order, telling `each` the index and the outcome of
+/// each: where the file went (a move, the trash), or an error naming the path, the file
+/// then as it was. Batch by batch: every act is made ready (a move's folders, a trash's
+/// `.trashinfo`, a hard link beside the file), the batch's intents are written to
+/// `journal` and flushed to the disk, then each file is looked at again and acted on,
+/// its outcome recorded; the directories changed are flushed after the batch. A journal
+/// that cannot be written stops the run (an error, nothing more is done).
+pub fn act_all(
+    checked: &[Checked],
+    act: &Act,
+    journal: &mut Journal,
+    mut each: impl FnMut(usize, Result<Option<PathBuf>, Error>),
+) -> Result<(), Error> {
+    let journal_failed = |journal: &Journal, e: io::Error| {
+        Error::io(
+            journal.path.clone(),
+            io::Error::other(format!(
+                "the journal cannot be written ({}): stopped",
+                describe_io(&e)
+            )),
+        )
+    };
+    for (b, batch) in checked.chunks(BATCH).enumerate() {
+        let mut ready: Vec<(usize, &Checked, Prepared, Value)> = Vec::with_capacity(batch.len());
+        for (k, c) in batch.iter().enumerate() {
+            let i = b * BATCH + k;
+            match prepare(c, act) {
+                Ok(Prepared::Nothing) => each(i, Ok(None)),
+                Ok(p) => {
+                    let mut entry = json!({
+                        "act": act.name(),
+                        "from": path_value(c.path()),
+                        "keeper": path_value(c.keeper()),
+                        "file": stamp_value(&c.file),
+                    });
+                    match &p {
+                        Prepared::Move(to) => entry["to"] = path_value(to),
+                        Prepared::Trash(info, files) => {
+                            entry["to"] = path_value(files);
+                            entry["info"] = path_value(info.path());
+                        }
+                        _ => {}
+                    }
+                    ready.push((i, c, p, entry));
+                }
+                Err(e) => each(i, Err(e)),
+            }
+        }
+        if ready.is_empty() {
+            continue;
+        }
+        // The intents, and the `.trashinfo`s, on the disk before any act.
+        let mut numbers = Vec::with_capacity(ready.len());
+        for (_, _, _, entry) in &mut ready {
+            let n = journal
+                .intent(std::mem::take(entry))
+                .map_err(|e| journal_failed(journal, e))?;
+            numbers.push(n);
+        }
+        journal
+            .file
+            .sync_data()
+            .map_err(|e| journal_failed(journal, e))?;
+        let mut infos: Vec<&Path> = ready
+            .iter()
+            .filter_map(|(_, _, p, _)| match p {
+                Prepared::Trash(info, _) => info.path().parent(),
+                _ => None,
+            })
+            .collect();
+        infos.sort();
+        infos.dedup();
+        for dir in infos {
+            if let Err(e) = File::open(dir).and_then(|d| Durable::filesystem_synced(&d)) {
+                return Err(Error::io(dir, e));
+            }
+        }
+        let mut changed: Vec<PathBuf> = Vec::new();
+        for ((i, c, p, _), n) in ready.into_iter().zip(numbers) {
+            let path = c.path();
+            // Looked at again at the last moment.
+            let r = still(&c.file)
+                .map_err(io::Error::other)
+                .and_then(|()| match p {
+                    Prepared::Nothing => Ok(None),
+                    Prepared::Move(to) => rename_noreplace(path, &to).map(|()| Some(to)),
+                    Prepared::Trash(info, files) => rename_noreplace(path, &files).map(|()| {
+                        info.keep();
+                        Some(files)
+                    }),
+                    Prepared::HardLink(temp) => {
+                        temp.put_in_place(Durable::no_data()).map(|()| None)
+                    }
+                    Prepared::Reflink => dedupe(c).map(|()| None),
+                });
+            let written = match &r {
+                Ok(_) => journal.outcome(n, true, None),
+                Err(e) => journal.outcome(n, false, Some(&describe_io(e))),
+            };
+            if let Ok(to) = &r {
+                changed.extend(path.parent().map(Path::to_path_buf));
+                changed.extend(to.as_deref().and_then(Path::parent).map(Path::to_path_buf));
+            }
+            each(i, r.map_err(|e| Error::io(path, e)));
+            written.map_err(|e| journal_failed(journal, e))?;
+        }
+        changed.sort();
+        changed.dedup();
+        // The renames on the disk (best effort: each is done; a power cut before this can
+        // only leave a file at its old name, which the journal's undo copes with).
+        for dir in &changed {
+            let _ = os::sync_directory(dir);
+        }
+    }
+    journal
+        .file
+        .sync_data()
+        .map_err(|e| journal_failed(journal, e))
+}
+
+/// Makes `act` on `checked` ready: checks what can be checked before it, and puts in place
+/// what it needs, leaving the file as it is.
+fn prepare(checked: &Checked, act: &Act) -> Result<Prepared, Error> {
     let path = checked.path();
     let fail = |why: String| Error::io(path, io::Error::other(why));
     if !checked.identical && !act.keeps_the_bytes() {
@@ -405,7 +538,7 @@ pub fn act(checked: &Checked, act: &Act, journal: &mut Journal) -> Result<Option
     if checked.same_file {
         return match act {
             // Done already.
-            Act::HardLink | Act::Reflink => Ok(None),
+            Act::HardLink | Act::Reflink => Ok(Prepared::Nothing),
             _ => Err(fail(format!(
                 "it is its keeper {} under another name (a hard link or a bind mount): left, removing it would free nothing",
                 checked.keeper().display()
@@ -413,12 +546,6 @@ pub fn act(checked: &Checked, act: &Act, journal: &mut Journal) -> Result<Option
         };
     }
     still(&checked.file).map_err(fail)?;
-    let mut entry = json!({
-        "act": act.name(),
-        "from": path_value(path),
-        "keeper": path_value(checked.keeper()),
-        "file": stamp_value(&checked.file),
-    });
     match act {
         Act::Move(dir) => {
             let to = under(dir, path);
@@ -444,33 +571,18 @@ pub fn act(checked: &Checked, act: &Act, journal: &mut Journal) -> Result<Option
             if elsewhere(parent)? {
                 return Err(refuse());
             }
-            entry["to"] = path_value(&to);
-            let n = journal.intent(entry).map_err(|e| fail(journal_error(&e)))?;
-            let r = rename_noreplace(path, &to);
-            finish(journal, n, &r)?;
-            r.map_err(|e| Error::io(path, e))?;
-            sync_parents(path, &to);
-            Ok(Some(to))
+            if os::symlink_metadata(&to).is_ok() {
+                return Err(fail(format!(
+                    "{} is there already: not moved (never over another file)",
+                    to.display()
+                )));
+            }
+            Ok(Prepared::Move(to))
         }
         Act::Trash => {
             let place = trash::place_for(path, checked.file.dev).map_err(fail)?;
             let (info, files) = place.reserve(path).map_err(fail)?;
-            entry["to"] = path_value(&files);
-            entry["info"] = path_value(info.path());
-            let n = match journal.intent(entry) {
-                Ok(n) => n,
-                Err(e) => return Err(fail(journal_error(&e))),
-            };
-            let r = rename_noreplace(path, &files);
-            finish(journal, n, &r)?;
-            match r {
-                Ok(()) => {
-                    info.keep();
-                    sync_parents(path, &files);
-                    Ok(Some(files))
-                }
-                Err(e) => Err(Error::io(path, e)),
-            }
+            Ok(Prepared::Trash(info, files))
         }
         Act::HardLink => {
             still(&checked.keeper).map_err(fail)?;
@@ -488,43 +600,10 @@ pub fn act(checked: &Checked, act: &Act, journal: &mut Journal) -> Result<Option
                 ..checked.keeper.clone()
             };
             still(&linked).map_err(|why| fail(format!("its keeper changed just now: {why}")))?;
-            let n = journal.intent(entry).map_err(|e| fail(journal_error(&e)))?;
-            // Looked at again at the last moment: the rename below replaces what is there.
-            let r = still(&checked.file)
-                .map_err(io::Error::other)
-                .and_then(|()| temp.put_in_place(Durable::no_data()));
-            finish(journal, n, &r)?;
-            r.map_err(|e| Error::io(path, e))?;
-            if let Some(dir) = path.parent() {
-                let _ = os::sync_directory(dir);
-            }
-            Ok(None)
+            Ok(Prepared::HardLink(temp))
         }
-        Act::Reflink => {
-            let n = journal.intent(entry).map_err(|e| fail(journal_error(&e)))?;
-            let r = dedupe(checked);
-            finish(journal, n, &r)?;
-            r.map_err(|e| Error::io(path, e))?;
-            Ok(None)
-        }
+        Act::Reflink => Ok(Prepared::Reflink),
     }
-}
-
-fn journal_error(e: &io::Error) -> String {
-    format!(
-        "the journal cannot be written ({}): nothing done",
-        describe_io(e)
-    )
-}
-
-/// Writes an act's outcome; a journal that cannot say "done" stops the run (the act is
-/// found done by [`undo`] all the same).
-fn finish<T>(journal: &mut Journal, n: u64, r: &io::Result<T>) -> Result<(), Error> {
-    let written = match r {
-        Ok(_) => journal.outcome(n, true, None),
-        Err(e) => journal.outcome(n, false, Some(&describe_io(e))),
-    };
-    written.map_err(|e| Error::io(journal.path.clone(), e))
 }
 
 /// Flushes the directories a rename changed (best effort: the rename itself is done).

@@ -87,8 +87,9 @@ pub(super) fn place_for(path: &Path, dev: u64) -> Result<Place, String> {
 
 impl Place {
     /// Writes the `.trashinfo` of `path` under a name free in both `info/` and `files/`
-    /// (`a.jpg`, else `a.2.jpg`, `a.3.jpg`, …), flushed to the disk; returns it and the
-    /// path the file is to be renamed to.
+    /// (`a.jpg`, else `a.2.jpg`, `a.3.jpg`, …); returns it and the path the file is to be
+    /// renamed to. The caller flushes it before the rename (`act_all`: its filesystem once
+    /// per batch).
     pub(super) fn reserve(&self, path: &Path) -> Result<(Info, PathBuf), String> {
         let name = path.file_name().ok_or_else(|| "no file name".to_string())?;
         let shown = match &self.topdir {
@@ -125,9 +126,7 @@ impl Place {
                         kept: false,
                     };
                     f.write_all(text.as_bytes())
-                        .and_then(|()| f.sync_all())
                         .map_err(|e| format!("{}: {}", info.path.display(), describe_io(&e)))?;
-                    let _ = os::sync_directory(&self.dir.join("info"));
                     return Ok((info, files));
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
