@@ -248,3 +248,32 @@ fn a_closed_pipe_ends_the_listing_quietly() {
         assert!(out.status.success(), "{format:?}: {:?}", out.status);
     }
 }
+
+/// On a terminal (`script` gives the run one) a name is escaped as `ls -b` shows it; into a
+/// pipe, and with `-0`, it is written as it is.
+#[test]
+#[cfg(target_os = "linux")]
+fn names_are_escaped_on_a_terminal_and_exact_into_a_pipe() {
+    use std::os::unix::ffi::OsStrExt;
+    let test = "names_are_escaped_on_a_terminal_and_exact_into_a_pipe";
+    if !require_tool(test, "script") {
+        return;
+    }
+    let t = scratch!();
+    let name = std::ffi::OsStr::from_bytes(b"a\x1b[2J\x1b]0;x\x07b");
+    std::fs::write(t.path().join(name), b"x").unwrap();
+    let bin = env!("CARGO_BIN_EXE_seekless");
+    let o = run(std::process::Command::new("script")
+        .args(["-qec"])
+        .arg(format!("{bin} order {}", t.path().display()))
+        .arg("/dev/null"));
+    let seen = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        seen.contains(&format!("{}/a\\033[2J\\033]0;x\\ab", t.path().display())),
+        "{seen:?}"
+    );
+    let o = run(seekless().arg("order").arg(t.path()));
+    let mut want = t.path().join(name).as_os_str().as_bytes().to_vec();
+    want.push(b'\n');
+    assert_eq!(o.stdout, want);
+}

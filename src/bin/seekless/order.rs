@@ -8,7 +8,7 @@ use seekless::{Order, Plan};
 use crate::exit::Code;
 use crate::inputs::InputArgs;
 use crate::options::ReportArgs;
-use crate::output::{json_path, print_summary, write_path};
+use crate::output::{json_path, print_summary, write_path_to};
 use crate::progress::Console;
 
 #[derive(clap::Args, Debug)]
@@ -61,6 +61,8 @@ pub fn run(args: Args) -> Result<Code> {
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     let end = if args.input.null { 0 } else { b'\n' };
+    // A list read by a person: names escaped (`-0` and `--json` stay exact).
+    let terminal = !args.input.null && io::IsTerminal::is_terminal(&io::stdout());
     for i in plan.order(args.by.into()) {
         let f = &plan.files()[i as usize];
         if args.json {
@@ -94,9 +96,9 @@ pub fn run(args: Args) -> Result<Code> {
                 f.entry.size,
                 f.placement.strategy
             )?;
-            write_path(&mut out, &f.entry.path, end)?;
+            write_path_to(&mut out, &f.entry.path, end, terminal)?;
         } else {
-            write_path(&mut out, &f.entry.path, end)?;
+            write_path_to(&mut out, &f.entry.path, end, terminal)?;
         }
     }
     out.flush()?;

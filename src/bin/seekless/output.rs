@@ -13,6 +13,16 @@ pub fn write_path(out: &mut impl Write, path: &Path, end: u8) -> io::Result<()> 
     out.write_all(&[end])
 }
 
+/// [`write_path`], but on a terminal (`terminal`) the name escaped as `ls -b` shows it
+/// ([`escaped`]), as GNU `find` and `ls` keep a name from driving the terminal.
+pub fn write_path_to(out: &mut impl Write, path: &Path, end: u8, terminal: bool) -> io::Result<()> {
+    if !terminal {
+        return write_path(out, path, end);
+    }
+    out.write_all(escaped(&path_bytes(path)).as_bytes())?;
+    out.write_all(&[end])
+}
+
 pub use seekless::path_to_bytes as path_bytes;
 
 /// The path for JSON: a string, plus the raw bytes when the name is not UTF-8 (JSON
