@@ -53,7 +53,8 @@
 # (model off; the catalog on tmpfs). Then REPS rounds, each contender after `stack.sh cold`
 # (unmount, drop caches, mount; every program run once with --version; hddsim's counters
 # reset): seekless index (fresh catalog), seekless act (a copy of the catalog made before),
-# fclones group, then fclones move right after it (not cold: one user session). Moved files
+# fclones group, then fclones move right after it (not cold: one user session), then `sync`
+# (timed apart: what making its renames durable costs, which seekless does per file). Moved files
 # are put back between runs by hard-linking them back and removing the moved names (model
 # off), so every run sees the same inodes on the same blocks. DAMON paused and SCHED_IDLE
 # busy loops, as bench/hdd/run; MB read and seeks from hddsim's stats.
@@ -180,7 +181,7 @@ timed() {
     tail -1 "$work/time" | awk '{printf "%s %.2f %d\n", $1, $2 + $3, $4}'
 }
 
-declare -A walls=() cpus=() rsss=() mbs=() seekss=() checks=()
+declare -A walls=() cpus=() rsss=() mbs=() seekss=() writess=() checks=()
 # Runs the shell command line CMD (stdout to OUT) as one run of NAME: wall, CPU, peak RSS.
 run() {
     local name=$1 wall cpu rss
@@ -194,8 +195,8 @@ med() { printf '%s\n' $1 | median; }
 table() {
     local setting=$1; shift
     local name parts p w c r
-    printf '| %s | wall s | CPU s | peak RSS MiB |%s\n' contender "$([ "$setting" = hdd ] && echo ' MB read | seeks |')"
-    printf '|---|---:|---:|---:|%s\n' "$([ "$setting" = hdd ] && echo '---:|---:|')"
+    printf '| %s | wall s | CPU s | peak RSS MiB |%s\n' contender "$([ "$setting" = hdd ] && echo ' MB read | seeks | writes |')"
+    printf '|---|---:|---:|---:|%s\n' "$([ "$setting" = hdd ] && echo '---:|---:|---:|')"
     for name in "$@"; do
         IFS=+ read -r -a parts <<< "$name"
         w=0 c=0 r=0
@@ -206,12 +207,12 @@ table() {
         done
         tot_wall[$name]=$w tot_cpu[$name]=$c tot_rss[$name]=$r
         if [ "$setting" = hdd ]; then
-            local mb=0 sk=0
+            local mb=0 sk=0 wr=0
             for p in "${parts[@]}"; do
-                mb=$((mb + $(med "${mbs[$p]}"))) sk=$((sk + $(med "${seekss[$p]}")))
+                mb=$((mb + $(med "${mbs[$p]}"))) sk=$((sk + $(med "${seekss[$p]}"))) wr=$((wr + $(med "${writess[$p]}")))
             done
             tot_mb[$name]=$mb tot_seeks[$name]=$sk
-            printf '| %s | %.2f | %.2f | %.0f | %d | %d |\n' "$name" "$w" "$c" "$(echo "$r / 1024" | bc -l)" "$mb" "$sk"
+            printf '| %s | %.2f | %.2f | %.0f | %d | %d | %d |\n' "$name" "$w" "$c" "$(echo "$r / 1024" | bc -l)" "$mb" "$sk" "$wr"
         else
             printf '| %s | %.2f | %.2f | %.0f |\n' "$name" "$w" "$c" "$(echo "$r / 1024" | bc -l)"
         fi
@@ -222,7 +223,7 @@ ratio() { printf '%.2f' "$(echo "$1 / $2" | bc -l)"; }
 
 echo "# bench/act.sh (REPS=$reps ORIGINALS=$originals HDD=$hdd HDD_ORIGINALS=$hdd_originals), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(uname -r)"
 echo "# seekless: $bin ($("$bin" --version 2>&1 | head -1)); git $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
-echo "# $("$fclones" --version 2>&1 | head -1); rmlint ${rmlint:+$("$rmlint" --version 2>&1 | head -1 | cut -d' ' -f2)}${rmlint:-not installed}"
+echo "# $("$fclones" --version 2>&1 | head -1); rmlint: $([ -n "$rmlint" ] && "$rmlint" --version 2>&1 | head -1 | cut -d" " -f2 || echo not installed)"
 echo "# load average at start: $(load)"
 echo
 
@@ -264,7 +265,7 @@ if [ "$warm" = 1 ]; then
     expected_lists "$tree" "$work/lists"
     count "$tree" | cut -d' ' -f2 > "$work/lists.bytes"
     read -r n_all b_all < <(count "$tree")
-    echo "== warm: $n_all files ($((b_all / 1048576)) MiB): $originals originals, $((n_all - originals)) duplicates; ext4 on $loop ($(cat /sys/block/${loop#/dev/}/loop/dio 2> /dev/null | sed 's/1/direct I/O/; s/0/buffered/') over $img); $reps interleaved rounds (median)"
+    echo "== warm: $n_all files ($((b_all / 1048576)) MiB): $originals originals, $((n_all - originals)) duplicates; ext4 on $loop ($(cat /sys/block/${loop#/dev/}/loop/dio 2> /dev/null | sed 's|1|direct I/O|; s|0|buffered|') over $img); $reps interleaved rounds (median)"
     echo "load average before: $(load)"
     for r in $(seq "$reps"); do
         echo "-- round $r" >&2
@@ -344,11 +345,11 @@ if [ "$hdd" = 1 ]; then
         rm -rf "$hmoved"; mkdir -p "$hmoved"
         sync
         local now
-        now=$(verdict "$htree" "$hmoved" move "$work/hlists")
-        case $now in ok:*) ;; *) echo "-- put back: the tree is not as made: $now" >&2; exit 1 ;; esac
+        now=$(count "$htree")
+        [ "$now" = "$hn $hb" ] || { echo "-- put back: the tree has $now (files bytes), not $hn $hb" >&2; exit 1; }
     }
     disk_stats() {
-        "$stack" stats | awk -F'[:,]' '/"bytes_read"/ {b = $2} /"seeks"/ {s = $2} END {printf "%.0f %d\n", b / 1e6, s}'
+        "$stack" stats | awk -F'[:,]' '/"bytes_read"/ {b = $2} /"seeks"/ {s = $2} /"writes"/ {w = $2} END {printf "%.0f %d %d\n", b / 1e6, s, w}'
     }
     cold() {
         "$stack" cold
@@ -356,10 +357,10 @@ if [ "$hdd" = 1 ]; then
         "$stack" reset
     }
     hstat() {
-        local mb seeks
-        read -r mb seeks < <(disk_stats)
-        mbs[$1]+="$mb " seekss[$1]+="$seeks "
-        echo "   $1: $mb MB read, $seeks seeks" >&2
+        local mb seeks writes
+        read -r mb seeks writes < <(disk_stats)
+        mbs[$1]+="$mb " seekss[$1]+="$seeks " writess[$1]+="$writes "
+        echo "   $1: $mb MB read, $seeks seeks, $writes writes" >&2
     }
     "$stack" model on
     for s in /sys/kernel/mm/damon/admin/kdamonds/*/state; do
@@ -397,18 +398,21 @@ if [ "$hdd" = 1 ]; then
         "$stack" reset
         run hdd-fclones-move "cd $work && $fclones move --priority $fprio $hmoved < $work/hgroups.txt" /dev/null
         hstat hdd-fclones-move
+        "$stack" reset
+        run hdd-fclones-sync "sync" /dev/null
+        hstat hdd-fclones-sync
         checks[hdd-fclones]=$(verdict "$htree" "$hmoved" move "$work/hlists")
         echo "   check: ${checks[hdd-fclones]}" >&2
         "$stack" model off; put_back; "$stack" model on
     done
     echo "load average after:  $(load)"
-    table hdd hdd-sl-index hdd-sl-act hdd-sl-index+hdd-sl-act hdd-fclones-group hdd-fclones-move hdd-fclones-group+hdd-fclones-move
+    table hdd hdd-sl-index hdd-sl-act hdd-sl-index+hdd-sl-act hdd-fclones-group hdd-fclones-move hdd-fclones-sync hdd-fclones-group+hdd-fclones-move hdd-fclones-group+hdd-fclones-move+hdd-fclones-sync
     echo
     echo "checks (last round): seekless ${checks[hdd-sl]}; fclones ${checks[hdd-fclones]}"
     echo
     echo "| emulated disk ratio | wall | MB read | seeks |"
     echo "|---|---:|---:|---:|"
-    for pair in "hdd-sl-act hdd-fclones-group+hdd-fclones-move" "hdd-sl-index+hdd-sl-act hdd-fclones-group+hdd-fclones-move"; do
+    for pair in "hdd-sl-act hdd-fclones-group+hdd-fclones-move" "hdd-sl-act hdd-fclones-group+hdd-fclones-move+hdd-fclones-sync" "hdd-sl-index+hdd-sl-act hdd-fclones-group+hdd-fclones-move"; do
         read -r a b <<< "$pair"
         echo "| $a / $b | $(ratio "${tot_wall[$a]}" "${tot_wall[$b]}") | $(ratio "${tot_mb[$a]}" "${tot_mb[$b]}") | $(ratio "${tot_seeks[$a]}" "${tot_seeks[$b]}") |"
     done
