@@ -53,7 +53,7 @@
 # (model off; the catalog on tmpfs). Then REPS rounds, each contender after `stack.sh cold`
 # (unmount, drop caches, mount; every program run once with --version; hddsim's counters
 # reset): seekless index (fresh catalog), seekless act (a copy of the catalog made before),
-# fclones group, then fclones move right after it (not cold: one user session), then `sync`
+# fclones group, then fclones move right after it (not cold: one user session), then `sync -f`
 # (timed apart: what making its renames durable costs, which seekless does per file). Moved files
 # are put back between runs by hard-linking them back and removing the moved names (model
 # off), so every run sees the same inodes on the same blocks. DAMON paused and SCHED_IDLE
@@ -399,7 +399,7 @@ if [ "$hdd" = 1 ]; then
         run hdd-fclones-move "cd $work && $fclones move --priority $fprio $hmoved < $work/hgroups.txt" /dev/null
         hstat hdd-fclones-move
         "$stack" reset
-        run hdd-fclones-sync "sync" /dev/null
+        run hdd-fclones-sync "sync -f $hmnt" /dev/null
         hstat hdd-fclones-sync
         checks[hdd-fclones]=$(verdict "$htree" "$hmoved" move "$work/hlists")
         echo "   check: ${checks[hdd-fclones]}" >&2
