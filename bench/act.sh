@@ -126,7 +126,7 @@ trap 'exit 130' INT TERM
 # "FILES BYTES" under a directory (0 0 if it is not there).
 count() {
     if [ -d "$1" ]; then
-        find "$1" -type f -printf '%s\n' | awk '{n++; b += $1} END {printf "%d %d\n", n, b}'
+        find "$1" -type f -printf '%s\n' | awk '{n++; b += $1} END {printf "%d %.0f\n", n, b}'
     else
         echo "0 0"
     fi
