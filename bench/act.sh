@@ -59,7 +59,7 @@
 # off), so every run sees the same inodes on the same blocks. DAMON paused and SCHED_IDLE
 # busy loops, as bench/hdd/run; MB read and seeks from hddsim's stats.
 #
-#   REPS=N (3); ORIGINALS=N (50000: 100,000 duplicates); HDD_ORIGINALS=N (1500: 3,000
+#   REPS=N (3); HDD_REPS=N (REPS: rounds on the emulated disk); ORIGINALS=N (50000: 100,000 duplicates); HDD_ORIGINALS=N (1500: 3,000
 #   duplicates); BASE=DIR (/dev/shm/seekless-bench-act: the image with the originals,
 #   ~2 GB of tmpfs kept between runs; delete it to get the memory back); HDD=0: warm only;
 #   WARM=0: emulated disk only; BUSY=0: no busy loops; REMOVE=0: no `fclones remove`;
@@ -72,6 +72,7 @@ base=${BASE:-/dev/shm/seekless-bench-act}
 originals=${ORIGINALS:-50000}
 hdd_originals=${HDD_ORIGINALS:-1500}
 hdd=${HDD:-1}
+hreps=${HDD_REPS:-$reps}
 warm=${WARM:-1}
 remove=${REMOVE:-1}
 fprio=${FCLONES_PRIORITY:-most-nested}
@@ -269,6 +270,7 @@ if [ "$warm" = 1 ]; then
     echo "load average before: $(load)"
     for r in $(seq "$reps"); do
         echo "-- round $r" >&2
+        [ "$r" = 1 ] || restore
         rm -f "$w"/db*
         run sl-index "$bin index --db $w/db $tree" /dev/null
         n=$(sqlite3 "$w/db" 'select count(*) from images where blake3 is not null')
@@ -374,9 +376,9 @@ if [ "$hdd" = 1 ]; then
             busy+=($!)
         done
     fi
-    echo "== emulated disk: $hn files ($((hb / 1048576)) MiB): $hdd_originals originals, $((hn - hdd_originals)) duplicates; hddsim 4 GiB, ext4; catalog on tmpfs; DAMON: ${damon_paused[*]:+paused}${damon_paused[*]:-none on}; busy loops: ${BUSY:-1}; $reps interleaved rounds (median)"
+    echo "== emulated disk: $hn files ($((hb / 1048576)) MiB): $hdd_originals originals, $((hn - hdd_originals)) duplicates; hddsim 4 GiB, ext4; catalog on tmpfs; DAMON: ${damon_paused[*]:+paused}${damon_paused[*]:-none on}; busy loops: ${BUSY:-1}; $hreps interleaved rounds (median)"
     echo "load average before: $(load)"
-    for r in $(seq "$reps"); do
+    for r in $(seq "$hreps"); do
         echo "-- round $r (emulated disk)" >&2
         rm -f "$work"/h.db*
         cold
