@@ -376,7 +376,7 @@ if [ "$hdd" = 1 ]; then
             busy+=($!)
         done
     fi
-    echo "== emulated disk: $hn files ($((hb / 1048576)) MiB): $hdd_originals originals, $((hn - hdd_originals)) duplicates; hddsim 4 GiB, ext4; catalog on tmpfs; DAMON: ${damon_paused[*]:+paused}${damon_paused[*]:-none on}; busy loops: ${BUSY:-1}; $hreps interleaved rounds (median)"
+    echo "== emulated disk: $hn files ($((hb / 1048576)) MiB): $hdd_originals originals, $((hn - hdd_originals)) duplicates; hddsim 4 GiB, ext4; catalog on tmpfs; DAMON: ${damon_paused[*]:+paused (${damon_paused[*]})}${damon_paused[*]:-none on}; busy loops: ${BUSY:-1}; $hreps interleaved rounds (median)"
     echo "load average before: $(load)"
     for r in $(seq "$hreps"); do
         echo "-- round $r (emulated disk)" >&2
