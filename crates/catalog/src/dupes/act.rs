@@ -114,7 +114,7 @@ pub fn run(
             identical: p.identical,
         })
         .collect();
-    let checked = resolve::check(&candidates);
+    let checked = resolve::check(candidates);
     let mut report = Report::default();
     let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(planned.len());
     // Files that passed the check, by their index in `planned`.

@@ -95,20 +95,20 @@ impl Checked {
 
 /// Reads every candidate and its keeper now, in physical order (one sweep per disk, as
 /// `hash` reads), and returns, for each candidate in order, its evidence or why it is
-/// skipped.
-pub fn check(candidates: &[Candidate]) -> Vec<Result<Checked, String>> {
-    let mut paths: Vec<PathBuf> = Vec::new();
-    let mut seen = HashSet::new();
-    for c in candidates {
-        for p in [&c.file.path, &c.keeper.path] {
-            if seen.insert(p.clone()) {
-                paths.push(p.clone());
-            }
-        }
-    }
+/// skipped. Each candidate's paths move into its evidence (one copy of each path).
+pub fn check(candidates: Vec<Candidate>) -> Vec<Result<Checked, String>> {
     let failures = Collect::default();
-    let plan = Arc::new(Plan::build(&paths, &PlanOptions::default(), &failures));
-    // By file (device, inode): the plan reads one name of a file with several.
+    let plan = {
+        let mut seen: HashSet<&Path> = HashSet::new();
+        let paths: Vec<&Path> = candidates
+            .iter()
+            .flat_map(|c| [c.file.path.as_path(), c.keeper.path.as_path()])
+            .filter(|p| seen.insert(p))
+            .collect();
+        Arc::new(Plan::build(&paths, &PlanOptions::default(), &failures))
+    };
+    // By file (device, inode): the plan reads one name of a file with several. The path
+    // is the candidate's, not kept here.
     let mut read: HashMap<(u64, u64), Result<Known, String>> = HashMap::new();
     hash_plan(
         plan,
@@ -119,7 +119,7 @@ pub fn check(candidates: &[Candidate]) -> Vec<Result<Checked, String>> {
             let e = &planned.entry;
             let found = result
                 .map(|blake3| Known {
-                    path: e.path.to_path_buf(),
+                    path: PathBuf::new(),
                     dev: e.id.dev,
                     ino: e.id.ino,
                     size: e.size,
@@ -131,25 +131,23 @@ pub fn check(candidates: &[Candidate]) -> Vec<Result<Checked, String>> {
         },
     );
     let failures = std::mem::take(&mut *lock(&failures.0));
+    // The file at `k`'s path now (looked at without following a link), as read; its path
+    // left empty.
+    let now = |k: &Known| {
+        let at =
+            identity(&k.path).map_err(|e| format!("{}: {}", k.path.display(), describe_io(&e)))?;
+        match read.get(&(at.dev, at.ino)) {
+            Some(Ok(found)) => Ok(found.clone()),
+            Some(Err(why)) => Err(why.clone()),
+            None => Err(failures
+                .get(&k.path)
+                .cloned()
+                .unwrap_or_else(|| format!("{}: not read", k.path.display()))),
+        }
+    };
     candidates
-        .iter()
+        .into_iter()
         .map(|c| {
-            // The file at that path now (looked at without following a link), as read.
-            let now = |k: &Known| {
-                let at = identity(&k.path)
-                    .map_err(|e| format!("{}: {}", k.path.display(), describe_io(&e)))?;
-                match read.get(&(at.dev, at.ino)) {
-                    Some(Ok(found)) => Ok(Known {
-                        path: k.path.clone(),
-                        ..found.clone()
-                    }),
-                    Some(Err(why)) => Err(why.clone()),
-                    None => Err(failures
-                        .get(&k.path)
-                        .cloned()
-                        .unwrap_or_else(|| format!("{}: not read", k.path.display()))),
-                }
-            };
             let keeper =
                 now(&c.keeper).map_err(|why| format!("its keeper could not be read: {why}"))?;
             if let Some(what) = differs(&c.keeper, &keeper) {
@@ -168,12 +166,18 @@ pub fn check(candidates: &[Candidate]) -> Vec<Result<Checked, String>> {
             if c.identical && file.blake3 != keeper.blake3 {
                 return Err(format!(
                     "its bytes differ from its keeper's {}",
-                    keeper.path.display()
+                    c.keeper.path.display()
                 ));
             }
             Ok(Checked {
-                file,
-                keeper,
+                file: Known {
+                    path: c.file.path,
+                    ..file
+                },
+                keeper: Known {
+                    path: c.keeper.path,
+                    ..keeper
+                },
                 identical: c.identical,
                 same_file,
             })
