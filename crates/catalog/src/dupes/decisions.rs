@@ -297,9 +297,8 @@ mod tests {
         let bad = [
             r#"{"seekless_decisions": 2, "decisions": []}"#.to_string(),
             r#"{"decisions": []}"#.to_string(),
-            format!(
-                r#"{{"seekless_decisions": 1, "decisions": [{{"decision": "keep-all", "contents": ["xyz"]}}]}}"#
-            ),
+            r#"{"seekless_decisions": 1, "decisions": [{"decision": "keep-all", "contents": ["xyz"]}]}"#
+                .to_string(),
             format!(
                 r#"{{"seekless_decisions": 1, "decisions": [{{"decision": "keeper", "contents": ["{}"], "keeper": "{}", "path": "/a"}}]}}"#,
                 h('a'),

@@ -211,8 +211,9 @@ const LOCK_TRY: Duration = Duration::from_secs(2);
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CatalogError {
-    /// Another `seekless index` is writing it.
-    #[error("{}: the catalog is being written by another seekless index", .0.display())]
+    /// Another `seekless index`, or a `seekless dupes` recording decisions or acting, is
+    /// writing it.
+    #[error("{}: the catalog is being written by another seekless run (an index, or a dupes recording decisions or acting)", .0.display())]
     Busy(
         /// The catalog.
         PathBuf,
