@@ -325,3 +325,68 @@ fn apply_records_the_decisions(db: &Path, saved: &Path, want: &Value) {
         assert!(p.exists(), "{} was moved", p.display());
     }
 }
+
+/// A sheet of more groups than a page holds: each page shows its own groups, in the order
+/// `--json` lists them, the last page the rest.
+#[test]
+fn each_page_of_the_sheet_shows_its_own_groups() {
+    let test = "each_page_of_the_sheet_shows_its_own_groups";
+    if !require_tools(test, &["chromium", "convert"]) {
+        return;
+    }
+    let dir = scratch_dir(test);
+    let photos = dir.path().join("photos");
+    std::fs::create_dir_all(photos.join("copy")).unwrap();
+    // 30 exact groups (one picture and its copy each), more than a page of 25.
+    for i in 0..30 {
+        let name = format!("p{i:02}.png");
+        run(Command::new("convert")
+            .args([
+                "-size",
+                "16x12",
+                &format!("xc:rgb({},{},{})", i * 8, 255 - i * 8, i),
+            ])
+            .arg(photos.join(&name)));
+        std::fs::copy(photos.join(&name), photos.join("copy").join(&name)).unwrap();
+    }
+    let db = dir.path().join("photos.db");
+    let o = crate::common::catalog::index(&db, &["--thumbs".as_ref(), photos.as_os_str()]);
+    assert_exit(&o, 0);
+    let sheet = dir.path().join("sheet.html");
+    let o = dupes(
+        &db,
+        &[
+            "--html",
+            sheet.to_str().unwrap(),
+            "--similar",
+            "0",
+            "--json",
+        ],
+    );
+    assert_exit(&o, 0);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let keepers: Vec<String> = doc["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["members"][0]["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(keepers.len(), 30);
+
+    let mut browser = cdp::Browser::launch(&dir.path().join("profile"), (1280, 1000));
+    let tab = browser.open(&format!("file://{}", sheet.display()));
+    let shown = |browser: &mut cdp::Browser, page: &str| {
+        browser.wait_for(
+            &tab,
+            &format!("document.body.dataset.page === '{page}'"),
+            "page shown",
+        );
+        browser.eval(
+            &tab,
+            "[...document.querySelectorAll('section figure:first-of-type .path')].map(e => e.textContent)",
+        )
+    };
+    assert_eq!(shown(&mut browser, "1"), json!(keepers[..25]));
+    browser.click(&tab, "nav#pager button[data-action=next]");
+    assert_eq!(shown(&mut browser, "2"), json!(keepers[25..]));
+}

@@ -43,7 +43,7 @@ const STYLE: &str = include_str!("sheet.css");
 const SCRIPT: &str = include_str!("sheet.js");
 
 /// Groups the page's script shows at a time (it reads this from the data island).
-pub const GROUPS_PER_PAGE: usize = 50;
+pub const GROUPS_PER_PAGE: usize = 25;
 
 /// What [`write_contact_sheet`] wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -173,13 +173,14 @@ fn write_thumbnails(
 
 /// The data island: what the page's script renders.
 #[derive(Serialize)]
-struct Island<'a> {
+struct Island {
     /// The catalog, as the decisions file names it.
     db: String,
     /// The thumbnails' folder, relative to the page.
     thumbs: String,
     per_page: usize,
-    groups: Vec<IslandGroup<'a>>,
+    /// Groups in all (in the `page` islands that follow, `per_page` each).
+    total: usize,
 }
 
 #[derive(Serialize)]
@@ -188,6 +189,9 @@ struct IslandGroup<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     link: Option<&'a str>,
     saving: u64,
+    /// The group's distinct contents (BLAKE3s), each once: members name theirs by index
+    /// (an exact group's files share one; 64 characters a file saved).
+    c: Vec<&'a str>,
     members: Vec<IslandMember<'a>>,
 }
 
@@ -210,8 +214,8 @@ struct IslandMember<'a> {
     /// Camera.
     #[serde(skip_serializing_if = "Option::is_none")]
     c: Option<String>,
-    /// BLAKE3.
-    b: &'a str,
+    /// Its content: an index into the group's `c`.
+    b: usize,
     /// pHash distance to the group's first file.
     #[serde(skip_serializing_if = "Option::is_none")]
     x: Option<u32>,
@@ -224,7 +228,7 @@ struct IslandMember<'a> {
 }
 
 impl<'a> IslandMember<'a> {
-    fn new(m: &'a Member, thumbs: &Thumbs) -> Self {
+    fn new(m: &'a Member, content: usize, thumbs: &Thumbs) -> Self {
         let d = m.width.zip(m.height).map(|(w, h)| {
             let (w, h) = if matches!(m.orientation, Some(5..=8)) {
                 (h, w)
@@ -242,7 +246,7 @@ impl<'a> IslandMember<'a> {
             d,
             t: m.taken.as_ref().map(|t| t.replacen('T', " ", 1)),
             c: camera(m),
-            b: &m.blake3,
+            b: content,
             x: m.distance,
             k: m.keeper,
             th: thumbs.get(&m.blake3).copied().flatten(),
@@ -334,44 +338,53 @@ fn page(
             .to_string_lossy()
             .into_owned(),
         per_page: GROUPS_PER_PAGE,
-        groups: Vec::new(),
+        total: dupes.groups.len(),
     };
-    // The island is written group by group, not built whole: its text is the size of the
-    // page. One group a line (JSON strings hold no raw newline): the script parses only
-    // the groups it shows (parsing all 100,000 cost ~35 MiB more and doubled the time to
-    // open: bench/RESULTS.md).
-    let head = serde_json::to_string(&island).map_err(std::io::Error::other)?;
-    let head = head
-        .strip_suffix("[]}")
-        .ok_or_else(|| std::io::Error::other("unexpected JSON"))?;
     let mut text = String::new();
-    escape_json(head, &mut text);
+    escape_json(
+        &serde_json::to_string(&island).map_err(std::io::Error::other)?,
+        &mut text,
+    );
     out.write_all(text.as_bytes())?;
-    out.write_all(b"[")?;
-    for (i, g) in dupes.groups.iter().enumerate() {
-        let group = IslandGroup {
-            kind: g.kind,
-            link: g.link.as_deref(),
-            saving: g.saving,
-            members: g
+    out.write_all(b"</script>\n")?;
+    // Then the groups, one island a page, one group a line (JSON strings hold no raw
+    // newline), written as they are made: the script reads and parses only the page it
+    // shows. One island for all (bench/RESULTS.md) held the whole text in one string and
+    // its parse's copies: ~35 MiB more at 100,000 groups.
+    for chunk in dupes.groups.chunks(GROUPS_PER_PAGE) {
+        out.write_all(b"<script type=\"application/json\" class=\"page\">")?;
+        for g in chunk {
+            let mut contents: Vec<&str> = Vec::new();
+            let members = g
                 .members
                 .iter()
-                .map(|m| IslandMember::new(m, thumbs))
-                .collect(),
-        };
-        let json = serde_json::to_string(&group).map_err(std::io::Error::other)?;
-        text.clear();
-        if i > 0 {
-            text.push(',');
+                .map(|m| {
+                    let at = contents
+                        .iter()
+                        .position(|c| *c == m.blake3)
+                        .unwrap_or_else(|| {
+                            contents.push(&m.blake3);
+                            contents.len() - 1
+                        });
+                    IslandMember::new(m, at, thumbs)
+                })
+                .collect();
+            let group = IslandGroup {
+                kind: g.kind,
+                link: g.link.as_deref(),
+                saving: g.saving,
+                c: contents,
+                members,
+            };
+            let json = serde_json::to_string(&group).map_err(std::io::Error::other)?;
+            text.clear();
+            text.push('\n');
+            escape_json(&json, &mut text);
+            out.write_all(text.as_bytes())?;
         }
-        text.push('\n');
-        escape_json(&json, &mut text);
-        out.write_all(text.as_bytes())?;
+        out.write_all(b"\n</script>\n")?;
     }
-    write!(
-        out,
-        "\n]}}</script>\n<script>{SCRIPT}</script>\n</body></html>\n"
-    )
+    write!(out, "<script>{SCRIPT}</script>\n</body></html>\n")
 }
 
 /// JSON made safe inside `<script type="application/json">` and kept ASCII: `<`, `>`, `&`

@@ -2,28 +2,29 @@
 // Everything from the catalog goes into the page as text (textContent), never as HTML.
 (function () {
   'use strict';
-  // The island has one group a line: only the groups shown (or decided) are parsed.
-  var island = document.getElementById('groups');
-  var text = island.textContent;
-  island.remove();
-  var firstLine = text.indexOf('\n');
-  var data = JSON.parse(text.slice(0, firstLine) + ']}');
-  var lines = [];
-  for (var at = firstLine + 1, nl; (nl = text.indexOf('\n', at)) >= 0; at = nl + 1) lines.push(at);
-  var starts = Float64Array.from(lines);
-  lines = null;
-  var total = starts.length;
+  // The groups are in one island a page (`per_page` groups, one a line) after the head
+  // island: only the pages shown (or decided on) are read and parsed.
+  var data = JSON.parse(document.getElementById('groups').textContent);
+  var islands = Array.prototype.slice.call(document.querySelectorAll('script.page'));
+  var total = data.total;
+  var per = data.per_page;
   var parsed = new Map();
   function group(i) {
     var g = parsed.get(i);
     if (!g) {
-      var line = text.slice(starts[i], text.indexOf('\n', starts[i]));
-      g = JSON.parse(line.charAt(line.length - 1) === ',' ? line.slice(0, -1) : line);
-      parsed.set(i, g);
+      var first = i - i % per;
+      var lines = islands[first / per].textContent.split('\n');
+      for (var j = 0, n = 0; j < lines.length; j++) {
+        if (!lines[j]) continue;
+        var one = JSON.parse(lines[j]);
+        // Each member names its content by its index in the group's list of contents.
+        for (var k = 0; k < one.members.length; k++) one.members[k].b = one.c[one.members[k].b];
+        parsed.set(first + n++, one);
+      }
+      g = parsed.get(i);
     }
     return g;
   }
-  var per = data.per_page || 50;
   var pages = Math.max(1, Math.ceil(total / per));
   var thumbs = encodeURIComponent(data.thumbs) + '/';
   var main = document.getElementById('sheet');
