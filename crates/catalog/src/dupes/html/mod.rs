@@ -1,16 +1,20 @@
 //! The contact sheet: a review page for the groups, which scales to hundreds of thousands
 //! of them.
 //!
-//! - **The page** (`sheet.html`) holds the groups as one JSON data island
-//!   (`<script type="application/json" id="groups">`) that its own script renders a page of
-//!   [`GROUPS_PER_PAGE`]-ish groups at a time (`sheet.js`, with `textContent` only: nothing
-//!   from the catalog is ever parsed as HTML). In the island `<`, `>`, `&` and every
+//! - **The page** (`sheet.html`) holds the groups as JSON data islands: a head
+//!   (`<script type="application/json" id="groups">`: the catalog, the thumbnails' folder,
+//!   the count) and one island a page of [`GROUPS_PER_PAGE`] groups
+//!   (`<script type="application/json" class="page">`, one group a line, its contents
+//!   listed once, members naming theirs by index), which its own script reads, parses and
+//!   renders only when that page is shown (`sheet.js`, with `textContent` only: nothing
+//!   from the catalog is ever parsed as HTML). In the islands `<`, `>`, `&` and every
 //!   non-ASCII character are `\u` escapes: no file name can end the element, and the text
 //!   stays ASCII (a browser keeps it at one byte a character).
 //! - **The thumbnails** are files beside it, in [`thumbs_dir`] (`sheet.html.thumbs/`),
 //!   one JPEG per distinct content named by its BLAKE3 (`<blake3>.jpg`): byte-identical
 //!   files share one, and a later sheet reuses what is there. Only missing files are
-//!   written (a file of another length is written again); nothing there is ever removed.
+//!   written (a file of another length is never replaced: its content is shown without a
+//!   thumbnail); nothing there is ever removed.
 //!   A page's thumbnails are loaded when that page is shown, never before.
 //! - **A Content-Security-Policy** first in `<head>`: `default-src 'none'`, the page's one
 //!   script and one style by their SHA-256, images from the page's own place (`'self'`,
@@ -42,7 +46,7 @@ const STYLE: &str = include_str!("sheet.css");
 /// The page's script (its SHA-256 is in the policy).
 const SCRIPT: &str = include_str!("sheet.js");
 
-/// Groups the page's script shows at a time (it reads this from the data island).
+/// Groups a page shows, and a page island holds (the script reads it from the head island).
 pub const GROUPS_PER_PAGE: usize = 25;
 
 /// What [`write_contact_sheet`] wrote.
@@ -171,7 +175,7 @@ fn write_thumbnails(
     Ok(thumbs)
 }
 
-/// The data island: what the page's script renders.
+/// The head island: what the page's script needs before the groups.
 #[derive(Serialize)]
 struct Island {
     /// The catalog, as the decisions file names it.
