@@ -104,10 +104,9 @@ loop="" mnt=$base/mnt stack_up=0
 damon_paused=()
 busy=()
 cleanup() {
-    local rc=$? s p
+    local rc=$?
     cd /work 2> /dev/null || cd /
-    for p in "${busy[@]}"; do kill "$p" 2> /dev/null || true; done
-    for s in "${damon_paused[@]}"; do echo on > "$s" || echo "could not restart DAMON: echo on > $s" >&2; done
+    undo_busy_and_damon
     if [ "$stack_up" = 1 ]; then "$stack" down || true; fi
     if mountpoint -q "$mnt" 2> /dev/null; then
         # Only the scratch goes; the originals stay (BASE is the cache).

@@ -17,3 +17,12 @@ seekless_bin() {
     cargo build --release -q -p seekless
     echo "$PWD/target/release/seekless"
 }
+
+# The emulated-disk benchmarks' settings undone: the SCHED_IDLE busy loops (PIDs in the
+# caller's `busy`) stopped and DAMON switched back on (the state files in its
+# `damon_paused`). For their cleanup traps.
+undo_busy_and_damon() {
+    local s p
+    for p in "${busy[@]}"; do kill "$p" 2> /dev/null || true; done
+    for s in "${damon_paused[@]}"; do echo on > "$s" || echo "could not restart DAMON: echo on > $s" >&2; done
+}

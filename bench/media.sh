@@ -271,10 +271,9 @@ stack=$PWD/bench/hdd/stack.sh
 damon_paused=()
 busy=()
 cleanup() {
-    local rc=$? s p
+    local rc=$?
     cd /work 2> /dev/null || cd /
-    for p in "${busy[@]}"; do kill "$p" 2> /dev/null || true; done
-    for s in "${damon_paused[@]}"; do echo on > "$s" || echo "could not restart DAMON: echo on > $s" >&2; done
+    undo_busy_and_damon
     if [ "$hdd" = 1 ]; then "$stack" down || true; fi
     rm -rf "$work"
     exit $rc
