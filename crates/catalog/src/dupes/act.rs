@@ -5,6 +5,35 @@
 //! first, in physical order, and journals each act before doing it. The catalog then
 //! forgets the rows of files moved away or put in the trash (they are provably gone from
 //! their paths); `--undo JOURNAL` puts them back, and the next `index` finds them again.
+//!
+//! ```
+//! use seekless_catalog::dupes::{Catalog, DupesOptions, act};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let dir = tempfile::tempdir()?;
+//! # let photos = dir.path().join("photos");
+//! # std::fs::create_dir_all(photos.join("copy"))?;
+//! # std::fs::write(photos.join("a.gif"), b"GIF89a\x01\0\x01\0\0\0\0;")?;
+//! # std::fs::write(photos.join("copy/a.gif"), b"GIF89a\x01\0\x01\0\0\0\0;")?;
+//! # let db = dir.path().join("photos.db");
+//! # seekless_catalog::index::index(&[photos.clone()], &Default::default(),
+//! #     &seekless_catalog::index::IndexOptions::new(&db), &seekless_core::Quiet)?;
+//! let dupes = Catalog::open(&db)?.find(&DupesOptions::default())?;
+//! let planned = act::plan(&dupes, false);
+//! let moved = dir.path().join("moved");
+//! # std::fs::create_dir_all(&moved)?;
+//! let journal = dir.path().join("moves.journal");
+//! let report = act::run(&db, &planned, &act::Act::Move(moved.clone()), &journal, |p, outcome| {
+//!     println!("{}: {outcome:?}", p.file.path);
+//! })?;
+//! assert_eq!(report.done, 1);
+//! assert!(!photos.join("copy/a.gif").exists());
+//! // And back.
+//! let undone = act::undo(&journal, &seekless_core::Quiet)?;
+//! assert_eq!(undone.restored, 1);
+//! assert!(photos.join("copy/a.gif").exists());
+//! # Ok(()) }
+//! ```
 
 use std::path::{Path, PathBuf};
 

@@ -6,6 +6,16 @@
 //! still or video) or under a `--protect` folder is never offered for removal: it is kept
 //! beside the keeper, which the rules choose. The rules, in the order given, break ties; the
 //! path's bytes break the last.
+//!
+//! ```
+//! use seekless_catalog::dupes::{DupesOptions, KeepRule, Keeping};
+//!
+//! let mut opts = DupesOptions::default();
+//! opts.keeping.rules = Keeping::parse_rules("largest,oldest").unwrap();
+//! opts.keeping.protect.push("/photos/vault".into());
+//! assert_eq!(opts.keeping.rules, [KeepRule::Largest, KeepRule::Oldest]);
+//! assert!(Keeping::parse_rules("oldest,newest").is_err());
+//! ```
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};

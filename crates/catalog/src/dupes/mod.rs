@@ -1,8 +1,11 @@
 //! Duplicate photos in a seekless catalog: byte-identical files (same BLAKE3) and
 //! near-duplicates (perceptual hashes within a Hamming distance, checked further), with a
-//! suggested keeper per group. The catalog is only read, never written
-//! ([`Catalog::open`] refuses anything that is not a seekless catalog); nothing is ever
-//! deleted ([`Dupes::removable`] lists the files one could delete: the CLI's `-0`).
+//! keeper per group chosen by [`Keeping`]'s rules or by the user's [`decisions`]. Finding
+//! only reads the catalog ([`Catalog::open`] refuses anything that is not a seekless
+//! catalog, and opens it read-only); [`Dupes::removable`] lists the files offered for
+//! removal (the CLI's `-0`). Writing is apart: [`decisions::record`] stores decisions, and
+//! [`act`] moves, trashes or links files through the one owner of destructive acts, each
+//! read again first and journalled.
 //!
 //! How near-duplicates are found:
 //!
@@ -265,8 +268,8 @@ pub struct Dupes {
 impl Dupes {
     /// The files one could delete: every member of each duplicate group (exact or
     /// similar) but its keeper, group by group in [`groups`](Self::groups)' order; never a
-    /// burst's frames (bursts have no keeper). What `seekless dupes -0` prints. Nothing is
-    /// deleted here or anywhere in seekless.
+    /// burst's frames (bursts have no keeper), nor a file kept for another reason
+    /// ([`Member::protected`]). What `seekless dupes -0` prints, and what [`act::plan`] acts on.
     ///
     /// ```
     /// # use seekless_catalog::dupes::Dupes;
