@@ -193,6 +193,7 @@ fn acting_moves_only_files_still_as_indexed_and_undo_puts_them_back() {
     assert_exit(&o, 0);
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 6);
     assert_eq!(snapshot(&lib.photos), before);
+    assert!(!moved.exists(), "a dry run made the folder");
 
     let journal = dir.path().join("moves.journal");
     let o = move_to(&lib.db, to, &journal);

@@ -161,14 +161,21 @@ pub fn run(args: Args) -> Result<Code> {
             let Some(to) = &args.to else {
                 return Err(UsageError("--act move needs --to DIR".into()).into());
             };
-            std::fs::create_dir_all(to).map_err(|e| {
-                UsageError(format!(
-                    "--to {}: {}",
-                    to.display(),
-                    seekless::error::describe_io(&e)
-                ))
-            })?;
-            Some(Act::Move(folder("--to", to)?))
+            // A dry run makes nothing, not even the folder.
+            if args.dry_run && !to.exists() {
+                let to = std::path::absolute(to)
+                    .map_err(|e| UsageError(format!("--to {}: {e}", to.display())))?;
+                Some(Act::Move(to))
+            } else {
+                std::fs::create_dir_all(to).map_err(|e| {
+                    UsageError(format!(
+                        "--to {}: {}",
+                        to.display(),
+                        seekless::error::describe_io(&e)
+                    ))
+                })?;
+                Some(Act::Move(folder("--to", to)?))
+            }
         }
         Some("trash") => Some(Act::Trash),
         Some("hardlink") => Some(Act::HardLink),
