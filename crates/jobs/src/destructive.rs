@@ -236,7 +236,7 @@ impl Clearance {
     }
 }
 
-fn identity(path: &Path) -> Option<(u64, u64)> {
+pub(super) fn identity(path: &Path) -> Option<(u64, u64)> {
     let meta = os::metadata(path).ok()?;
     os::file_id(path, None, &meta)
         .ok()

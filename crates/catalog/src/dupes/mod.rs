@@ -380,6 +380,14 @@ impl Catalog {
         let decisions = self.decisions()?;
         // The compact rows are gone (freed) before the groups' members are read in full.
         let (found, linked) = self.group_rows(opts, &decisions, &mut dupes)?;
+        // The decisions that name each content (a decision covering a group names all of
+        // its contents, so its first one's list is where to look), oldest first.
+        let mut naming: HashMap<&str, Vec<&Decision>> = HashMap::new();
+        for d in &decisions {
+            for c in &d.contents {
+                naming.entry(c.as_str()).or_default().push(d);
+            }
+        }
         let mut groups = Vec::with_capacity(found.len());
         for (kind, link, rows) in found {
             let mut list = rows
@@ -393,8 +401,11 @@ impl Catalog {
                 .collect::<Result<Vec<_>, DupesError>>()?;
             let mut decision = None;
             if kind.is_duplicate() {
-                let covered = |d: &&Decision| d.covers(list.iter().map(|m| m.blake3.as_str()));
-                if decisions
+                let covered = |d: &&&Decision| d.covers(list.iter().map(|m| m.blake3.as_str()));
+                let named = naming
+                    .get(list[0].blake3.as_str())
+                    .map_or(&[][..], |v| &v[..]);
+                if named
                     .iter()
                     .filter(|d| d.decision == DecisionKind::KeepAll)
                     .any(|d| covered(&d))
@@ -402,7 +413,7 @@ impl Catalog {
                     dupes.decided += 1;
                     continue;
                 }
-                decision = decisions
+                decision = named
                     .iter()
                     .filter(|d| d.decision == DecisionKind::Keeper)
                     .rfind(covered)

@@ -430,11 +430,12 @@ pub fn act_all(
             )),
         )
     };
+    let mut places = Places::default();
     for (b, batch) in checked.chunks(BATCH).enumerate() {
         let mut ready: Vec<(usize, &Checked, Prepared, Value)> = Vec::with_capacity(batch.len());
         for (k, c) in batch.iter().enumerate() {
             let i = b * BATCH + k;
-            match prepare(c, act) {
+            match prepare(c, act, &mut places) {
                 Ok(Prepared::Nothing) => each(i, Ok(None)),
                 Ok(p) => {
                     let mut entry = json!({
@@ -493,7 +494,16 @@ pub fn act_all(
                 .map_err(io::Error::other)
                 .and_then(|()| match p {
                     Prepared::Nothing => Ok(None),
-                    Prepared::Move(to) => rename_noreplace(path, &to).map(|()| Some(to)),
+                    Prepared::Move(to) => match rename_noreplace(path, &to) {
+                        Ok(()) => Ok(Some(to)),
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                            Err(io::Error::other(format!(
+                                "{} is there already: not moved (never over another file)",
+                                to.display()
+                            )))
+                        }
+                        Err(e) => Err(e),
+                    },
                     Prepared::Trash(info, files) => rename_noreplace(path, &files).map(|()| {
                         info.keep();
                         Some(files)
@@ -528,9 +538,35 @@ pub fn act_all(
         .map_err(|e| journal_failed(journal, e))
 }
 
+/// What the acts of a run share, looked up once: each folder's device (a move's
+/// destination and the folders made under it), and the trash of each folder's files.
+#[derive(Default)]
+struct Places {
+    devices: HashMap<PathBuf, u64>,
+    /// By the folder a trashed file is in (the same device can be mounted twice, and a
+    /// file goes to the trash of the mount it is reached through).
+    trashes: HashMap<PathBuf, Result<trash::Place, String>>,
+}
+
+impl Places {
+    /// The device of the folder `dir` (made first when `make`), once per folder.
+    fn device(&mut self, dir: &Path, make: bool) -> io::Result<u64> {
+        if let Some(&dev) = self.devices.get(dir) {
+            return Ok(dev);
+        }
+        if make {
+            os::with_path(dir, |p| fs::create_dir_all(p))?;
+        }
+        let meta = os::metadata(dir)?;
+        let dev = os::file_id(dir, None, &meta)?.dev;
+        self.devices.insert(dir.to_path_buf(), dev);
+        Ok(dev)
+    }
+}
+
 /// Makes `act` on `checked` ready: checks what can be checked before it, and puts in place
-/// what it needs, leaving the file as it is.
-fn prepare(checked: &Checked, act: &Act) -> Result<Prepared, Error> {
+/// what it needs, leaving the file as it is (it is looked at again just before the act).
+fn prepare(checked: &Checked, act: &Act, places: &mut Places) -> Result<Prepared, Error> {
     let path = checked.path();
     let fail = |why: String| Error::io(path, io::Error::other(why));
     if !checked.identical && !act.keeps_the_bytes() {
@@ -549,42 +585,40 @@ fn prepare(checked: &Checked, act: &Act) -> Result<Prepared, Error> {
             ))),
         };
     }
-    still(&checked.file).map_err(fail)?;
     match act {
         Act::Move(dir) => {
             let to = under(dir, path);
             let parent = to.parent().unwrap_or(dir);
-            let elsewhere = |at: &Path| -> Result<bool, Error> {
-                let meta = os::metadata(at).map_err(|e| fail(describe_io(&e)))?;
-                let id = os::file_id(at, None, &meta).map_err(|e| fail(describe_io(&e)))?;
-                Ok(id.dev != checked.file.dev)
-            };
             let refuse = || {
                 fail(format!(
                     "{} is on another filesystem: not moved (a move here is a rename, never a copy)",
                     dir.display()
                 ))
             };
+            let io_fail =
+                |at: &Path, e: io::Error| fail(format!("{}: {}", at.display(), describe_io(&e)));
             // Nothing is made under a folder on another filesystem; nor moved across a
             // mount point inside it.
-            if elsewhere(dir)? {
+            if places.device(dir, false).map_err(|e| io_fail(dir, e))? != checked.file.dev {
                 return Err(refuse());
             }
-            os::with_path(parent, |p| fs::create_dir_all(p))
-                .map_err(|e| fail(format!("{}: {}", parent.display(), describe_io(&e))))?;
-            if elsewhere(parent)? {
+            if places
+                .device(parent, true)
+                .map_err(|e| io_fail(parent, e))?
+                != checked.file.dev
+            {
                 return Err(refuse());
-            }
-            if os::symlink_metadata(&to).is_ok() {
-                return Err(fail(format!(
-                    "{} is there already: not moved (never over another file)",
-                    to.display()
-                )));
             }
             Ok(Prepared::Move(to))
         }
         Act::Trash => {
-            let place = trash::place_for(path, checked.file.dev).map_err(fail)?;
+            let folder = path.parent().unwrap_or(path).to_path_buf();
+            let place = places
+                .trashes
+                .entry(folder)
+                .or_insert_with(|| trash::place_for(path, checked.file.dev))
+                .as_ref()
+                .map_err(|why| fail(why.clone()))?;
             let (info, files) = place.reserve(path).map_err(fail)?;
             Ok(Prepared::Trash(info, files))
         }

@@ -13,7 +13,6 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use seekless_core::error::describe_io;
-use seekless_core::os;
 
 /// The trash a file goes to.
 pub(super) struct Place {
@@ -168,10 +167,7 @@ fn home_trash() -> Option<PathBuf> {
 
 /// The device of `path`, or of its nearest existing ancestor.
 fn device_of_nearest(path: &Path) -> Option<u64> {
-    path.ancestors().find_map(|a| {
-        let m = os::metadata(a).ok()?;
-        os::file_id(a, None, &m).ok().map(|id| id.dev)
-    })
+    path.ancestors().find_map(device_of)
 }
 
 /// The top directory of the filesystem of `path` (device `dev`): its highest ancestor on
@@ -188,8 +184,7 @@ fn topdir(path: &Path, dev: u64) -> Result<PathBuf, String> {
 }
 
 fn device_of(path: &Path) -> Option<u64> {
-    let m = os::metadata(path).ok()?;
-    os::file_id(path, None, &m).ok().map(|id| id.dev)
+    crate::destructive::identity(path).map(|(dev, _)| dev)
 }
 
 /// Makes the trash directory `dir` with `files/` and `info/` (mode 0700), each a directory
