@@ -21,7 +21,7 @@
 #   bench/sheet.sh [DIR]          (default /var/tmp/seekless-bench-sheet)
 #   SIZES="10000 100000" (default); REPS=N (default 3, median); SEEKLESS=PATH: that
 #   binary instead of building the release one; OLD=PATH: the old design's binary
-#   (default: f616d17 built once from `git archive` into DIR, sharing ./target); OLD=none
+#   (default: f616d17 built once from `git archive` into DIR, in DIR/old-target); OLD=none
 #   skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,8 +42,9 @@ if [ -z "$old" ]; then
         echo "== building the old design (f616d17)"
         rm -rf "$dir/old-src"; mkdir -p "$dir/old-src"
         git archive f616d17 | tar -x -C "$dir/old-src"
-        (cd "$dir/old-src" && CARGO_TARGET_DIR=$OLDPWD/target cargo build --release -q -p seekless)
-        cp target/release/seekless "$old"
+        # Its own target folder: this tree's target/release/seekless stays this tree's.
+        (cd "$dir/old-src" && CARGO_TARGET_DIR="$dir/old-target" cargo build --release -q -p seekless)
+        cp "$dir/old-target/release/seekless" "$old"
     fi
 fi
 bin=${SEEKLESS:-$(seekless_bin)}

@@ -479,11 +479,16 @@ fn contact_sheet_shows_every_thumbnail_in_chromium() {
             sha256(&styles[0])
         )
     );
-    // The groups are a JSON island nothing in it can end.
+    // The groups are JSON islands nothing in them can end: a head, and one a page of 25.
     assert_eq!(
         html.matches("<script type=\"application/json\" id=\"groups\">")
             .count(),
         1
+    );
+    assert_eq!(
+        html.matches("<script type=\"application/json\" class=\"page\">")
+            .count(),
+        groups.len().div_ceil(25)
     );
     // Nothing from the network; no thumbnail inline.
     for remote in [
@@ -607,13 +612,25 @@ fn contact_sheet_shows_every_thumbnail_in_chromium() {
     assert_eq!(std::fs::read(thumbs.join("mine.txt")).unwrap(), b"kept");
     // A file there that is not the thumbnail it would write is never replaced: said, and
     // its content shown without one.
+    // One cut short (a crash, a full disk) is completed.
+    let cut = thumbs.join(want.iter().nth(1).unwrap());
+    let whole = std::fs::read(&cut).unwrap();
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    assert_exit(&dupes(&db, &["--html", sheet.to_str().unwrap()]), 0);
+    assert_eq!(
+        std::fs::read(&cut).unwrap(),
+        whole,
+        "the cut-short thumbnail completed"
+    );
     let theirs = thumbs.join(want.iter().next().unwrap());
     std::fs::write(&theirs, b"someone else's").unwrap();
     let o = dupes(&db, &["--html", sheet.to_str().unwrap()]);
     assert_exit(&o, 0);
     assert_eq!(std::fs::read(&theirs).unwrap(), b"someone else's");
     assert!(
-        stderr(&o).contains("1 thumbnails there are not the ones this sheet would write"),
+        stderr(&o).contains(
+            "files there that are not the thumbnail this sheet would write, left as they are: 1 "
+        ),
         "{}",
         stderr(&o)
     );

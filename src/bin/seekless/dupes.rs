@@ -263,7 +263,7 @@ fn run_with(
         let sheet = html::write_contact_sheet(&catalog, &dupes, &title, path)?;
         if sheet.kept_aside > 0 {
             eprintln!(
-                "seekless: dupes: {}: {} thumbnails there are not the ones this sheet would write, left as they are: their files are shown without (remove the folder to have them all written again)",
+                "seekless: dupes: {}: files there that are not the thumbnail this sheet would write, left as they are: {} (their contents are shown without one; remove the folder to have them all written again)",
                 escaped(&seekless::path_to_bytes(&html::thumbs_dir(path))),
                 sheet.kept_aside
             );

@@ -54,7 +54,7 @@ fn pipe() -> (OwnedFd, OwnedFd) {
 
 impl Browser {
     /// Starts Chromium with the profile `profile` (created) and a window of `size`
-    /// (width, height in CSS pixels). Its stderr goes to `profile/../chromium.log`.
+    /// (width, height in CSS pixels). Its stderr goes to `PROFILE.log` beside it.
     pub fn launch(profile: &Path, size: (u32, u32)) -> Browser {
         std::fs::create_dir_all(profile).unwrap();
         let log = profile.with_extension("log");
@@ -111,8 +111,14 @@ impl Browser {
                 if message.last() == Some(&0) {
                     message.pop();
                 }
-                let Ok(value) = serde_json::from_slice::<Value>(&message) else {
-                    continue;
+                // A message that is not JSON ends the reader: the test waiting on it then
+                // fails at once (the channel is closed), naming no timeout it did not wait.
+                let value = match serde_json::from_slice::<Value>(&message) {
+                    Ok(value) => value,
+                    Err(e) => panic!(
+                        "Chromium sent what is not JSON ({e}): {}",
+                        String::from_utf8_lossy(&message)
+                    ),
                 };
                 if tx.send(value).is_err() {
                     return;

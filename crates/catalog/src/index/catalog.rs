@@ -1666,33 +1666,8 @@ fn write_sidecar(
 /// `strings` as a JSON array (`["beach","Fish & Chips"]`), for SQLite's `json_each`;
 /// `None` when empty.
 fn json_strings(strings: &[String]) -> Option<String> {
-    use std::fmt::Write;
-    if strings.is_empty() {
-        return None;
-    }
-    let mut out = String::from("[");
-    for (n, s) in strings.iter().enumerate() {
-        if n > 0 {
-            out.push(',');
-        }
-        out.push('"');
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                c if u32::from(c) < 0x20 => {
-                    let _ = write!(out, "\\u{:04x}", u32::from(c));
-                }
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-    }
-    out.push(']');
-    Some(out)
+    // Serializing strings cannot fail.
+    (!strings.is_empty()).then(|| serde_json::to_string(strings).unwrap_or_default())
 }
 
 /// Writes a sidecar's row. One that could not be read (`?13` false: no fields) keeps the

@@ -26,7 +26,7 @@ mod x3f;
 mod xmp;
 
 pub(crate) use xmp::SidecarFields;
-pub(crate) use xmp::{SIDECAR_MAX, sidecar};
+pub(crate) use xmp::{SIDECAR_MAX, sidecar, too_large};
 
 /// What was found in one image. Fields it does not have stay `None`.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -1157,7 +1157,16 @@ fn read_sidecar(work: Work<'_>, reporter: &dyn Reporter) -> (SidecarRow, bool, P
         fields: None,
         error: None,
     };
-    // One byte over the bound is enough to tell the parser the file is too large.
+    if entry.size > inspect::SIDECAR_MAX as u64 {
+        // Too large to be a sidecar by its size alone: not read at all.
+        let why = inspect::too_large();
+        reporter.error(&Error::io(&*entry.path, std::io::Error::other(why.clone())));
+        row.fields = Some(inspect::SidecarFields::default());
+        row.error = Some(why);
+        return (row, true, phases);
+    }
+    // One byte over the bound is enough to tell the parser the file is too large (it grew
+    // since it was planned).
     let keep = inspect::SIDECAR_MAX + 1;
     let mut data = Vec::with_capacity(entry.size.min(keep as u64) as usize);
     let reading = Instant::now();

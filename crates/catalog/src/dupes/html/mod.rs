@@ -13,8 +13,9 @@
 //! - **The thumbnails** are files beside it, in [`thumbs_dir`] (`sheet.html.thumbs/`),
 //!   one JPEG per distinct content named by its BLAKE3 (`<blake3>.jpg`): byte-identical
 //!   files share one, and a later sheet reuses what is there. Only missing files are
-//!   written (a file of another length is never replaced: its content is shown without a
-//!   thumbnail); nothing there is ever removed.
+//!   written (one holding only the start of its thumbnail, cut short, is completed; any
+//!   other file there is never replaced: its content is shown without a thumbnail);
+//!   nothing there is ever removed.
 //!   A page's thumbnails are loaded when that page is shown, never before.
 //! - **A Content-Security-Policy** first in `<head>`: `default-src 'none'`, the page's one
 //!   script and one style by their SHA-256, images from the page's own place (`'self'`,
@@ -110,22 +111,23 @@ pub fn write_contact_sheet(
 }
 
 /// Each distinct content's thumbnail (width, height; none when the catalog has none).
-type Thumbs = HashMap<String, Option<(u32, u32)>>;
+type Thumbs<'a> = HashMap<&'a str, Option<(u32, u32)>>;
 
 /// Writes the thumbnail of every content the groups show that is not in `dir` yet.
 ///
 /// Each is created under its final name (`create_new`: never over another file), without
 /// the temporary-and-rename of [`AtomicFile`], which reads the directory on every call
-/// (for temporaries of ended runs) and would make 100,000 thumbnails quadratic. A file of
-/// another length there (cut short by a crash, made at another size, not ours) is never
-/// replaced: its content is shown without a thumbnail ([`Sheet::kept_aside`]; remove the
-/// folder to have every thumbnail written again).
-fn write_thumbnails(
+/// (for temporaries of ended runs) and would make 100,000 thumbnails quadratic. A file
+/// there that holds the start of the thumbnail, and nothing else (one cut short by a crash
+/// or a full disk), is completed; any other file there (made at another size, not ours,
+/// not a regular file) is never replaced: its content is shown without a thumbnail
+/// ([`Sheet::kept_aside`]; remove the folder to have every thumbnail written again).
+fn write_thumbnails<'a>(
     catalog: &Catalog,
-    dupes: &Dupes,
+    dupes: &'a Dupes,
     dir: &Path,
     sheet: &mut Sheet,
-) -> Result<Thumbs, DupesError> {
+) -> Result<Thumbs<'a>, DupesError> {
     let write_err = |path: &Path, e: std::io::Error| DupesError::Write {
         path: path.to_path_buf(),
         message: seekless_core::error::describe_io(&e),
@@ -133,44 +135,48 @@ fn write_thumbnails(
     let mut thumbs = Thumbs::new();
     let mut made_dir = false;
     for m in dupes.groups.iter().flat_map(|g| &g.members) {
-        if let Some(known) = thumbs.get(&m.blake3) {
+        if let Some(known) = thumbs.get(m.blake3.as_str()) {
             sheet.thumbnails += u64::from(known.is_some());
             continue;
         }
-        let found = catalog.thumbnail(m.id)?;
-        let size = found.as_ref().map(|t| (t.width, t.height));
-        thumbs.insert(m.blake3.clone(), size);
-        let Some(t) = found else { continue };
-        sheet.thumbnails += 1;
-        sheet.distinct += 1;
+        let Some(t) = catalog.thumbnail(m.id)? else {
+            thumbs.insert(&m.blake3, None);
+            continue;
+        };
         if !made_dir {
             std::fs::create_dir_all(dir).map_err(|e| write_err(dir, e))?;
             made_dir = true;
         }
         let file = dir.join(format!("{}.jpg", m.blake3));
-        match std::fs::metadata(&file) {
-            Ok(meta) if meta.is_file() && meta.len() == t.jpeg.len() as u64 => continue,
-            Ok(_) => {
-                // Not the thumbnail this sheet would write (cut short by a crash, made at
-                // another size, or not ours at all): left as it is, and the page shows
-                // none for that content rather than a wrong picture.
-                thumbs.insert(m.blake3.clone(), None);
-                sheet.thumbnails -= 1;
-                sheet.distinct -= 1;
-                sheet.kept_aside += 1;
-                continue;
+        // How much of the thumbnail is there already; `None`: something else is there.
+        let there = match std::fs::symlink_metadata(&file) {
+            Ok(meta) if meta.is_file() && meta.len() <= t.jpeg.len() as u64 => {
+                let have = std::fs::read(&file).map_err(|e| write_err(&file, e))?;
+                t.jpeg.starts_with(&have).then_some(have.len())
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let mut out = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&file)
-                    .map_err(|e| write_err(&file, e))?;
-                out.write_all(&t.jpeg).map_err(|e| write_err(&file, e))?;
-            }
+            Ok(_) => None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(0),
             Err(e) => return Err(write_err(&file, e)),
+        };
+        let Some(have) = there else {
+            thumbs.insert(&m.blake3, None);
+            sheet.kept_aside += 1;
+            continue;
+        };
+        if have < t.jpeg.len() {
+            let mut out = std::fs::OpenOptions::new()
+                .append(have > 0)
+                .write(true)
+                .create_new(have == 0)
+                .open(&file)
+                .map_err(|e| write_err(&file, e))?;
+            out.write_all(&t.jpeg[have..])
+                .map_err(|e| write_err(&file, e))?;
+            sheet.written += 1;
         }
-        sheet.written += 1;
+        thumbs.insert(&m.blake3, Some((t.width, t.height)));
+        sheet.thumbnails += 1;
+        sheet.distinct += 1;
     }
     Ok(thumbs)
 }
@@ -253,7 +259,7 @@ impl<'a> IslandMember<'a> {
             b: content,
             x: m.distance,
             k: m.keeper,
-            th: thumbs.get(&m.blake3).copied().flatten(),
+            th: thumbs.get(m.blake3.as_str()).copied().flatten(),
         }
     }
 }
@@ -395,15 +401,18 @@ fn page(
 /// and every non-ASCII character as `\u` escapes (UTF-16 units). Outside strings JSON
 /// has none of them, so the text means the same.
 fn escape_json(json: &str, out: &mut String) {
+    use std::fmt::Write as _;
     out.reserve(json.len());
     for c in json.chars() {
         match c {
-            '<' | '>' | '&' => out.push_str(&format!("\\u{:04x}", c as u32)),
+            '<' | '>' | '&' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
             c if c.is_ascii() => out.push(c),
             c => {
                 let mut units = [0u16; 2];
                 for u in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{u:04x}"));
+                    let _ = write!(out, "\\u{u:04x}");
                 }
             }
         }
@@ -411,7 +420,7 @@ fn escape_json(json: &str, out: &mut String) {
 }
 
 /// Bytes as people read them (KiB, MiB: powers of 1024).
-pub(crate) fn bytes(n: u64) -> String {
+fn bytes(n: u64) -> String {
     format!("{}", indicatif::HumanBytes(n))
 }
 

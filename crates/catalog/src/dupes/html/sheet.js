@@ -84,7 +84,10 @@
     var n = g.members.length;
     var text = g.kind + ' \u00b7 ' + n + ' files';
     if (g.kind === 'burst') text += ' \u00b7 not duplicates: pick yourself';
-    else if (g.kind === 'pair') text += ' \u00b7 one shot, kept together: not duplicates';
+    else if (g.kind === 'pair') {
+      text += ' \u00b7 ' + (g.link === 'live-photo' ? "a Live Photo's still and video" :
+        "a raw file and the camera's JPEG") + ', one shot, kept together: not duplicates';
+    }
     else text += ' \u00b7 ' + bytes(g.saving) + ' freed by keeping the marked one';
     return el('h2', null, text);
   }

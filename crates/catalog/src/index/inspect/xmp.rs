@@ -156,6 +156,14 @@ pub struct SidecarFields {
     pub title: Option<String>,
 }
 
+/// Why a file larger than [`SIDECAR_MAX`] is not read as a sidecar.
+pub(crate) fn too_large() -> String {
+    format!(
+        "larger than {} MiB: not read as a sidecar",
+        SIDECAR_MAX >> 20
+    )
+}
+
 /// Reads an XMP sidecar's fields from its bytes. Like the packet search above, a text
 /// search, not an XML parser: each property is found by its usual prefix (`xmp:`, or the
 /// older `xap:`), as attribute or element; arrays (`rdf:Bag`, `rdf:Seq`, `rdf:Alt`) by
@@ -163,10 +171,7 @@ pub struct SidecarFields {
 /// hostile input costs time linear in its size. An error when the file holds no XMP.
 pub(crate) fn sidecar(data: &[u8]) -> Result<SidecarFields, String> {
     if data.len() > SIDECAR_MAX {
-        return Err(format!(
-            "larger than {} MiB: not read as a sidecar",
-            SIDECAR_MAX >> 20
-        ));
+        return Err(too_large());
     }
     let data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
     let text = std::str::from_utf8(data)
@@ -225,12 +230,14 @@ fn rating(value: &str) -> Option<i64> {
 /// The start of element `name` at or after `from` in `xmp`: where its start tag's name
 /// ends (`<name` followed by `>`, `/` or white space), if there is one.
 fn start_tag(xmp: &str, name: &str, mut from: usize) -> Option<usize> {
-    let tag = format!("<{name}");
-    while let Some(found) = xmp.get(from..)?.find(&tag) {
-        let end = from + found + tag.len();
+    // The name, then a look at the byte before it: no `<name` string made per call.
+    while let Some(found) = xmp.get(from..)?.find(name) {
+        let at = from + found;
+        let end = at + name.len();
         from = end;
+        let opened = at > 0 && xmp.as_bytes()[at - 1] == b'<';
         let next = xmp[end..].chars().next();
-        if next.is_some_and(|c| c == '>' || c == '/' || c.is_whitespace()) {
+        if opened && next.is_some_and(|c| c == '>' || c == '/' || c.is_whitespace()) {
             return Some(end);
         }
     }
