@@ -324,6 +324,40 @@ fn a_changed_sidecar_updates_its_row_without_reading_the_image_and_a_removed_one
         ]
     );
 
+    // Edited again keeping its size and modification time (`exiftool -P`, one digit for
+    // another): a new file all the same, so it is read again.
+    let meta = std::fs::metadata(&t.img1_xmp).unwrap();
+    let o = Command::new("exiftool")
+        .args(["-q", "-overwrite_original", "-P", "-XMP:Rating=2"])
+        .arg(&t.img1_xmp)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // exiftool -P keeps whole seconds; the time is put back to the nanosecond, as a tool
+    // that copies it exactly would.
+    std::fs::File::options()
+        .write(true)
+        .open(&t.img1_xmp)
+        .unwrap()
+        .set_modified(meta.modified().unwrap())
+        .unwrap();
+    let now = std::fs::metadata(&t.img1_xmp).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(
+        (now.len(), now.modified().unwrap()),
+        (meta.len(), meta.modified().unwrap()),
+        "the same size and time"
+    );
+    assert_ne!(now.ino(), meta.ino(), "exiftool wrote a new file");
+    let o = index(&db, &["--summary".as_ref(), t.photos.as_os_str()]);
+    assert_exit(&o, 0);
+    assert_eq!(closing_counts(&o)["sidecars read"], 1, "{}", stderr(&o));
+    let rating = format!(
+        "SELECT s.rating FROM images i JOIN sidecars s ON s.id = i.sidecar WHERE i.path = '{}'",
+        t.img1.display()
+    );
+    assert_eq!(query(&db, &rating), [json!({"rating": 2})]);
+
     // The darktable sidecar goes: IMG_3.CR2 falls back to IMG_3.xmp (Lightroom's name).
     std::fs::remove_file(&t.dt_xmp).unwrap();
     // The shared sidecar goes: both its images lose their fields.

@@ -487,6 +487,8 @@ pub(crate) struct Row {
 pub(crate) struct KnownSidecar {
     pub id: i64,
     pub dev: u64,
+    /// `None` in a row written before version 5 recorded it: read again once.
+    pub ino: Option<u64>,
     pub size: u64,
     pub mtime_ns: i64,
     /// Its fields are from a read of the file as it was (size and mtime); one whose read
@@ -500,6 +502,7 @@ pub(crate) struct KnownSidecar {
 pub(crate) struct SidecarRow {
     pub path_bytes: Vec<u8>,
     pub dev: u64,
+    pub ino: u64,
     pub size: u64,
     pub mtime_ns: i64,
     /// What it says; `None` when it could not be read (the row keeps what an earlier read
@@ -660,7 +663,7 @@ impl WriterLock {
         tx.execute_batch(SCHEMA).map_err(io)?;
         upgrade_v2(&tx).map_err(io)?;
         upgrade_v3(&tx).map_err(io)?;
-        tx.execute_batch(V5_DECISIONS).map_err(io)?;
+        upgrade_v4(&tx).map_err(io)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(io)?;
         tx.pragma_update(None, "application_id", APPLICATION_ID)
@@ -1173,7 +1176,7 @@ fn expected_schema(version: i64) -> rusqlite::Result<Vec<SchemaObject>> {
             upgrade_v3(&tx)?;
         }
         if version >= 5 {
-            tx.execute_batch(V5_DECISIONS)?;
+            upgrade_v4(&tx)?;
         }
         tx.commit()?;
     }
@@ -1284,6 +1287,24 @@ pub(crate) fn upgrade_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
 /// Upgrades a version-2 catalog (or one just made from [`SCHEMA`]) to version 3, inside
 /// the caller's transaction: adds `images.phash` where missing and the `thumbs` table.
 /// Running it again changes nothing.
+/// Upgrades a version-4 catalog (or one just made by [`upgrade_v3`]) to version 5, inside
+/// the caller's transaction: adds the `decisions` table ([`V5_DECISIONS`]) and the
+/// sidecars' inode (`sidecars.ino`, where missing: a sidecar edited in place by a tool
+/// that keeps its size and time, `exiftool -P`, writes a new file). A row written before
+/// has none, and its sidecar is read again once. Running it again changes nothing.
+pub(crate) fn upgrade_v4(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(V5_DECISIONS)?;
+    let has_ino: bool = tx.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('sidecars') WHERE name = 'ino'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_ino {
+        tx.execute_batch("ALTER TABLE sidecars ADD COLUMN ino INTEGER;")?;
+    }
+    Ok(())
+}
+
 pub(crate) fn upgrade_v2(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     let has_phash: bool = tx.query_row(
         "SELECT count(*) > 0 FROM pragma_table_info('images') WHERE name = 'phash'",
@@ -1376,7 +1397,7 @@ impl Catalog {
             .conn
             .prepare(
                 "SELECT path_bytes, id, dev, size, mtime_ns,
-                     substr(coalesce(error, ''), 1, ?1) IS NOT ?2
+                     substr(coalesce(error, ''), 1, ?1) IS NOT ?2, ino
                  FROM sidecars",
             )
             .map_err(|e| self.err(e))?;
@@ -1390,6 +1411,7 @@ impl Catalog {
                         size: r.get::<_, i64>(3)? as u64,
                         mtime_ns: r.get(4)?,
                         read: r.get(5)?,
+                        ino: r.get::<_, Option<i64>>(6)?.map(|i| i as u64),
                         seen: false,
                     },
                 ))
@@ -1659,6 +1681,7 @@ fn write_sidecar(
         s.error,
         scan,
         f.is_some(),
+        s.ino as i64,
     ])?;
     Ok(())
 }
@@ -1675,9 +1698,10 @@ fn json_strings(strings: &[String]) -> Option<String> {
 /// file's now (it is read again next run: its error starts with [`READ_FAILED`]).
 const SIDECAR_UPSERT: &str = "
 INSERT INTO sidecars (path, path_bytes, dev, size, mtime_ns, rating, label, keywords,
-    hierarchical_keywords, title, error, scan)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+    hierarchical_keywords, title, error, scan, ino)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?14)
 ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
+    ino = excluded.ino,
     size = excluded.size, mtime_ns = excluded.mtime_ns,
     rating = iif(?13, excluded.rating, sidecars.rating),
     label = iif(?13, excluded.label, sidecars.label),
@@ -2165,6 +2189,7 @@ mod tests {
         Record::Sidecar(SidecarRow {
             path_bytes: b"/p/a.CR2.xmp".to_vec(),
             dev: 1,
+            ino: 2,
             size,
             mtime_ns: 7,
             fields,

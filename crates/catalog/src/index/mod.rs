@@ -597,11 +597,17 @@ fn decide_sidecars(
             continue;
         }
         summary.sidecars += 1;
-        let [_, _, size, mtime] = identity(f);
+        let [_, ino, size, mtime] = identity(f);
         read[i] = match known.get_mut(path_to_bytes(&f.entry.path).as_ref()) {
             Some(k) => {
                 k.seen = true;
-                !k.read || k.size as i64 != size || k.mtime_ns != mtime || opts.rehash
+                // Unchanged as images are: the same inode, size and mtime (a tool that
+                // rewrites a sidecar keeping its size and time makes a new file).
+                !k.read
+                    || k.ino.map(|i| i as i64) != Some(ino)
+                    || k.size as i64 != size
+                    || k.mtime_ns != mtime
+                    || opts.rehash
             }
             None => true,
         };
@@ -628,6 +634,7 @@ fn rows_of_unopened(
             }
             failed_rows.push(Record::Sidecar(SidecarRow {
                 dev: dev(),
+                ino: seekless_core::os::file_id(&path, None, &meta).map_or(0, |id| id.ino),
                 path_bytes: bytes,
                 size: meta.len(),
                 mtime_ns: mtime_ns(meta.modified().ok()),
@@ -1152,6 +1159,7 @@ fn read_sidecar(work: Work<'_>, reporter: &dyn Reporter) -> (SidecarRow, bool, P
     let mut row = SidecarRow {
         path_bytes: path_to_bytes(&entry.path).into_owned(),
         dev: entry.id.dev,
+        ino: entry.id.ino,
         size: entry.size,
         mtime_ns: mtime_ns(entry.modified),
         fields: None,
