@@ -18,6 +18,13 @@ seekless_bin() {
     echo "$PWD/target/release/seekless"
 }
 
+# Builds the release binary with symbols and debug info (profile `profiling`: the release
+# build itself is stripped) and prints its path. For perf and other profilers.
+seekless_profiling_bin() {
+    cargo build --profile profiling -q -p seekless
+    echo "$PWD/target/profiling/seekless"
+}
+
 # The emulated-disk benchmarks' settings undone: the SCHED_IDLE busy loops (PIDs in the
 # caller's `busy`) stopped and DAMON switched back on (the state files in its
 # `damon_paused`). For their cleanup traps.

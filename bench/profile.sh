@@ -13,13 +13,15 @@
 #   bench/profile.sh [HASH_DIR] [SMALL_DIR]
 #     (default /var/tmp/seekless-bench-hash, /var/tmp/seekless-bench-order/tree: made by
 #     bench/hash-local.sh and bench/order.sh)
-#   SEEKLESS=path/to/seekless (default: the release build)
+#   SEEKLESS=path/to/seekless (default: the `profiling` build, target/profiling/seekless:
+#     the release build with symbols and debug info, which perf needs to name functions;
+#     the release build is stripped)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hash_dir=${1:-/var/tmp/seekless-bench-hash}
 small_dir=${2:-/var/tmp/seekless-bench-order/tree}
 . bench/lib.sh
-bin=${SEEKLESS:-$(seekless_bin)}
+bin=${SEEKLESS:-$(seekless_profiling_bin)}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

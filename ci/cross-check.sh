@@ -26,27 +26,13 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target/cross}
 # state, which these one-off builds never use, to keep a fresh run short.
 export CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_TEST_DEBUG=0 CARGO_INCREMENTAL=0
 export WINEPREFIX=${WINEPREFIX:-$CARGO_TARGET_DIR/wineprefix}
-export WINEDEBUG=-all
-export WINEARCH=win64
-# Never pop up Wine's "install Mono/Gecko?" dialogs or try to download them.
-export WINEDLLOVERRIDES="mscoree,mshtml="
+# The Wine prefix's setup, shared with ci/release.sh: wine_prepare, wine_stop.
+. ci/wine.sh
 
 packages=(rustc-web cargo-web rust-web-src binutils-mingw-w64-x86-64 gcc-mingw-w64-x86-64 wine64)
 
 summary=()
 failed=0
-wine_started=0
-
-stop_wine() {
-    if [ "$wine_started" = 1 ]; then
-        # Only our prefix's server: wineserver -k acts on $WINEPREFIX alone.
-        if [ -x /usr/lib/wine/wineserver64 ]; then
-            /usr/lib/wine/wineserver64 -k 2>/dev/null || true
-        elif command -v wineserver >/dev/null 2>&1; then
-            wineserver -k 2>/dev/null || true
-        fi
-    fi
-}
 
 print_summary() {
     echo
@@ -63,7 +49,7 @@ print_summary() {
 }
 
 finish() {
-    stop_wine
+    wine_stop
     print_summary
 }
 trap finish EXIT
@@ -118,25 +104,14 @@ cross_cargo() {
 }
 
 prepare_wine() {
-    local shim_dir=$CARGO_TARGET_DIR/shim
-    mkdir -p "$shim_dir" &&
-        x86_64-w64-mingw32-gcc -shared -O2 -Wall -o "$shim_dir/bcryptprimitives.dll" \
-            ci/bcryptprimitives.c ci/bcryptprimitives.def -ladvapi32 || return 1
-    wine_started=1
-    if [ ! -f "$WINEPREFIX/system.reg" ]; then
-        mkdir -p "$WINEPREFIX" &&
-            /usr/lib/wine/wine64 wineboot --init >/dev/null 2>&1 || return 1
-    fi
-    local sys32=$WINEPREFIX/drive_c/windows/system32
-    [ -d "$sys32" ] || { echo "no $sys32 after wineboot"; return 1; }
-    cp "$shim_dir/bcryptprimitives.dll" "$sys32/bcryptprimitives.dll"
+    wine_prepare "$CARGO_TARGET_DIR/shim"
 }
 
 windows_tests() (
     # blake3's portable Rust code instead of its C and assembly: one less C build.
     export CARGO_FEATURE_PURE=1
     export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
-    export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=/usr/lib/wine/wine64
+    export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=$wine_runner
     # Every test target of the four crates: lib and bin unit tests, tests/it (its
     # Linux-only modules are compiled out), and the doc tests (Cargo runs them for the
     # target, through the same runner, since 1.89).

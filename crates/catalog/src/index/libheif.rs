@@ -71,7 +71,18 @@ const NAMES: &[&str] = if cfg!(target_os = "macos") {
 pub const MISSING: &str = "no decoder for heif: libheif is not installed (Debian and Ubuntu: \
     apt install libheif1; macOS: brew install libheif)";
 
+/// What the statically linked release binary says instead: it never loads libheif.
+pub const STATIC_BUILD: &str = "no decoder for heif: this statically linked seekless cannot \
+    load libheif (use the .deb or a build from source)";
+
 fn api() -> Result<&'static Api, &'static str> {
+    // A statically linked glibc program cannot load a shared library reliably (libheif
+    // would bring a second C library beside the one linked in; musl's dlopen always
+    // fails): the static release binary (ci/release.sh) treats HEIF files as a machine
+    // without libheif does, recording this error for the thumbnail.
+    if cfg!(all(unix, target_feature = "crt-static")) {
+        return Err(STATIC_BUILD);
+    }
     static API: OnceLock<Option<Api>> = OnceLock::new();
     API.get_or_init(load).as_ref().ok_or(MISSING)
 }

@@ -127,9 +127,42 @@ pub fn xattrs(_path: &Path) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
     Ok(Vec::new())
 }
 
+/// A statically linked glibc (the static release binary, ci/release.sh) cannot load the
+/// NSS modules `/etc/nsswitch.conf` may name after `files` (`systemd`, `ldap`, …: glibc
+/// loads them with dlopen, which needs the exact glibc the binary was linked with). Such a
+/// build looks users and groups up in `/etc/passwd` and `/etc/group` alone (`files` is
+/// built into glibc since 2.34); a name found nowhere there is left out, as for any
+/// unknown owner.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static"))]
+fn files_only_lookups() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    unsafe extern "C" {
+        // glibc's `nss.h`: replaces the service line of one database for this process.
+        fn __nss_configure_lookup(
+            db: *const std::ffi::c_char,
+            service_line: *const std::ffi::c_char,
+        ) -> std::ffi::c_int;
+    }
+    ONCE.call_once(|| {
+        // SAFETY: both arguments are NUL-terminated static strings; the call happens once,
+        // before any lookup of this process (every lookup goes through this `Once`).
+        unsafe {
+            __nss_configure_lookup(c"passwd".as_ptr(), c"files".as_ptr());
+            __nss_configure_lookup(c"group".as_ptr(), c"files".as_ptr());
+        }
+    });
+}
+
+#[cfg(all(
+    unix,
+    not(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static"))
+))]
+fn files_only_lookups() {}
+
 /// The name of user `uid`, if it has one.
 #[cfg(unix)]
 pub fn user_name(uid: u32) -> Option<Vec<u8>> {
+    files_only_lookups();
     // SAFETY: getpwuid_r fills `pwd` (all-zero is a valid `passwd`: null pointers, zero
     // ids), pointing into `buf` of the length given, and sets `found` to `&pwd` or null;
     // on success `pw_name` is a NUL-terminated string inside `buf`.
@@ -150,6 +183,7 @@ pub fn user_name(uid: u32) -> Option<Vec<u8>> {
 /// The name of group `gid`, if it has one.
 #[cfg(unix)]
 pub fn group_name(gid: u32) -> Option<Vec<u8>> {
+    files_only_lookups();
     // SAFETY: as for `user_name`, with getgrgid_r, `group` and `gr_name`.
     with_buffer(|buf| unsafe {
         let mut grp: libc::group = std::mem::zeroed();
