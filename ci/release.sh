@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Release artifacts (issue 34, item 1), each checked as it is made, written to
-# target/dist/ (emptied first):
+# target/dist/ (emptied first by a whole run):
 #
 #   seekless-V-x86_64-linux-static.tar.gz  the static Linux binary (glibc, static-pie,
 #                                          stripped), with README.md
@@ -14,7 +14,8 @@
 # dist). Why each choice: docs/release.md.
 #
 #   ci/release.sh [STEP...]   steps: static deb windows wheel package sums (default: all,
-#                             in that order; `sums` covers whatever target/dist holds)
+#                             in that order, into an emptied target/dist; chosen steps add
+#                             to what target/dist holds, and `sums` covers all of it)
 #
 # Needs (Debian 12, root for the .deb's install test and the chroot): the toolchain of
 # ci/cross-check.sh (rustc-web cargo-web rust-web-src binutils-mingw-w64-x86-64
@@ -82,6 +83,13 @@ fail() {
     return 1
 }
 
+# need COMMAND PACKAGE...: fails, naming the Debian packages, when COMMAND is missing.
+need() {
+    local cmd=$1
+    shift
+    command -v "$cmd" > /dev/null || fail "$cmd not found (apt-get install $*)"
+}
+
 # A few files in a subdirectory and a deeper one, names with spaces, an empty file and
 # one larger than a read chunk: what the Windows binary and the static one hash.
 make_corpus() {
@@ -109,6 +117,8 @@ reference_sums() {
 # libheif (HEIF thumbnails fail soft, as without libheif) and looks users and groups up
 # in /etc/passwd and /etc/group only (NSS modules are loaded with dlopen).
 static_binary() {
+    need file file
+    need readelf binutils
     local target=x86_64-unknown-linux-gnu
     # --target keeps the flag off build scripts and proc macros.
     RUSTFLAGS="-C target-feature=+crt-static" \
@@ -181,6 +191,8 @@ static_heif_fails_soft() {
 # (dynamic) release build, which loads libheif and NSS modules; dpkg-shlibdeps says what
 # it needs.
 deb_package() {
+    need dpkg-shlibdeps dpkg-dev
+    need man man-db groff-base
     nice cargo build --release --locked -p seekless --bin seekless
     local bin=$root/target/release/seekless
     local stage=$work/deb
@@ -299,6 +311,12 @@ deb_check() {
 # Cross-built the way ci/cross-check.sh builds the tests: Debian's Rust with the standard
 # library built from source, MinGW's linker; then run under Wine.
 windows_zip() {
+    need /usr/bin/cargo rustc-web cargo-web rust-web-src
+    need x86_64-w64-mingw32-gcc gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64
+    need "$wine_runner" wine64
+    need zip zip
+    need unzip unzip
+    need b3sum b3sum
     local target=x86_64-pc-windows-gnu
     CARGO_TARGET_DIR=$cross_target \
         CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc \
@@ -410,20 +428,29 @@ checksums() {
     ls -l "$dist"
 }
 
-steps=("$@")
-[ "${#steps[@]}" -gt 0 ] || steps=(static deb windows wheel package sums)
-rm -rf "$dist"
-mkdir -p "$dist"
-started=$SECONDS
-for s in "${steps[@]}"; do
-    case $s in
-        static) step "static Linux binary (x86_64, glibc static-pie)" static_binary ;;
-        deb) step ".deb (dpkg-deb; install, man, completions, remove)" deb_package ;;
-        windows) step "Windows .zip (MinGW; hash and order under Wine)" windows_zip ;;
-        wheel) step "Python wheel (maturin)" python_wheel ;;
-        package) step "cargo package of ${published[*]}" cargo_package ;;
-        sums) step "SHA256SUMS" checksums ;;
-        *) fail "unknown step $s (static deb windows wheel package sums)" ;;
-    esac
-done
-timings+=("$((SECONDS - started)) s  total")
+main() {
+    local steps=("$@") s
+    if [ "${#steps[@]}" = 0 ]; then
+        # A whole run starts from an empty target/dist; chosen steps add to what is there.
+        steps=(static deb windows wheel package sums)
+        rm -rf "$dist"
+    fi
+    mkdir -p "$dist"
+    started=$SECONDS
+    for s in "${steps[@]}"; do
+        case $s in
+            static) step "static Linux binary (x86_64, glibc static-pie)" static_binary ;;
+            deb) step ".deb (dpkg-deb; install, man, completions, remove)" deb_package ;;
+            windows) step "Windows .zip (MinGW; hash and order under Wine)" windows_zip ;;
+            wheel) step "Python wheel (maturin)" python_wheel ;;
+            package) step "cargo package of ${published[*]}" cargo_package ;;
+            sums) step "SHA256SUMS" checksums ;;
+            *) fail "unknown step $s (static deb windows wheel package sums)" ;;
+        esac
+    done
+    timings+=("$((SECONDS - started)) s  total")
+}
+
+# On one line: bash has read all of it before running it, so editing this file while it
+# runs cannot change what it does.
+main "$@"; exit
