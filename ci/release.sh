@@ -334,6 +334,7 @@ windows_zip() {
     mkdir -p "$work/zip"
     cp "$exe" "$work/zip/seekless.exe"
     cp README.md "$work/zip/README.md"
+    rm -f "$zip"
     (cd "$work/zip" && zip -q -X -9 "$zip" seekless.exe README.md)
     unzip -l "$zip"
     [ "$(unzip -Z1 "$zip" | grep -c '\.exe$')" = 1 ] || fail "the zip must hold one .exe"
@@ -345,19 +346,23 @@ windows_zip() {
     local win=$work/unzipped/seekless.exe corpus=$work/wincorpus
     make_corpus "$corpus"
     "$wine_runner" "$win" --version
-    # Relative paths (`hash .` inside the corpus): the only difference left is Windows'
-    # separator, `.\sub dir\x` for `./sub dir/x`, turned into `/` before comparing.
+    # Relative paths (`hash .` inside the corpus): what differs then is Windows' separator,
+    # and that `hash` escapes it as GNU sha256sum escapes a backslash in a name: the line
+    # `\HASH  .\\sub dir\\x` for `HASH  ./sub dir/x`. Normalised: a leading `\` removed,
+    # then `\\` turned into `/` (no name here holds a backslash of its own).
     local algo tool
     for algo in blake3 sha256; do
         tool=b3sum
         [ "$algo" = sha256 ] && tool=sha256sum
-        (cd "$corpus" && "$wine_runner" "$win" hash --algo "$algo" .) | tr '\\' / | sort -k2 > "$work/win.$algo"
+        (cd "$corpus" && "$wine_runner" "$win" hash --algo "$algo" .) |
+            sed -e 's#^\\##' -e 's#\\\\#/#g' | sort -k2 > "$work/win.$algo"
         reference_sums "$tool" "$corpus" > "$work/ref.$algo"
         diff -u "$work/ref.$algo" "$work/win.$algo" || fail "seekless.exe hash --algo $algo differs from $tool"
         echo "seekless.exe hash --algo $algo under Wine = $tool on Linux ($(wc -l < "$work/ref.$algo") files)"
     done
     # `order`: the same files (the order itself differs: Wine has no cluster map, so
     # Windows goes by file index), as the Linux build lists them.
+    # `order` prints names as they are: `.\sub dir\x`, separators turned into `/`.
     (cd "$corpus" && "$wine_runner" "$win" order .) | tr '\\' / | sort > "$work/win.order"
     local linux_bin=$root/target/release/seekless
     [ -x "$linux_bin" ] || linux_bin=$root/target/x86_64-unknown-linux-gnu/release/seekless
