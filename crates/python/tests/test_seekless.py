@@ -4,8 +4,10 @@ DataLoader example."""
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import hashlib
+import mmap
 import multiprocessing
 import os
 import re
@@ -270,6 +272,51 @@ def test_break_close_and_with_stop_the_sweep(many: Path) -> None:
     with seekless.read(str(many)) as it2:
         next(it2)
     assert threads() == before
+
+
+def cached_pages(path: Path) -> int:
+    """Pages of the file in the page cache now: mincore(2) over a mapping of it (mapping
+    reads nothing)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    size = path.stat().st_size
+    pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        assert addr not in (None, ctypes.c_void_p(-1).value), os.strerror(ctypes.get_errno())
+        try:
+            vec = (ctypes.c_ubyte * pages)()
+            assert libc.mincore(addr, size, vec) == 0, os.strerror(ctypes.get_errno())
+            return sum(v & 1 for v in vec)
+        finally:
+            libc.munmap(addr, size)
+    finally:
+        os.close(fd)
+
+
+def test_a_closed_read_leaves_the_rest_of_the_files_unread(many: Path) -> None:
+    files = [Path(p) for p in seekless.order(str(many))]
+    os.sync()
+    for p in files:
+        # Read first: that waits for any read an earlier test's sweep left in flight (its
+        # pages are locked until it completes, and cannot be evicted before).
+        p.read_bytes()
+        fd = os.open(p, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+    tail = files[len(files) * 2 // 3 :]
+    assert sum(cached_pages(p) for p in tail) == 0, "could not evict the files"
+    it = seekless.read(str(many))
+    for _ in range(3):
+        next(it)
+    it.close()
+    # The window (64 MiB of these 192 MiB) bounds how far the sweep ran ahead: the last
+    # third of the files were never read.
+    assert sum(cached_pages(p) for p in tail) == 0
 
 
 def test_order_and_shard_leave_no_thread(many: Path) -> None:
