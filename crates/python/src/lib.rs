@@ -16,7 +16,8 @@
 //! - **The GIL is released** while planning, while waiting for the next file and while
 //!   reading or hashing it; it is held only to make the objects handed to Python.
 //! - **`bytes` made once**: a file's `bytes` object is allocated at its planned size and
-//!   the file is read straight into it (no intermediate buffer), the GIL released. A
+//!   the file is read straight into it (no intermediate buffer, not even zeroed first:
+//!   `FileReader::read_uninit`), the GIL released. A
 //!   buffer object over the reader's block was not possible: the buffer protocol is in
 //!   the stable ABI only from Python 3.11, and the wheels are abi3 from 3.9.
 //! - **Dropping the iterator stops the sweeps** (the `Reader`'s drop cancels its windows
@@ -27,6 +28,7 @@
 
 use std::collections::VecDeque;
 use std::io::Read;
+use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -268,31 +270,39 @@ unsafe impl Send for Fill {}
 
 impl Fill {
     /// Reads the file into the storage, to its planned size, then checks it did not change
-    /// ([`FileReader::finish`]: a shorter, longer or rewritten file is an error).
-    fn read(self, mut file: FileReader) -> Result<(), Error> {
-        let dst: &mut [u8] = if self.1 == 0 {
+    /// ([`FileReader::finish`]: a shorter, longer or rewritten file is an error). Returns
+    /// the bytes read: fewer than the size only where sizes are not lengths (procfs,
+    /// sysfs), where whatever was read is the content.
+    fn read(self, mut file: FileReader) -> Result<usize, Error> {
+        let dst: &mut [MaybeUninit<u8>] = if self.1 == 0 {
             // An empty file gets the shared empty bytes object: nothing to write there,
             // but the file is still read to its end and checked.
             &mut []
         } else {
             // SAFETY: `self.0` points to `self.1` writable bytes (PyBytes_AsString of an
-            // object of that size), exclusively ours (see `Fill`'s Send), zeroed before a
-            // slice is made over them, so it never covers uninitialised memory.
-            unsafe {
-                std::ptr::write_bytes(self.0, 0, self.1);
-                std::slice::from_raw_parts_mut(self.0, self.1)
-            }
+            // object of that size), exclusively ours (see `Fill`'s Send); as
+            // `MaybeUninit<u8>` they need not be initialised yet.
+            unsafe { std::slice::from_raw_parts_mut(self.0.cast::<MaybeUninit<u8>>(), self.1) }
         };
         let mut at = 0;
         while at < dst.len() {
-            match file.read(&mut dst[at..]) {
+            match file.read_uninit(&mut dst[at..]) {
                 Ok(0) => break,
                 Ok(n) => at += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::io(&*file.planned().entry.path, e)),
+                Err(e)
+                    if e.io_error().map(|e| e.kind()) == Some(std::io::ErrorKind::Interrupted) =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(e),
             }
         }
-        file.finish().map(drop)
+        if at < dst.len() {
+            // Short: `finish` says whether that is a change. Zero the rest, so that no
+            // uninitialised memory is ever left in an object Python owns.
+            dst[at..].fill(MaybeUninit::new(0));
+        }
+        file.finish().map(|_| at)
     }
 }
 
@@ -372,7 +382,13 @@ impl Files {
                 let fill = Fill(at, size);
                 let filled = py.detach(move || fill.read(file));
                 match filled {
-                    Ok(()) => Ok(Some((path, bytes.unbind()))),
+                    Ok(n) if n == size => Ok(Some((path, bytes.unbind()))),
+                    // Shorter than its size, and that is its content (procfs, sysfs).
+                    Ok(n) => {
+                        let whole = bytes.cast_into::<PyBytes>().map_err(PyErr::from)?;
+                        let short = PyBytes::new(py, &whole.as_bytes()[..n]);
+                        Ok(Some((path, short.into_any().unbind())))
+                    }
                     Err(e) => {
                         drop(bytes);
                         this.failure(py, &Failure::of(&e))
