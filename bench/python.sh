@@ -70,7 +70,7 @@ run() {
         "$SEEKLESS" hash --algo blake3 "$dir" > "$work/cli.txt"
         e=$(date +%s.%N)
         line=$("$PY" "$DRIVER" manifest "$work/cli.txt" "$dir")
-        line=${line%\}}", \"seconds\": $(echo "$e - $s" | bc -l)}"
+        line=${line%\}}", \"seconds\": $(printf '%.6f' "$(echo "$e - $s" | bc -l)")}"
     else
         line=$("$PY" "$DRIVER" "$c" "$dir")
     fi
@@ -136,7 +136,7 @@ if [ "$HDD" = 1 ]; then
             busy+=($!)
         done
     fi
-    echo "# emulated disk: hddsim 4 GiB, ext4, corpus.py --layout shuffled --seed 1; DAMON: ${damon_paused[*]:+paused}${damon_paused[*]:-none on}; SCHED_IDLE busy loops: $BUSY"
+    echo "# emulated disk: hddsim 4 GiB, ext4, corpus.py --layout shuffled --seed 1; DAMON: ${damon_paused[*]:+paused (${damon_paused[*]})}${damon_paused[*]:-none on}; SCHED_IDLE busy loops: $BUSY"
     measure hdd "$mnt/corpus" "$REPO/$stack cold"
     undo_busy_and_damon
     busy=() damon_paused=()
