@@ -1,5 +1,6 @@
 """Read many files in the order they lie on their disks: one sweep per disk, the queue
-kept full. The Python face of seekless (https://github.com/ — see docs/python.md).
+kept full. The Python face of seekless; the decisions behind this API are in the
+project's docs/python.md.
 
     import seekless
     for path, data in seekless.read(paths):      # bytes, in physical order
