@@ -438,14 +438,18 @@ impl Files {
 
 impl Drop for Files {
     fn drop(&mut self) {
+        let stage = std::mem::replace(self.stage(), Stage::Done);
         if std::process::id() != self.pid {
             // A forked child: the sweep threads are the parent's; joining them here would
             // wait forever. Leak the run (the child's copy of it is inert).
-            let stage = std::mem::replace(self.stage(), Stage::Done);
             std::mem::forget(stage);
+            return;
         }
-        // Otherwise the stage drops here: the Reader cancels its windows and joins its
-        // threads (promptly: a cancelled sweep stops at its next step).
+        // The Reader cancels its windows and joins its threads (promptly: a cancelled
+        // sweep stops at its next step, at worst one prefetch request). Without the GIL,
+        // so other Python threads run meanwhile; where Python cannot be attached to (it is
+        // shutting down), with it, as the closure is dropped unrun.
+        let _ = Python::try_attach(move |py| py.detach(move || drop(stage)));
     }
 }
 

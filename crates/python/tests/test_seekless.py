@@ -319,6 +319,13 @@ def test_a_closed_read_leaves_the_rest_of_the_files_unread(many: Path) -> None:
     assert sum(cached_pages(p) for p in tail) == 0
 
 
+def test_an_iterator_alive_at_interpreter_exit_ends_cleanly(many: Path) -> None:
+    # Module teardown drops it while Python shuts down: no hang, no panic, exit status 0.
+    code = f"import seekless\nit = seekless.read({str(many)!r})\nnext(it)\nkeep = it\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
 def test_order_and_shard_leave_no_thread(many: Path) -> None:
     before = threads()
     seekless.order(str(many))
