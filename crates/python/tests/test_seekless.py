@@ -15,6 +15,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import types
 from pathlib import Path
 
@@ -324,6 +326,46 @@ def test_an_iterator_alive_at_interpreter_exit_ends_cleanly(many: Path) -> None:
     code = f"import seekless\nit = seekless.read({str(many)!r})\nnext(it)\nkeep = it\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stderr == "", done.stderr
+
+
+def test_other_python_threads_run_while_next_reads(many: Path) -> None:
+    # With a switch interval of 100 s the main thread keeps the GIL unless it gives it up
+    # itself; the loop below gives it up nowhere but inside next(). So the other thread's
+    # count can only move while next() runs with the GIL released.
+    count = 0
+    stop = False
+
+    def spin() -> None:
+        nonlocal count
+        while not stop:
+            count += 1
+            time.sleep(0)  # hands the GIL back, and waits for it again
+
+    old = sys.getswitchinterval()
+    other = threading.Thread(target=spin)
+    sys.setswitchinterval(100.0)
+    try:
+        other.start()
+        # The control: an iterator that never releases the GIL lets it move nowhere.
+        still = 0
+        for _ in range(100_000):
+            before = count
+            still += count != before
+        assert still == 0, "the other thread ran without the GIL being released"
+        moved = 0
+        it = seekless.read(str(many))
+        while True:
+            before = count
+            try:
+                next(it)
+            except StopIteration:
+                break
+            moved += count != before
+    finally:
+        stop = True
+        other.join()
+        sys.setswitchinterval(old)
+    assert moved > 0, "no other thread ran during any next(): the GIL was held"
 
 
 def test_order_and_shard_leave_no_thread(many: Path) -> None:
