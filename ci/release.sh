@@ -398,11 +398,26 @@ python_wheel() {
     else
         # From PyPI, into a virtual environment of this run (needs python3-venv).
         python3 -m venv "$work/venv" || fail "python3 -m venv (apt-get install python3-venv)"
-        "$work/venv/bin/pip" install -q maturin
+        "$work/venv/bin/pip" install -q maturin==1.16.0
         maturin=("$work/venv/bin/maturin")
     fi
     nice "${maturin[@]}" build --release --locked -m "$manifest" --out "$dist"
     ls -l "$dist"/*.whl
+    # The wheel as a user gets it: installed into a fresh venv (no network: it has no
+    # dependencies), it reads a file's bytes and hashes it as Python does.
+    python3 -m venv "$work/wheel-venv" || fail "python3 -m venv (apt-get install python3-venv)"
+    "$work/wheel-venv/bin/pip" install -q --no-index "$dist"/seekless-*.whl
+    "$work/wheel-venv/bin/python" - "$work/wheel-venv/bin/python" <<'PY' || fail "the installed wheel does not read as Python does"
+import hashlib, sys
+import seekless
+path = sys.argv[1]
+want = open(path, "rb").read()
+[(p, data)] = list(seekless.read([path]))
+[(_, digest)] = list(seekless.hash([path], algo="sha256"))
+assert p == path and data == want, "bytes differ"
+assert digest == hashlib.sha256(want).hexdigest(), "sha256 differs"
+print(f"wheel: seekless.read and seekless.hash agree with Python on {path} ({len(want)} bytes)")
+PY
 }
 
 # --- cargo package ------------------------------------------------------------------

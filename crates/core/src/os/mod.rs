@@ -53,6 +53,36 @@ pub use write::{
     sync_directory, sync_filesystem, sync_filesystem_of, write_all_at,
 };
 
+/// Reads from `file`'s offset into `buf`, which need not be initialised, as
+/// `Read::read` does; `buf[..n]` is initialised afterwards. On Unix one `read(2)` into
+/// `buf`; elsewhere `buf` is zeroed, then read into.
+pub fn read_uninit(
+    file: &std::fs::File,
+    buf: &mut [std::mem::MaybeUninit<u8>],
+) -> std::io::Result<usize> {
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the whole call, and
+        // read(2) writes at most that many; the descriptor is open (`file` is borrowed).
+        let n = unsafe { libc::read(file.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::Read;
+        buf.fill(std::mem::MaybeUninit::new(0));
+        // SAFETY: every element of `buf` was initialised just above, and MaybeUninit<u8>
+        // has the layout of u8.
+        let init = unsafe { &mut *(buf as *mut [std::mem::MaybeUninit<u8>] as *mut [u8]) };
+        (&*file).read(init)
+    }
+}
+
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]

@@ -686,6 +686,49 @@ impl FileReader {
             let path = &self.plan.files()[self.index as usize].entry.path;
             Error::io(&**path, e)
         })?;
+        self.consumed(n);
+        Ok(n)
+    }
+
+    /// As `read`, into memory that need not be initialised (`buf[..n]` is, afterwards):
+    /// for a caller that allocates the file's whole destination and would otherwise zero
+    /// it only to overwrite it (the Python module reads each file straight into a new
+    /// `bytes` object). The same accounting as `read`: the window, drop-behind, and the
+    /// position [`finish`](Self::finish) checks. On Unix one `read(2)` into `buf`;
+    /// elsewhere `buf` is zeroed first.
+    ///
+    /// ```
+    /// use std::mem::MaybeUninit;
+    /// use std::sync::Arc;
+    /// use seekless_core::{Plan, PlanOptions, Quiet, read::{ReadOptions, Reader}};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// std::fs::write(dir.path().join("a"), b"hello")?;
+    /// let plan = Arc::new(Plan::build(&[dir.path().join("a")], &PlanOptions::default(), &Quiet));
+    /// let mut reader = Reader::new(plan, ReadOptions::default());
+    /// let mut file = reader.next().unwrap()?;
+    /// let mut buf = vec![MaybeUninit::<u8>::uninit(); 5];
+    /// let mut at = 0;
+    /// while at < buf.len() {
+    ///     match file.read_uninit(&mut buf[at..])? {
+    ///         0 => break,
+    ///         n => at += n,
+    ///     }
+    /// }
+    /// assert_eq!(file.finish()?, 5); // all 5 bytes read, the file unchanged
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read_uninit(&mut self, buf: &mut [std::mem::MaybeUninit<u8>]) -> Result<usize, Error> {
+        let n = os::read_uninit(&self.file, buf).map_err(|e| {
+            let path = &self.plan.files()[self.index as usize].entry.path;
+            Error::io(&**path, e)
+        })?;
+        self.consumed(n);
+        Ok(n)
+    }
+
+    /// Counts `n` bytes read: the position, the window's bytes, drop-behind.
+    fn consumed(&mut self, n: usize) {
         self.pos += n as u64;
         self.window.release(self.slot.consumed(n as u64));
         // Large files: drop what was read every few MiB rather than at the end.
@@ -693,7 +736,6 @@ impl FileReader {
             let _ = os::drop_cache(&self.file, self.dropped, self.pos - self.dropped);
             self.dropped = self.pos;
         }
-        Ok(n)
     }
 }
 
@@ -725,6 +767,37 @@ mod tests {
         }
         let plan = Plan::build(&[t.path().to_path_buf()], &PlanOptions::default(), &Quiet);
         (t, Arc::new(plan))
+    }
+
+    #[test]
+    fn read_uninit_reads_what_read_does_and_counts_for_finish() {
+        let (_t, plan) = plan_of(&["a", "b", "c"]);
+        let mut seen = 0;
+        for file in Reader::new(plan, ReadOptions::default()) {
+            let mut file = file.unwrap();
+            let size = file.planned().entry.size as usize;
+            let expected = std::fs::read(&*file.planned().entry.path).unwrap();
+            // Odd-sized pieces, one byte of room more than the file needs.
+            let mut buf = vec![std::mem::MaybeUninit::<u8>::uninit(); size + 1];
+            let mut at = 0;
+            loop {
+                let end = (at + 777).min(buf.len());
+                match file.read_uninit(&mut buf[at..end]).unwrap() {
+                    0 => break,
+                    n => at += n,
+                }
+            }
+            assert_eq!(at, size);
+            // SAFETY: read_uninit initialised buf[..at].
+            let got: Vec<u8> = buf[..at]
+                .iter()
+                .map(|b| unsafe { b.assume_init() })
+                .collect();
+            assert_eq!(got, expected);
+            assert_eq!(file.finish().unwrap(), size as u64);
+            seen += 1;
+        }
+        assert_eq!(seen, 3);
     }
 
     #[test]
