@@ -349,6 +349,29 @@ impl<F> Locating<'_, F> {
     }
 }
 
+impl<F> Locating<'_, F>
+where
+    F: Fn(&File, u64) -> Arc<FsState> + Sync,
+{
+    /// The branch filesystem and the branch file of `entry`, a file of a pool (mergerfs)
+    /// open as `file`, when the pool names its branch path and the file there is the one
+    /// planned (a regular file of the same size and modification time): it is located
+    /// there. The bytes are still read through the pool's path, so the file the reader
+    /// opens and checks is the one the walk found; only the order comes from the branch.
+    fn on_branch(&self, entry: &Entry, file: &File) -> Option<(Arc<FsState>, File)> {
+        let path = os::branch_path(file)?;
+        let branch = os::open_to_locate(&path, false).ok()?;
+        let meta = branch.metadata().ok()?;
+        let same =
+            meta.is_file() && meta.len() == entry.size && meta.modified().ok() == entry.modified;
+        if !same {
+            return None;
+        }
+        let dev = os::file_id(&path, Some(&branch), &meta).ok()?.dev;
+        Some(((self.fs_state)(&branch, dev), branch))
+    }
+}
+
 impl<F> walk::Visitor for Locating<'_, F>
 where
     F: Fn(&File, u64) -> Arc<FsState> + Sync,
@@ -374,6 +397,18 @@ where
         let timed = local.calls.is_multiple_of(TIME_EVERY);
         local.calls += 1;
         let t = timed.then(Instant::now);
+        // A pool's file (mergerfs) is located on its branch, and swept with the branch's
+        // disk; it is still read through the pool's path (see `on_branch`).
+        let pooled = self.opts.strategy.is_none_or(Strategy::is_physical);
+        let branch = if pooled && fs.device.kind() == FsKind::Fuse {
+            self.on_branch(&entry, file)
+        } else {
+            None
+        };
+        let (fs, file) = match &branch {
+            Some((fs, branch_file)) => (fs, branch_file),
+            None => (fs, file),
+        };
         let placement = fs
             .ladder
             .locate(file, entry.size, self.opts.sync, &fs.device.volume)

@@ -303,6 +303,20 @@ impl Mounted {
     }
 }
 
+impl Mounted {
+    /// mergerfs over `branches` at `at` (no free space kept back: the default keeps 4 GiB,
+    /// more than a test's loop filesystem has).
+    pub fn mergerfs(at: &Path, branches: &[&Path]) -> Mounted {
+        std::fs::create_dir_all(at).unwrap();
+        let branches: Vec<String> = branches.iter().map(|b| b.display().to_string()).collect();
+        run(Command::new("mergerfs")
+            .args(["-o", "minfreespace=0"])
+            .arg(branches.join(":"))
+            .arg(at));
+        Mounted(at.to_path_buf())
+    }
+}
+
 impl Drop for Mounted {
     fn drop(&mut self) {
         let ok = Command::new("umount")

@@ -12,7 +12,8 @@
 //!   [`open_dir_for_names`]), [`open_to_read`];
 //! - locating: [`probe`] (a [`Volume`]: what the backend knows of one filesystem),
 //!   `map_extents`, [`EXTENT_STRATEGIES`];
-//! - devices: [`disk_of`];
+//! - devices: [`disk_of`]; pools: [`branch_path`] (a mergerfs file's path on its branch;
+//!   Linux, elsewhere never);
 //! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`], [`drop_all_caches`];
 //! - timing the disk: `DirectReader` (reads past the page cache), `disk_node`
 //!   (Linux; elsewhere unsupported, and the disk is taken for what it reports);
@@ -154,6 +155,13 @@ pub fn with_paths<T>(
 #[cfg(not(target_os = "linux"))]
 pub fn open_directory(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(path)
+}
+
+/// Where a pooled filesystem (mergerfs) keeps a file: Linux's concern (see
+/// `linux/pool.rs`); elsewhere never.
+#[cfg(not(target_os = "linux"))]
+pub fn branch_path(_file: &std::fs::File) -> Option<std::path::PathBuf> {
+    None
 }
 
 /// Opening files by name relative to their directory is Linux's (see

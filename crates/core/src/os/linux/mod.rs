@@ -9,6 +9,7 @@ mod fiemap;
 mod hints;
 mod longpath;
 mod memory;
+mod pool;
 mod statfs;
 mod sysfs;
 
@@ -36,6 +37,7 @@ pub use longpath::{
     metadata, open_directory, read_dir, symlink_metadata, sys_path, with_path, with_paths,
 };
 pub use memory::free_memory;
+pub use pool::branch_path;
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory
 /// was read cannot hang us), never updates atime, and does not follow a final symlink
