@@ -4,7 +4,13 @@
 //!   FIEMAP on its branch (where `user.mergerfs.fullpath` says it is), swept with that
 //!   branch's disk, and read through the pool's path.
 //!
-//! Needs root (loop devices, mount), `mergerfs`, `filefrag`, `sha256sum`.
+//! - btrfs over two loop devices, one reporting rotational and one not (`-d raid0` and
+//!   `-d single`): each file is swept with the member holding its first byte, at its
+//!   offset there, as `btrfs-map-logical` maps `filefrag`'s address and as the bytes on
+//!   the device show; each member is a disk of its own, measured on its own.
+//!
+//! Needs root (loop devices, mount), `mergerfs`, `mkfs.btrfs`, `btrfs-map-logical`,
+//! `filefrag`, `sha256sum`, `dd`.
 
 use std::path::{Path, PathBuf};
 
@@ -123,4 +129,159 @@ fn mergerfs_files_are_located_on_their_branch_and_swept_with_its_disk() {
     for (path, digest) in hashed {
         assert_eq!(digest, sha256sum(&path), "{}", path.display());
     }
+}
+
+/// `btrfs-map-logical`'s first mirror of btrfs address `logical`: (device name, offset).
+fn map_logical(logical: u64, device: &str) -> (String, u64) {
+    let out = run(std::process::Command::new("btrfs-map-logical")
+        .arg("-l")
+        .arg(logical.to_string())
+        .arg(device));
+    // "mirror 1 logical 92303360 physical 67203072 device /dev/loop1"
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("mirror 1 "))
+        .unwrap_or_else(|| panic!("btrfs-map-logical: {text}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let physical = words[5].parse().unwrap();
+    let name = Path::new(words[7]).file_name().unwrap().to_string_lossy();
+    (name.into_owned(), physical)
+}
+
+/// 4 KiB of device `device` at `offset`, read past its page cache.
+fn device_block(device: &str, offset: u64) -> Vec<u8> {
+    let out = run(std::process::Command::new("dd")
+        .arg(format!("if={device}"))
+        .args(["bs=4096", "count=1", "iflag=direct,skip_bytes"])
+        .arg(format!("skip={offset}")));
+    assert_eq!(out.stdout.len(), 4096, "dd {device} at {offset}");
+    out.stdout
+}
+
+/// Files of 4 KiB to 1 MiB written to `pool` in shuffled order, and about `spread` MiB
+/// more in larger files so data lands in more than one chunk.
+fn write_btrfs_files(pool: &BtrfsPool, count: usize, spread: u64) -> Vec<PathBuf> {
+    let mut rng = Rng::new(3403);
+    let mut paths = Vec::new();
+    for i in 0..count {
+        let len = 4096 * (1 + rng.below(256)) as usize;
+        let path = pool.path(format!("f{i:03}"));
+        std::fs::write(&path, rng.bytes(len)).unwrap();
+        paths.push(path);
+    }
+    for i in 0..spread / 8 {
+        let path = pool.path(format!("big{i:02}"));
+        std::fs::write(&path, rng.bytes(8 << 20)).unwrap();
+        paths.push(path);
+    }
+    run(&mut std::process::Command::new("sync"));
+    paths
+}
+
+/// Checks a btrfs pool's listing, hashes and disk verdicts (see the module's doc).
+fn btrfs_members_are_swept_apart(test: &str, profile: &str, spread: u64) {
+    if !require_root(test)
+        || !require_tools(
+            test,
+            &[
+                "mkfs.btrfs",
+                "btrfs-map-logical",
+                "filefrag",
+                "sha256sum",
+                "dd",
+            ],
+        )
+    {
+        return;
+    }
+    let pool = BtrfsPool::new(test, profile, 320);
+    let paths = write_btrfs_files(&pool, 40, spread);
+    let names = pool.names();
+    let (listed, summary) = order(&[&pool.mnt]);
+    assert_eq!(listed.len(), paths.len(), "{summary}");
+    for l in &listed {
+        assert_eq!(l.strategy, "fiemap", "{l:?}");
+        // filefrag's "physical" on btrfs is its logical address; btrfs-map-logical maps it.
+        let (logical, _) = filefrag(&l.path);
+        let (device, physical) = map_logical(logical.unwrap(), &pool.devices[0]);
+        assert_eq!((&l.disk, l.offset), (&device, Some(physical)), "{l:?}");
+        // And the file's first bytes are there on that device.
+        let mut head = vec![0u8; 4096];
+        use std::io::Read;
+        std::fs::File::open(&l.path)
+            .unwrap()
+            .read_exact(&mut head)
+            .unwrap();
+        assert!(
+            device_block(&format!("/dev/{device}"), physical) == head,
+            "{l:?}: not the file's bytes at /dev/{device} offset {physical}"
+        );
+    }
+    // Two sweeps, one per member: each disk's files together, in offset order.
+    let mut runs: Vec<&str> = listed.iter().map(|l| l.disk.as_str()).collect();
+    runs.dedup();
+    let mut disks = runs.clone();
+    disks.sort();
+    let mut want = names.to_vec();
+    want.sort();
+    assert_eq!(disks, want, "each member once: {runs:?}");
+    for disk in &names {
+        let offsets: Vec<u64> = listed
+            .iter()
+            .filter(|l| &l.disk == disk)
+            .map(|l| l.offset.unwrap())
+            .collect();
+        assert!(offsets.is_sorted(), "{disk}: {offsets:?}");
+    }
+
+    // Read: what sha256sum reads; each member taken for what it is, on its own.
+    let out = run(seekless()
+        .args(["hash", "--algo", "sha256", "--summary"])
+        .arg(&pool.mnt));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut hashed = 0;
+    for line in stdout.lines() {
+        let (digest, path) = line.split_once("  ").unwrap();
+        assert_eq!(digest, sha256sum(Path::new(path)), "{path}");
+        hashed += 1;
+    }
+    assert_eq!(hashed, paths.len());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let verdict = |name: &str| {
+        stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("seekless: {name}: reports")))
+            .unwrap_or_else(|| panic!("no verdict for {name}:\n{stderr}"))
+            .to_string()
+    };
+    assert!(
+        verdict(&names[0]).contains("reports rotational"),
+        "{stderr}"
+    );
+    assert!(
+        verdict(&names[1]).contains("reports non-rotational"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn btrfs_raid0_over_two_disks_is_swept_per_member_at_member_offsets() {
+    // Files of up to 1 MiB over 64 KiB stripes: on both members.
+    btrfs_members_are_swept_apart(
+        "btrfs_raid0_over_two_disks_is_swept_per_member_at_member_offsets",
+        "raid0",
+        0,
+    );
+}
+
+#[test]
+fn btrfs_single_over_two_disks_is_swept_per_member_at_member_offsets() {
+    // Single: a chunk on one device at a time, the next on the one with more room; enough
+    // data for chunks on both.
+    btrfs_members_are_swept_apart(
+        "btrfs_single_over_two_disks_is_swept_per_member_at_member_offsets",
+        "single",
+        160,
+    );
 }

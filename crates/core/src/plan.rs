@@ -416,10 +416,21 @@ where
         if let Some(t) = t {
             local.nanos += t.elapsed().as_nanos() as u64 * TIME_EVERY;
         }
+        // A filesystem over several disks (btrfs): the file goes to the member holding it.
+        let (disk, base, placement) = match fs.device.members.is_empty() {
+            true => (fs.device.disk, fs.device.base, placement),
+            false => match os::place_on_member(&fs.device.volume, &placement, entry.size) {
+                Some((member, placed)) => {
+                    let (disk, base) = fs.device.members[member];
+                    (disk, base, placed)
+                }
+                None => (fs.device.disk, fs.device.base, placement),
+            },
+        };
         let planned = PlannedFile {
-            disk: fs.device.disk,
+            disk,
             filesystem: fs.index,
-            base: fs.device.base,
+            base,
             placement,
             entry,
         };
@@ -568,8 +579,10 @@ impl Plan {
                     // Where the ladder would locate, and the caller lets it, a disk known
                     // not to seek is not located: inode order instead (measured here only
                     // then, once per disk; the read reuses the verdict).
+                    // (Not a pool's: its members may differ, and one seeking is enough.)
                     let unordered = opts.strategy.is_none()
                         && opts.unordered_on_solid_state
+                        && device.members.is_empty()
                         && rungs[0].is_physical()
                         && match opts.disk {
                             Some(kind) => kind == crate::DiskKind::SolidState,
@@ -583,9 +596,13 @@ impl Plan {
                     } else {
                         rungs
                     };
+                    let ladder = Ladder::new(rungs);
+                    if let Some(why) = os::pool_note(&device.volume) {
+                        ladder.note(Demotion::NotSplit { why: why.into() });
+                    }
                     Arc::new(FsState {
                         index: next,
-                        ladder: Ladder::new(rungs),
+                        ladder,
                         device,
                         unordered,
                     })
