@@ -285,3 +285,36 @@ fn btrfs_single_over_two_disks_is_swept_per_member_at_member_offsets() {
         160,
     );
 }
+
+#[test]
+fn btrfs_over_two_disks_without_cap_sys_admin_is_swept_whole_and_says_why() {
+    // The chunk tree needs CAP_SYS_ADMIN: as nobody, the filesystem is what it was before
+    // pools were split, one sweep of the device it was mounted from, and the summary says
+    // why once.
+    let test = "btrfs_over_two_disks_without_cap_sys_admin_is_swept_whole_and_says_why";
+    if !require_root(test) || !require_tools(test, &["mkfs.btrfs", "setpriv"]) {
+        return;
+    }
+    let pool = BtrfsPool::new(test, "raid0", 320);
+    let paths = write_btrfs_files(&pool, 20, 0);
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = pool.mnt.parent().unwrap();
+    std::fs::set_permissions(scratch, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = run(std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_seekless"))
+        .args(["order", "--json", "--summary"])
+        .arg(&pool.mnt));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let why = "not split into its devices (chunk tree not readable";
+    assert_eq!(stderr.matches(why).count(), 1, "{stderr}");
+    let disks: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["disk"].clone())
+        .collect();
+    assert_eq!(disks.len(), paths.len());
+    assert!(
+        disks.iter().all(|d| d == pool.names()[0].as_str()),
+        "{disks:?}"
+    );
+}
