@@ -215,33 +215,31 @@ pub fn pool_note(volume: &Volume) -> Option<&str> {
 }
 
 /// A file's placement on the member of a pooled filesystem (btrfs) holding it: the index
-/// of that member ([`pool_members`]) and the placement with member offsets. Each extent
-/// is split where the member changes (RAID0/RAID10 stripes); mirrored chunks are taken
-/// on their first copy. The file goes with the member holding its first data byte; pieces
-/// on other members keep their own members' offsets. `None` for one device, a file
-/// without data extents, or an extent outside the map.
+/// of that member ([`pool_members`]) and the placement with member offsets. The file goes
+/// with the member holding its first data byte. Each extent is placed where its first
+/// byte lies on its member (mirrors on their first copy), and keeps its length: an extent
+/// is not cut at RAID0/RAID10 stripe boundaries (64 KiB), which would cost memory per
+/// stripe of a large file, so past its first stripe its positions are approximate.
+/// `None` for one device, a file without data extents, or an extent outside the map.
 pub fn place_on_member(
     volume: &Volume,
     placement: &Placement,
     size: u64,
 ) -> Option<(usize, Placement)> {
     let pool = volume.pool.as_ref()?;
-    let mut raw = Vec::new();
+    let mut first_devid = None;
+    let mut extents = Vec::with_capacity(placement.extents().len());
     for e in placement.extents() {
-        let mut logical = e.logical;
-        for p in pool.chunks.map(e.physical, e.length)? {
-            raw.push((
-                p.devid,
-                crate::placement::Extent::new(logical, p.physical, p.length, e.flags),
-            ));
-            logical += p.length;
-        }
+        let p = pool.chunks.place(e.physical)?;
+        first_devid.get_or_insert(p.devid);
+        extents.push(crate::placement::Extent::new(
+            e.logical, p.physical, e.length, e.flags,
+        ));
     }
-    let &(devid, _) = raw.first()?;
+    let devid = first_devid?;
     let member = pool.members.iter().position(|&(id, _)| id == devid)?;
-    let extents: Vec<_> = raw.into_iter().map(|(_, e)| e).collect();
     let mut placed = Placement::from_extents(placement.strategy, &extents, size);
-    // As the filesystem says: its extents (not stripe pieces) and its flags.
+    // As the filesystem says: its extent count and flags (holes included).
     placed.extent_count = placement.extent_count;
     placed.flags = placement.flags;
     Some((member, placed))
