@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -301,6 +301,9 @@ struct FsState {
     device: Arc<Device>,
     /// Not located: on a disk known not to seek, for a caller that reads in any order.
     unordered: bool,
+    /// A FUSE filesystem that did not name a file's branch: not a pool (mergerfs names
+    /// every file's), so its other files are not asked (a round trip to its server each).
+    not_a_pool: AtomicBool,
 }
 
 /// Files a walk thread locates between two additions to the plan's shared counts (and
@@ -358,8 +361,14 @@ where
     /// planned (a regular file of the same size and modification time): it is located
     /// there. The bytes are still read through the pool's path, so the file the reader
     /// opens and checks is the one the walk found; only the order comes from the branch.
-    fn on_branch(&self, entry: &Entry, file: &File) -> Option<(Arc<FsState>, File)> {
-        let path = os::branch_path(file)?;
+    fn on_branch(&self, fs: &FsState, entry: &Entry, file: &File) -> Option<(Arc<FsState>, File)> {
+        if fs.not_a_pool.load(Ordering::Relaxed) {
+            return None;
+        }
+        let Some(path) = os::branch_path(file) else {
+            fs.not_a_pool.store(true, Ordering::Relaxed);
+            return None;
+        };
         let branch = os::open_to_locate(&path, false).ok()?;
         let meta = branch.metadata().ok()?;
         let same =
@@ -401,7 +410,7 @@ where
         // disk; it is still read through the pool's path (see `on_branch`).
         let pooled = self.opts.strategy.is_none_or(Strategy::is_physical);
         let branch = if pooled && fs.device.kind() == FsKind::Fuse {
-            self.on_branch(&entry, file)
+            self.on_branch(fs, &entry, file)
         } else {
             None
         };
@@ -605,6 +614,7 @@ impl Plan {
                         ladder,
                         device,
                         unordered,
+                        not_a_pool: AtomicBool::new(false),
                     })
                 })
                 .clone()
