@@ -9,8 +9,10 @@
 //!   offset there, as `btrfs-map-logical` maps `filefrag`'s address and as the bytes on
 //!   the device show; each member is a disk of its own, measured on its own.
 //!
+//! - what it costs: `strace` counts the btrfs ioctls of a run.
+//!
 //! Needs root (loop devices, mount), `mergerfs`, `mkfs.btrfs`, `btrfs-map-logical`,
-//! `filefrag`, `sha256sum`, `dd`.
+//! `filefrag`, `sha256sum`, `dd`, `setpriv`, `strace`.
 
 use std::path::{Path, PathBuf};
 
@@ -317,4 +319,51 @@ fn btrfs_over_two_disks_without_cap_sys_admin_is_swept_whole_and_says_why() {
         disks.iter().all(|d| d == pool.names()[0].as_str()),
         "{disks:?}"
     );
+}
+
+/// The btrfs ioctls `seekless order DIR` makes, as `strace` names them (one per line).
+fn btrfs_ioctls(dir: &Path) -> Vec<String> {
+    let scratch = scratch_dir("btrfs_ioctls");
+    let trace = scratch.path().join("trace");
+    run(std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=ioctl", "-o"])
+        .arg(&trace)
+        .arg(env!("CARGO_BIN_EXE_seekless"))
+        .arg("order")
+        .arg(dir));
+    std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            l.split_once("ioctl(")
+                .and_then(|(_, rest)| rest.split(", ").nth(1))
+                .filter(|name| name.starts_with("BTRFS_IOC"))
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+#[test]
+fn a_single_device_btrfs_costs_one_ioctl_and_a_pools_chunk_tree_is_read_once() {
+    let test = "a_single_device_btrfs_costs_one_ioctl_and_a_pools_chunk_tree_is_read_once";
+    if !require_root(test) || !require_tools(test, &["mkfs.btrfs", "strace"]) {
+        return;
+    }
+    let single = LoopFs::new(test, "btrfs", 256);
+    for i in 0..50 {
+        std::fs::write(single.path(format!("f{i}")), vec![i as u8; 20_000]).unwrap();
+    }
+    let pool = BtrfsPool::new(test, "raid0", 320);
+    write_btrfs_files(&pool, 50, 0);
+    run(&mut std::process::Command::new("sync"));
+    // One device: asked how many devices it has, and nothing more.
+    assert_eq!(btrfs_ioctls(&single.mnt), ["BTRFS_IOC_FS_INFO"]);
+    // Two: its devices listed and its chunk tree read once for the whole run, not per
+    // file: two searches, one returning every chunk of a filesystem this small and one
+    // finding none after them.
+    let calls = btrfs_ioctls(&pool.mnt);
+    let count = |name: &str| calls.iter().filter(|c| *c == name).count();
+    assert_eq!(count("BTRFS_IOC_FS_INFO"), 1, "{calls:?}");
+    assert_eq!(count("BTRFS_IOC_DEV_INFO"), 2, "{calls:?}");
+    assert_eq!(count("BTRFS_IOC_TREE_SEARCH"), 2, "{calls:?}");
 }
