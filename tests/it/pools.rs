@@ -258,6 +258,13 @@ fn btrfs_members_are_swept_apart(test: &str, profile: &str, spread: u64) {
             .to_string()
     };
     assert!(
+        stderr.contains(&format!(
+            "over 2 devices, swept per device: {}, {}",
+            names[0], names[1]
+        )),
+        "{stderr}"
+    );
+    assert!(
         verdict(&names[0]).contains("reports rotational"),
         "{stderr}"
     );

@@ -145,8 +145,11 @@ pub struct FilesystemReport {
     pub strategy: Strategy,
     /// Why it was demoted down the ladder, if it was.
     pub demotions: Vec<Demotion>,
-    /// The disk it is on.
+    /// The disk it is on (for one over several disks, the one it was mounted from).
     pub disk: DiskIndex,
+    /// For a filesystem over several disks split into them (btrfs): its member disks, one
+    /// sweep each, in the order of its device ids; empty otherwise.
+    pub members: Vec<DiskIndex>,
     /// Files planned on it.
     pub files: u64,
     /// Whether its files were left unlocated because its disk does not seek and the
@@ -169,6 +172,7 @@ impl FilesystemReport {
             strategy,
             demotions: Vec::new(),
             disk,
+            members: Vec::new(),
             files: 0,
             unordered: false,
         }
@@ -650,6 +654,7 @@ impl Plan {
                 strategy: f.ladder.current(),
                 demotions: f.ladder.into_demotions(),
                 disk: f.device.disk,
+                members: f.device.members.iter().map(|&(disk, _)| disk).collect(),
                 max_prefetch: f.device.max_prefetch(),
                 files: 0,
                 unordered: f.unordered,
@@ -1151,6 +1156,7 @@ pub(crate) mod tests {
             strategy: Strategy::Fiemap,
             demotions: Vec::new(),
             disk,
+            members: Vec::new(),
             files: 0,
             unordered: false,
         }
