@@ -374,3 +374,46 @@ fn a_single_device_btrfs_costs_one_ioctl_and_a_pools_chunk_tree_is_read_once() {
     assert_eq!(count("BTRFS_IOC_DEV_INFO"), 2, "{calls:?}");
     assert_eq!(count("BTRFS_IOC_TREE_SEARCH"), 2, "{calls:?}");
 }
+
+#[test]
+fn a_mergerfs_file_whose_branch_differs_from_the_pools_view_is_not_located_there() {
+    // The branch file is used only when it is the file the pool showed the walk (same
+    // size and modification time). Here the pool keeps attributes for an hour
+    // (cache.attr, cache.entry), so after the branch file's time is changed beneath it
+    // the pool still shows the old one: the file is left in the given order, as FUSE
+    // files always were, not located on a file that is not the one planned.
+    let test = "a_mergerfs_file_whose_branch_differs_from_the_pools_view_is_not_located_there";
+    if !require_root(test) || !require_tools(test, &["mergerfs"]) {
+        return;
+    }
+    let branch = LoopFs::new(test, "ext4", 64);
+    std::fs::write(branch.path("f"), vec![7u8; 50_000]).unwrap();
+    let dir = scratch_dir(test);
+    let pool = dir.path().join("pool");
+    let _mounted =
+        Mounted::mergerfs_with(&pool, &[&branch.mnt], "cache.attr=3600,cache.entry=3600");
+    let (listed, _) = order(&[&pool]);
+    assert_eq!(listed[0].strategy, "fiemap", "{listed:?}");
+    let seen = std::fs::metadata(pool.join("f"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(branch.path("f"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::UNIX_EPOCH)
+        .unwrap();
+    // The pool's view is the cached one, the branch's the new one.
+    assert_eq!(
+        std::fs::metadata(pool.join("f"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        seen
+    );
+    let (listed, _) = order(&[&pool]);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].strategy, "given", "{listed:?}");
+    assert_eq!(listed[0].offset, None, "{listed:?}");
+}

@@ -400,10 +400,20 @@ impl Mounted {
     /// mergerfs over `branches` at `at` (no free space kept back: the default keeps 4 GiB,
     /// more than a test's loop filesystem has).
     pub fn mergerfs(at: &Path, branches: &[&Path]) -> Mounted {
+        Mounted::mergerfs_with(at, branches, "")
+    }
+
+    /// [`Mounted::mergerfs`] with more mergerfs options (`-o`, comma-separated).
+    pub fn mergerfs_with(at: &Path, branches: &[&Path], options: &str) -> Mounted {
         std::fs::create_dir_all(at).unwrap();
         let branches: Vec<String> = branches.iter().map(|b| b.display().to_string()).collect();
+        let options = match options {
+            "" => "minfreespace=0".to_string(),
+            more => format!("minfreespace=0,{more}"),
+        };
         run(Command::new("mergerfs")
-            .args(["-o", "minfreespace=0"])
+            .arg("-o")
+            .arg(options)
             .arg(branches.join(":"))
             .arg(at));
         Mounted(at.to_path_buf())
