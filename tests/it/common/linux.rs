@@ -267,6 +267,12 @@ impl Drop for BtrfsPool {
         for (knob, old) in &self.saved_queue {
             let _ = std::fs::write(knob, old);
         }
+        // The kernel remembers a multi-device btrfs's members (mkfs scanned them in):
+        // forget them before the loop devices go to whoever attaches them next.
+        let _ = Command::new("btrfs")
+            .args(["device", "scan", "--forget"])
+            .args(&self.devices)
+            .status();
         for dev in &self.devices {
             let _ = Command::new("losetup").arg("-d").arg(dev).status();
         }
