@@ -115,6 +115,15 @@ impl ChunkMap {
         ChunkMap { chunks }
     }
 
+    /// Whether some data chunk is striped (RAID0, RAID10): a file's data alternates
+    /// between members every stripe, and in address order every member is read in order.
+    pub(crate) fn has_striped_data(&self) -> bool {
+        const DATA: u64 = 1;
+        self.chunks
+            .iter()
+            .any(|c| c.kind & DATA != 0 && c.kind & (profile::RAID0 | profile::RAID10) != 0)
+    }
+
     /// Whether some chunk has parity (RAID5/6), whose map this does not follow.
     pub(crate) fn has_parity(&self) -> bool {
         self.chunks
@@ -511,6 +520,24 @@ mod tests {
                 piece(1, 10 * M + 64 * K, 4 * K),
             ])
         );
+    }
+
+    #[test]
+    fn striped_data_is_told_apart_from_striped_metadata() {
+        const DATA: u64 = 1;
+        const METADATA: u64 = 4;
+        let single = chunk(0, M, DATA, &[(1, 0)]);
+        let mirrored_meta = chunk(M, M, METADATA | profile::RAID1, &[(1, M), (2, M)]);
+        let striped_meta = chunk(
+            2 * M,
+            M,
+            METADATA | profile::RAID0,
+            &[(1, 2 * M), (2, 2 * M)],
+        );
+        let striped_data = chunk(3 * M, M, DATA | profile::RAID10, &[(1, 0), (2, 0)]);
+        let map = |c: &[&Chunk]| ChunkMap::new(c.iter().map(|&c| c.clone()).collect());
+        assert!(!map(&[&single, &mirrored_meta, &striped_meta]).has_striped_data());
+        assert!(map(&[&single, &striped_data]).has_striped_data());
     }
 
     #[test]

@@ -193,6 +193,13 @@ fn btrfs_pool(file: &File) -> (Option<Pool>, Option<String>) {
             None,
             Some("RAID5/6 chunks, whose parity rotates over the devices".into()),
         ),
+        // Files longer than a stripe lie on every member, and btrfs's address order is
+        // already each member's own order: one sweep reads them all in order at once
+        // (measured: bench/hdd/btrfs-pool.sh; per-member sweeps by first byte were slower).
+        Ok(chunks) if chunks.has_striped_data() => (
+            None,
+            Some("RAID0/RAID10 data: in address order every member is read in order".into()),
+        ),
         Ok(chunks) => (Some(Pool { members, chunks }), None),
         Err(e) => (None, Some(format!("chunk tree not readable: {e}"))),
     }
