@@ -115,13 +115,17 @@ impl ChunkMap {
         ChunkMap { chunks }
     }
 
-    /// Whether some data chunk is striped (RAID0, RAID10): a file's data alternates
-    /// between members every stripe, and in address order every member is read in order.
-    pub(crate) fn has_striped_data(&self) -> bool {
+    /// Whether some data chunk lies on several devices: striped (RAID0, RAID10: a file's
+    /// data alternates between members every stripe, and in address order every member
+    /// is read in order) or mirrored (RAID1, RAID1C3/C4: the kernel sends each read to
+    /// the copy its read policy picks, not to the one a sweep was planned on).
+    pub(crate) fn has_spread_data(&self) -> bool {
         const DATA: u64 = 1;
+        const SPREAD: u64 =
+            profile::RAID0 | profile::RAID10 | profile::RAID1 | profile::RAID1C3 | profile::RAID1C4;
         self.chunks
             .iter()
-            .any(|c| c.kind & DATA != 0 && c.kind & (profile::RAID0 | profile::RAID10) != 0)
+            .any(|c| c.kind & DATA != 0 && c.kind & SPREAD != 0)
     }
 
     /// Whether some chunk has parity (RAID5/6), whose map this does not follow.
@@ -523,10 +527,11 @@ mod tests {
     }
 
     #[test]
-    fn striped_data_is_told_apart_from_striped_metadata() {
+    fn data_on_several_devices_is_told_apart_from_metadata_there() {
         const DATA: u64 = 1;
         const METADATA: u64 = 4;
         let single = chunk(0, M, DATA, &[(1, 0)]);
+        let dup = chunk(4 * M, M, DATA | profile::DUP, &[(2, 0), (2, M)]);
         let mirrored_meta = chunk(M, M, METADATA | profile::RAID1, &[(1, M), (2, M)]);
         let striped_meta = chunk(
             2 * M,
@@ -534,10 +539,18 @@ mod tests {
             METADATA | profile::RAID0,
             &[(1, 2 * M), (2, 2 * M)],
         );
-        let striped_data = chunk(3 * M, M, DATA | profile::RAID10, &[(1, 0), (2, 0)]);
         let map = |c: &[&Chunk]| ChunkMap::new(c.iter().map(|&c| c.clone()).collect());
-        assert!(!map(&[&single, &mirrored_meta, &striped_meta]).has_striped_data());
-        assert!(map(&[&single, &striped_data]).has_striped_data());
+        assert!(!map(&[&single, &dup, &mirrored_meta, &striped_meta]).has_spread_data());
+        for spread in [
+            profile::RAID0,
+            profile::RAID10,
+            profile::RAID1,
+            profile::RAID1C3,
+            profile::RAID1C4,
+        ] {
+            let data = chunk(3 * M, M, DATA | spread, &[(1, 0), (2, 0)]);
+            assert!(map(&[&single, &data]).has_spread_data(), "{spread:#x}");
+        }
     }
 
     #[test]
