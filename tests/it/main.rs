@@ -60,6 +60,8 @@ mod index_thumbs; // thumbnails against ImageMagick, pHash against Python's imag
 #[cfg(target_os = "linux")]
 mod partitions; // partitions of one loop device (losetup -P, or loop devices at offsets), filefrag
 #[cfg(target_os = "linux")]
+mod pools; // btrfs over two loop devices, mergerfs over two ext4 loops: filefrag, btrfs inspect-internal, sha256sum
+#[cfg(target_os = "linux")]
 mod read; // the page cache (fincore) and sysfs queue settings
 #[cfg(target_os = "linux")]
 mod safety; // issue 30's cases: python3 holds locks, unshare a private /dev, btrfs corrupted for EIO

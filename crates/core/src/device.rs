@@ -31,6 +31,9 @@ pub(crate) struct Device {
     pub(crate) base: u64,
     /// Whether the disk spins (`None`: unknown).
     pub(crate) rotational: Option<bool>,
+    /// A filesystem over several devices (btrfs): each member's disk and its first byte
+    /// on it, in the order `os::place_on_member` numbers them; empty for one device.
+    pub(crate) members: Vec<(DiskIndex, u64)>,
     /// The block device, open for directory read-ahead, where that applies; opened on
     /// first use.
     block_device: OnceLock<Option<os::BlockDevice>>,
@@ -83,19 +86,28 @@ impl Devices {
                 // By name: the devices followed to reach a disk differ between
                 // filesystems on one disk (two LVM volumes, two volumes of one Windows
                 // disk, loop devices at offsets), yet they share its head.
-                let index = match disks.iter().position(|d| d.name == disk.name) {
-                    Some(i) => i,
-                    None => {
-                        disks.push(disk);
-                        disks.len() - 1
-                    }
+                let mut index_of = |disk: Disk| -> DiskIndex {
+                    let i = match disks.iter().position(|d| d.name == disk.name) {
+                        Some(i) => i,
+                        None => {
+                            disks.push(disk);
+                            disks.len() - 1
+                        }
+                    };
+                    i as DiskIndex
                 };
+                let index = index_of(disk);
+                let members = os::pool_members(&volume)
+                    .into_iter()
+                    .map(|(disk, base)| (index_of(disk), base))
+                    .collect();
                 Arc::new(Device {
                     dev,
                     volume,
-                    disk: index as DiskIndex,
+                    disk: index,
                     base,
                     rotational,
+                    members,
                     block_device: OnceLock::new(),
                 })
             })

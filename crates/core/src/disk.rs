@@ -14,7 +14,9 @@ pub struct Disk {
     pub name: String,
     /// Whether it is rotational; `None` when unknown (network, memory, unmappable).
     pub rotational: Option<bool>,
-    /// The devices followed to reach it, top first (`["dm-0", "sda"]`).
+    /// The devices followed to reach it, top first (`["dm-0", "sda"]`); for an array over
+    /// several devices (md raid, LVM over several PVs), then its member disks
+    /// (`["dm-2", "md0", "sdb", "sdc"]`).
     pub chain: Vec<String>,
 }
 

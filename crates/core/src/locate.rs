@@ -72,6 +72,13 @@ pub enum Demotion {
         /// What the operating system said (shared: a report is cloned whole).
         error: Arc<io::Error>,
     },
+    /// A filesystem over several devices (btrfs) could not be split into its member
+    /// disks (`why`): swept as the one disk it was mounted from, in its own address order.
+    #[non_exhaustive]
+    NotSplit {
+        /// What stood in the way (no `CAP_SYS_ADMIN` to read the chunk tree, RAID5/6).
+        why: String,
+    },
 }
 
 impl fmt::Display for Demotion {
@@ -81,6 +88,10 @@ impl fmt::Display for Demotion {
                 f,
                 "{from} unsupported ({}), using {to}",
                 crate::error::describe_io(error)
+            ),
+            Demotion::NotSplit { why } => write!(
+                f,
+                "not split into its devices ({why}), swept as the device it was mounted from"
             ),
         }
     }
@@ -118,6 +129,11 @@ impl Ladder {
 
     pub(crate) fn current(&self) -> Strategy {
         self.rungs[self.current.load(Ordering::Acquire)]
+    }
+
+    /// Records something the filesystem's report should say (a pool left whole).
+    pub(crate) fn note(&self, d: Demotion) {
+        lock(&self.demotions).push(d);
     }
 
     /// Why the ladder was demoted, once done with it.

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -145,8 +145,11 @@ pub struct FilesystemReport {
     pub strategy: Strategy,
     /// Why it was demoted down the ladder, if it was.
     pub demotions: Vec<Demotion>,
-    /// The disk it is on.
+    /// The disk it is on (for one over several disks, the one it was mounted from).
     pub disk: DiskIndex,
+    /// For a filesystem over several disks split into them (btrfs): its member disks, one
+    /// sweep each, in the order of its device ids; empty otherwise.
+    pub members: Vec<DiskIndex>,
     /// Files planned on it.
     pub files: u64,
     /// Whether its files were left unlocated because its disk does not seek and the
@@ -169,6 +172,7 @@ impl FilesystemReport {
             strategy,
             demotions: Vec::new(),
             disk,
+            members: Vec::new(),
             files: 0,
             unordered: false,
         }
@@ -301,6 +305,9 @@ struct FsState {
     device: Arc<Device>,
     /// Not located: on a disk known not to seek, for a caller that reads in any order.
     unordered: bool,
+    /// A FUSE filesystem that did not name a file's branch: not a pool (mergerfs names
+    /// every file's), so its other files are not asked (a round trip to its server each).
+    not_a_pool: AtomicBool,
 }
 
 /// Files a walk thread locates between two additions to the plan's shared counts (and
@@ -349,6 +356,35 @@ impl<F> Locating<'_, F> {
     }
 }
 
+impl<F> Locating<'_, F>
+where
+    F: Fn(&File, u64) -> Arc<FsState> + Sync,
+{
+    /// The branch filesystem and the branch file of `entry`, a file of a pool (mergerfs)
+    /// open as `file`, when the pool names its branch path and the file there is the one
+    /// planned (a regular file of the same size and modification time): it is located
+    /// there. The bytes are still read through the pool's path, so the file the reader
+    /// opens and checks is the one the walk found; only the order comes from the branch.
+    fn on_branch(&self, fs: &FsState, entry: &Entry, file: &File) -> Option<(Arc<FsState>, File)> {
+        if fs.not_a_pool.load(Ordering::Relaxed) {
+            return None;
+        }
+        let Some(path) = os::branch_path(file) else {
+            fs.not_a_pool.store(true, Ordering::Relaxed);
+            return None;
+        };
+        let branch = os::open_to_locate(&path, false).ok()?;
+        let meta = branch.metadata().ok()?;
+        let same =
+            meta.is_file() && meta.len() == entry.size && meta.modified().ok() == entry.modified;
+        if !same {
+            return None;
+        }
+        let dev = os::file_id(&path, Some(&branch), &meta).ok()?.dev;
+        Some(((self.fs_state)(&branch, dev), branch))
+    }
+}
+
 impl<F> walk::Visitor for Locating<'_, F>
 where
     F: Fn(&File, u64) -> Arc<FsState> + Sync,
@@ -374,6 +410,18 @@ where
         let timed = local.calls.is_multiple_of(TIME_EVERY);
         local.calls += 1;
         let t = timed.then(Instant::now);
+        // A pool's file (mergerfs) is located on its branch, and swept with the branch's
+        // disk; it is still read through the pool's path (see `on_branch`).
+        let pooled = self.opts.strategy.is_none_or(Strategy::is_physical);
+        let branch = if pooled && fs.device.kind() == FsKind::Fuse {
+            self.on_branch(fs, &entry, file)
+        } else {
+            None
+        };
+        let (fs, file) = match &branch {
+            Some((fs, branch_file)) => (fs, branch_file),
+            None => (fs, file),
+        };
         let placement = fs
             .ladder
             .locate(file, entry.size, self.opts.sync, &fs.device.volume)
@@ -381,10 +429,21 @@ where
         if let Some(t) = t {
             local.nanos += t.elapsed().as_nanos() as u64 * TIME_EVERY;
         }
+        // A filesystem over several disks (btrfs): the file goes to the member holding it.
+        let (disk, base, placement) = match fs.device.members.is_empty() {
+            true => (fs.device.disk, fs.device.base, placement),
+            false => match os::place_on_member(&fs.device.volume, &placement, entry.size) {
+                Some((member, placed)) => {
+                    let (disk, base) = fs.device.members[member];
+                    (disk, base, placed)
+                }
+                None => (fs.device.disk, fs.device.base, placement),
+            },
+        };
         let planned = PlannedFile {
-            disk: fs.device.disk,
+            disk,
             filesystem: fs.index,
-            base: fs.device.base,
+            base,
             placement,
             entry,
         };
@@ -533,8 +592,10 @@ impl Plan {
                     // Where the ladder would locate, and the caller lets it, a disk known
                     // not to seek is not located: inode order instead (measured here only
                     // then, once per disk; the read reuses the verdict).
+                    // (Not a pool's: its members may differ, and one seeking is enough.)
                     let unordered = opts.strategy.is_none()
                         && opts.unordered_on_solid_state
+                        && device.members.is_empty()
                         && rungs[0].is_physical()
                         && match opts.disk {
                             Some(kind) => kind == crate::DiskKind::SolidState,
@@ -548,11 +609,16 @@ impl Plan {
                     } else {
                         rungs
                     };
+                    let ladder = Ladder::new(rungs);
+                    if let Some(why) = os::pool_note(&device.volume) {
+                        ladder.note(Demotion::NotSplit { why: why.into() });
+                    }
                     Arc::new(FsState {
                         index: next,
-                        ladder: Ladder::new(rungs),
+                        ladder,
                         device,
                         unordered,
+                        not_a_pool: AtomicBool::new(false),
                     })
                 })
                 .clone()
@@ -588,6 +654,7 @@ impl Plan {
                 strategy: f.ladder.current(),
                 demotions: f.ladder.into_demotions(),
                 disk: f.device.disk,
+                members: f.device.members.iter().map(|&(disk, _)| disk).collect(),
                 max_prefetch: f.device.max_prefetch(),
                 files: 0,
                 unordered: f.unordered,
@@ -1089,6 +1156,7 @@ pub(crate) mod tests {
             strategy: Strategy::Fiemap,
             demotions: Vec::new(),
             disk,
+            members: Vec::new(),
             files: 0,
             unordered: false,
         }

@@ -70,6 +70,18 @@ pub fn print_summary(plan: &Plan) {
             "seekless: {} on {} ({}): {} files located by {}\n",
             fs.kind, disk.name, kind, fs.files, fs.strategy
         );
+        if !fs.members.is_empty() {
+            let names: Vec<&str> = fs
+                .members
+                .iter()
+                .map(|&m| plan.disks()[m as usize].name.as_str())
+                .collect();
+            text += &format!(
+                "seekless:   over {} devices, swept per device: {}\n",
+                names.len(),
+                names.join(", ")
+            );
+        }
         if fs.unordered {
             text += "seekless:   not located: a disk that does not seek reads as fast in any \
                      order (--locate fiemap to locate anyway)\n";

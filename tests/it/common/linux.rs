@@ -180,6 +180,105 @@ impl Drop for LoopFs {
     }
 }
 
+/// One btrfs filesystem over two loop devices (`mkfs.btrfs -d PROFILE -m raid1`), the
+/// first set rotational, the second not, mounted. Everything is undone on drop, the
+/// devices' queue settings put back.
+pub struct BtrfsPool {
+    pub devices: [String; 2],
+    pub mnt: PathBuf,
+    saved_queue: Vec<(PathBuf, String)>,
+    mounted: bool,
+    _dir: tempfile::TempDir,
+}
+
+impl BtrfsPool {
+    pub fn new(test: &str, data_profile: &str, size_mb: u64) -> BtrfsPool {
+        let dir = scratch_dir_in(test, shm_or_tmp());
+        let mnt = dir.path().join("mnt");
+        std::fs::create_dir(&mnt).unwrap();
+        let mut devices = Vec::new();
+        for i in 0..2 {
+            let image = dir.path().join(format!("dev{i}.img"));
+            std::fs::File::create(&image)
+                .unwrap()
+                .set_len(size_mb << 20)
+                .unwrap();
+            let out = run(Command::new("losetup").args(["-f", "--show"]).arg(&image));
+            devices.push(String::from_utf8_lossy(&out.stdout).trim().to_string());
+        }
+        let devices: [String; 2] = devices.try_into().unwrap();
+        let mut me = BtrfsPool {
+            devices,
+            mnt,
+            saved_queue: Vec::new(),
+            mounted: false,
+            _dir: dir,
+        };
+        // read_ahead_kb too: the kernel recomputes it when rotational is written and at
+        // mkfs.
+        for dev in &me.devices {
+            let queue = Path::new("/sys/block")
+                .join(Path::new(dev).file_name().unwrap())
+                .join("queue");
+            for knob in ["rotational", "read_ahead_kb"] {
+                let old = std::fs::read_to_string(queue.join(knob)).unwrap();
+                me.saved_queue
+                    .push((queue.join(knob), old.trim().to_string()));
+            }
+        }
+        let rotational = me.saved_queue[0].0.clone();
+        std::fs::write(&rotational, "1").unwrap();
+        run(Command::new("mkfs.btrfs")
+            .args(["-q", "-f", "-d", data_profile, "-m", "raid1"])
+            .args(&me.devices));
+        run(Command::new("mount").arg(&me.devices[0]).arg(&me.mnt));
+        me.mounted = true;
+        me
+    }
+
+    pub fn path(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.mnt.join(rel)
+    }
+
+    /// The loop devices' names (`loop3`), the rotational one first.
+    pub fn names(&self) -> [String; 2] {
+        self.devices.clone().map(|d| {
+            Path::new(&d)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+}
+
+impl Drop for BtrfsPool {
+    fn drop(&mut self) {
+        if self.mounted {
+            let ok = Command::new("umount")
+                .arg(&self.mnt)
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
+            }
+        }
+        // rotational before read_ahead_kb (writing it recomputes read_ahead_kb).
+        for (knob, old) in &self.saved_queue {
+            let _ = std::fs::write(knob, old);
+        }
+        // The kernel remembers a multi-device btrfs's members (mkfs scanned them in):
+        // forget them before the loop devices go to whoever attaches them next.
+        let _ = Command::new("btrfs")
+            .args(["device", "scan", "--forget"])
+            .args(&self.devices)
+            .status();
+        for dev in &self.devices {
+            let _ = Command::new("losetup").arg("-d").arg(dev).status();
+        }
+    }
+}
+
 fn shm_or_tmp() -> PathBuf {
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
@@ -298,6 +397,30 @@ impl Mounted {
         std::fs::create_dir_all(at).unwrap();
         run(Command::new("mount")
             .args(["-t", "tmpfs", "-o", options, "seekless-test"])
+            .arg(at));
+        Mounted(at.to_path_buf())
+    }
+}
+
+impl Mounted {
+    /// mergerfs over `branches` at `at` (no free space kept back: the default keeps 4 GiB,
+    /// more than a test's loop filesystem has).
+    pub fn mergerfs(at: &Path, branches: &[&Path]) -> Mounted {
+        Mounted::mergerfs_with(at, branches, "")
+    }
+
+    /// [`Mounted::mergerfs`] with more mergerfs options (`-o`, comma-separated).
+    pub fn mergerfs_with(at: &Path, branches: &[&Path], options: &str) -> Mounted {
+        std::fs::create_dir_all(at).unwrap();
+        let branches: Vec<String> = branches.iter().map(|b| b.display().to_string()).collect();
+        let options = match options {
+            "" => "minfreespace=0".to_string(),
+            more => format!("minfreespace=0,{more}"),
+        };
+        run(Command::new("mergerfs")
+            .arg("-o")
+            .arg(options)
+            .arg(branches.join(":"))
             .arg(at));
         Mounted(at.to_path_buf())
     }

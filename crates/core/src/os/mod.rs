@@ -12,7 +12,9 @@
 //!   [`open_dir_for_names`]), [`open_to_read`];
 //! - locating: [`probe`] (a [`Volume`]: what the backend knows of one filesystem),
 //!   `map_extents`, [`EXTENT_STRATEGIES`];
-//! - devices: [`disk_of`];
+//! - devices: [`disk_of`]; pools: [`branch_path`] (a mergerfs file's path on its branch),
+//!   [`pool_members`], [`pool_note`], [`place_on_member`] (btrfs over several devices);
+//!   Linux, elsewhere never;
 //! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`], [`drop_all_caches`];
 //! - timing the disk: `DirectReader` (reads past the page cache), `disk_node`
 //!   (Linux; elsewhere unsupported, and the disk is taken for what it reports);
@@ -184,6 +186,36 @@ pub fn with_paths<T>(
 #[cfg(not(target_os = "linux"))]
 pub fn open_directory(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(path)
+}
+
+/// Filesystems over several devices are split into their members on Linux (btrfs; see
+/// `linux/btrfs.rs`); elsewhere a filesystem is on one disk.
+#[cfg(not(target_os = "linux"))]
+pub fn pool_members(_volume: &Volume) -> Vec<(crate::disk::Disk, u64)> {
+    Vec::new()
+}
+
+/// Why a filesystem over several devices is not split: never, elsewhere than Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn pool_note(_volume: &Volume) -> Option<&str> {
+    None
+}
+
+/// A file's placement on a member of a pooled filesystem: never, elsewhere than Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn place_on_member(
+    _volume: &Volume,
+    _placement: &crate::placement::Placement,
+    _size: u64,
+) -> Option<(usize, crate::placement::Placement)> {
+    None
+}
+
+/// Where a pooled filesystem (mergerfs) keeps a file: Linux's concern (see
+/// `linux/pool.rs`); elsewhere never.
+#[cfg(not(target_os = "linux"))]
+pub fn branch_path(_file: &std::fs::File) -> Option<std::path::PathBuf> {
+    None
 }
 
 /// Opening files by name relative to their directory is Linux's (see

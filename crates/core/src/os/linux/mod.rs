@@ -1,6 +1,7 @@
 //! Linux: FIEMAP and FIBMAP for extents, statfs for the filesystem type, sysfs for disks,
 //! `readahead(2)`/`posix_fadvise` for reading.
 
+mod btrfs;
 mod dirahead;
 mod direct;
 mod dirents;
@@ -9,6 +10,7 @@ mod fiemap;
 mod hints;
 mod longpath;
 mod memory;
+mod pool;
 mod statfs;
 mod sysfs;
 
@@ -36,6 +38,7 @@ pub use longpath::{
     metadata, open_directory, read_dir, symlink_metadata, sys_path, with_path, with_paths,
 };
 pub use memory::free_memory;
+pub use pool::branch_path;
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory
 /// was read cannot hang us), never updates atime, and does not follow a final symlink
@@ -132,6 +135,18 @@ pub struct Volume {
     dev: u64,
     kind: FsKind,
     max_prefetch: Option<u64>,
+    /// btrfs over several devices: its chunk map and members.
+    pool: Option<Pool>,
+    /// Why a filesystem over several devices is not split into its members.
+    pool_note: Option<String>,
+}
+
+/// A btrfs filesystem's devices (device id, device number), in device-id order, and the
+/// map from its logical addresses to them.
+#[derive(Debug)]
+struct Pool {
+    members: Vec<(u64, u64)>,
+    chunks: btrfs::ChunkMap,
 }
 
 impl Volume {
@@ -149,12 +164,98 @@ impl Volume {
 
 /// Finds out about the filesystem `file` is on (device `dev`): its type (`fstatfs`) and
 /// its device's prefetch cap (sysfs).
+///
+/// A btrfs filesystem is asked how many devices it has; over several, its chunk tree is
+/// read (once, here) so each file can be placed on the member holding it.
 pub fn probe(file: &File, dev: u64) -> Volume {
+    let kind = statfs::kind(file);
+    let (pool, pool_note) = match kind {
+        FsKind::Btrfs => btrfs_pool(file),
+        _ => (None, None),
+    };
     Volume {
         dev,
-        kind: statfs::kind(file),
+        kind,
         max_prefetch: sysfs::prefetch_limit(dev),
+        pool,
+        pool_note,
     }
+}
+
+fn btrfs_pool(file: &File) -> (Option<Pool>, Option<String>) {
+    let members = match btrfs::devices(file) {
+        Ok(None) => return (None, None),
+        Ok(Some(members)) => members,
+        Err(e) => return (None, Some(format!("its devices not listed: {e}"))),
+    };
+    match btrfs::chunk_map(file) {
+        Ok(chunks) if chunks.has_parity() => (
+            None,
+            Some("RAID5/6 chunks, whose parity rotates over the devices".into()),
+        ),
+        // Striped data: files longer than a stripe lie on every member, and btrfs's
+        // address order is already each member's own order, so one sweep reads them all
+        // in order at once. Mirrored data: the kernel picks the copy each read goes to
+        // (read_policy), whatever sweep it was planned in. Per-member sweeps were slower
+        // for both (bench/hdd/btrfs-pool.sh: RAID0 1.57 times, RAID1 1.09 times).
+        Ok(chunks) if chunks.has_spread_data() => (
+            None,
+            Some(
+                "RAID0/RAID1/RAID10 data, read as well in address order: each read \
+                 goes to the members the kernel chooses"
+                    .into(),
+            ),
+        ),
+        Ok(chunks) => (Some(Pool { members, chunks }), None),
+        Err(e) => (None, Some(format!("chunk tree not readable: {e}"))),
+    }
+}
+
+/// The disks of a filesystem over several devices (btrfs), each with the member's first
+/// byte on it, in the order [`place_on_member`] numbers them; empty for one device.
+pub fn pool_members(volume: &Volume) -> Vec<(Disk, u64)> {
+    volume.pool.as_ref().map_or_else(Vec::new, |pool| {
+        pool.members
+            .iter()
+            .map(|&(_, dev)| sysfs::disk_of(dev))
+            .collect()
+    })
+}
+
+/// Why a filesystem over several devices is swept as the one it was mounted from.
+pub fn pool_note(volume: &Volume) -> Option<&str> {
+    volume.pool_note.as_deref()
+}
+
+/// A file's placement on the member of a pooled filesystem (btrfs) holding it: the index
+/// of that member ([`pool_members`]) and the placement with member offsets. The file goes
+/// with the member holding its first data byte. Each extent is placed where its first
+/// byte lies on its member (mirrors on their first copy), and keeps its length: an extent
+/// is not cut at RAID0/RAID10 stripe boundaries (64 KiB), which would cost memory per
+/// stripe of a large file, so past its first stripe its positions are approximate.
+/// `None` for one device, a file without data extents, or an extent outside the map.
+pub fn place_on_member(
+    volume: &Volume,
+    placement: &Placement,
+    size: u64,
+) -> Option<(usize, Placement)> {
+    let pool = volume.pool.as_ref()?;
+    let mut first_devid = None;
+    let mut extents = Vec::with_capacity(placement.extents().len());
+    for e in placement.extents() {
+        let p = pool.chunks.place(e.physical)?;
+        first_devid.get_or_insert(p.devid);
+        extents.push(crate::placement::Extent::new(
+            e.logical, p.physical, e.length, e.flags,
+        ));
+    }
+    let devid = first_devid?;
+    let member = pool.members.iter().position(|&(id, _)| id == devid)?;
+    let mut placed = Placement::from_extents(placement.strategy, &extents, size);
+    // As the filesystem says: its extent count and flags (holes included).
+    placed.extent_count = placement.extent_count;
+    placed.flags = placement.flags;
+    Some((member, placed))
 }
 
 /// Asks the kernel where `file`'s data lies, with the given strategy.

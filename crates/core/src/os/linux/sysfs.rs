@@ -17,53 +17,167 @@ use crate::disk::Disk;
 /// How many levels of dm/md/loop we follow before giving up (guards against cycles).
 const MAX_DEPTH: usize = 8;
 
-pub fn disk_of(dev: u64) -> (Disk, u64) {
-    let Some(block) = block_device_of(dev) else {
-        return (
-            Disk::unknown(format!("dev {}:{}", libc::major(dev), libc::minor(dev))),
-            0,
-        );
-    };
-    let mut chain = Vec::new();
-    let mut rotational = None;
-    let mut current = block;
-    let mut base = 0;
-    // Whether `base` still says where `current` starts on the disk: it does through
-    // partitions and loop devices over block devices, not past dm, md or a file.
-    let mut exact = true;
-    for _ in 0..MAX_DEPTH {
-        let Some(sys) = sys_block_dir(current) else {
-            break;
-        };
-        let whole = whole_disk(&sys);
-        if exact && whole != sys {
-            base += partition_start(&sys);
-        }
-        let name = file_name(&whole);
-        if let Some(r) = read_rotational(&whole) {
-            rotational = Some(rotational.unwrap_or(false) || r);
-        }
-        chain.push(name);
-        match lower_device(&whole) {
-            Some(next) if next != current => {
-                match loop_offset_on_block_device(&whole) {
-                    Some(offset) if exact => base += offset,
-                    _ => exact = false,
-                }
-                current = next;
-            }
-            _ => break,
+/// The sysfs tree to read: the live `/sys`, or a recorded copy of another machine's in
+/// tests (device-mapper and md stacks cannot be built where the kernel has neither).
+#[derive(Clone, Debug)]
+pub(crate) struct Sysfs {
+    root: PathBuf,
+}
+
+impl Sysfs {
+    /// The running kernel's.
+    pub(crate) fn live() -> Sysfs {
+        Sysfs {
+            root: PathBuf::from("/sys"),
         }
     }
-    let disk = match chain.last() {
-        Some(name) => Disk {
-            name: name.clone(),
-            rotational,
-            chain,
-        },
-        None => Disk::unknown(format!("dev {}:{}", libc::major(block), libc::minor(block))),
-    };
-    (disk, base)
+
+    /// A tree laid out as `/sys` under `root`.
+    #[cfg(test)]
+    pub(crate) fn at(root: impl Into<PathBuf>) -> Sysfs {
+        Sysfs { root: root.into() }
+    }
+
+    /// The device directory of block device `dev` (`/sys/dev/block/MAJ:MIN` resolved).
+    fn block_dir(&self, dev: u64) -> Option<PathBuf> {
+        let link =
+            self.root
+                .join("dev/block")
+                .join(format!("{}:{}", libc::major(dev), libc::minor(dev)));
+        fs::canonicalize(link).ok()
+    }
+
+    /// The disk under block device `block` and where `block` starts on it: see
+    /// [`disk_of`].
+    pub(crate) fn disk_under(&self, block: u64) -> (Disk, u64) {
+        self.disk_under_from(block, 0)
+    }
+
+    /// [`disk_under`](Self::disk_under), `depth` levels down already (members of an
+    /// array are followed with what is left: a cycle in a hostile tree ends).
+    fn disk_under_from(&self, block: u64, mut depth: usize) -> (Disk, u64) {
+        let mut chain = Vec::new();
+        let mut rotational = None;
+        let mut current = block;
+        let mut base = 0;
+        // Whether `base` still says where `current` starts on the disk: it does through
+        // partitions and loop devices over block devices, not past dm, md or a file.
+        let mut exact = true;
+        let mut array = None;
+        while depth < MAX_DEPTH {
+            depth += 1;
+            let Some(sys) = self.block_dir(current) else {
+                break;
+            };
+            let whole = whole_disk(&sys);
+            if exact && whole != sys {
+                base += partition_start(&sys);
+            }
+            let name = file_name(&whole);
+            if let Some(r) = read_rotational(&whole) {
+                rotational = Some(rotational.unwrap_or(false) || r);
+            }
+            chain.push(name);
+            match self.lower(&whole) {
+                Lower::One(next) if next != current => {
+                    match loop_offset_on_block_device(&whole) {
+                        Some(offset) if exact => base += offset,
+                        _ => exact = false,
+                    }
+                    current = next;
+                }
+                Lower::Several(members) => {
+                    array = Some(members);
+                    break;
+                }
+                _ => break,
+            }
+        }
+        let Some(name) = chain.last().cloned() else {
+            return (
+                Disk::unknown(format!("dev {}:{}", libc::major(block), libc::minor(block))),
+                0,
+            );
+        };
+        if let Some(members) = array {
+            // An array over several devices (md raid, an LVM volume over several PVs, a
+            // dm stripe): one disk to us, its own layout deciding which member serves a
+            // block (we cannot see md's or dm's maps from sysfs). It seeks if any member
+            // does; its chain goes on with the member disks.
+            for member in members {
+                let (disk, _) = self.disk_under_from(member, depth);
+                if disk.rotational == Some(true) {
+                    rotational = Some(true);
+                } else if rotational.is_none() {
+                    rotational = disk.rotational;
+                }
+                for d in disk.chain {
+                    if !chain.contains(&d) {
+                        chain.push(d);
+                    }
+                }
+            }
+            base = 0;
+        }
+        (
+            Disk {
+                name,
+                rotational,
+                chain,
+            },
+            base,
+        )
+    }
+
+    /// What the whole device `whole` is built on: its dm/md slaves, or a loop device's
+    /// backing file's device.
+    fn lower(&self, whole: &Path) -> Lower {
+        if let Ok(entries) = fs::read_dir(whole.join("slaves")) {
+            let mut slaves: Vec<u64> = entries
+                .filter_map(Result::ok)
+                .filter_map(|e| fs::read_to_string(e.path().join("dev")).ok())
+                .filter_map(|dev| parse_dev(dev.trim()))
+                .collect();
+            // readdir order is the kernel's: sort so the chain reads the same every time.
+            slaves.sort_unstable();
+            match slaves.len() {
+                0 => {}
+                1 => return Lower::One(slaves[0]),
+                _ => return Lower::Several(slaves),
+            }
+        }
+        match loop_backing_device(whole) {
+            Some(dev) => Lower::One(dev),
+            None => Lower::None,
+        }
+    }
+}
+
+/// What a block device is built on.
+enum Lower {
+    /// Nothing we can follow (a disk, or a loop device over a file we cannot place).
+    None,
+    /// One device (a partition's or a LUKS/LVM volume's, a loop device's backing device).
+    One(u64),
+    /// Several (md raid, an LVM volume over several PVs): sorted device numbers.
+    Several(Vec<u64>),
+}
+
+/// The physical disk under the filesystem on device `dev` and the device's first byte on
+/// it.
+///
+/// `/sys/dev/block/MAJ:MIN` leads to the device; a partition's disk is its parent; a
+/// device-mapper or md device over one device (LUKS, an LVM volume on one PV) is followed
+/// down its `slaves/`; over several (md raid, LVM over several PVs) it is the disk, named
+/// after itself, seeking if any member seeks, its members named at the end of its chain.
+pub fn disk_of(dev: u64) -> (Disk, u64) {
+    match block_device_of(dev) {
+        Some(block) => Sysfs::live().disk_under(block),
+        None => (
+            Disk::unknown(format!("dev {}:{}", libc::major(dev), libc::minor(dev))),
+            0,
+        ),
+    }
 }
 
 /// The most one `readahead(2)` call reads on the filesystem of device `dev`: the kernel
@@ -138,8 +252,7 @@ fn read_number(path: &Path) -> Option<u64> {
 }
 
 fn sys_block_dir(dev: u64) -> Option<PathBuf> {
-    let link = format!("/sys/dev/block/{}:{}", libc::major(dev), libc::minor(dev));
-    fs::canonicalize(link).ok()
+    Sysfs::live().block_dir(dev)
 }
 
 /// A partition's disk is its parent directory in sysfs.
@@ -167,20 +280,8 @@ fn read_rotational(whole: &Path) -> Option<bool> {
     }
 }
 
-/// The single device `whole` is built on: a dm/md slave or a loop device's backing file's
-/// device. `None` when there is none or more than one (a striped array is one "disk" to
-/// us: its members are swept together by the array).
-fn lower_device(whole: &Path) -> Option<u64> {
-    if let Ok(entries) = fs::read_dir(whole.join("slaves")) {
-        let slaves: Vec<_> = entries.filter_map(Result::ok).collect();
-        if slaves.len() == 1 {
-            let dev = fs::read_to_string(slaves[0].path().join("dev")).ok()?;
-            return parse_dev(dev.trim());
-        }
-        if !slaves.is_empty() {
-            return None;
-        }
-    }
+/// The device a loop device's backing file is on (or the backing block device itself).
+fn loop_backing_device(whole: &Path) -> Option<u64> {
     let backing = fs::read_to_string(whole.join("loop/backing_file")).ok()?;
     let meta = fs::metadata(backing.trim()).ok()?;
     if meta.file_type().is_block_device() {
@@ -312,6 +413,130 @@ mod tests {
         assert_eq!(parse_dev("junk"), None);
     }
 
+    /// Builds the recorded sysfs tree `testdata/sysfs/stacks.tree` under `root`: lines `F
+    /// path = content` (`\\n` for a newline), `L path -> target` (a symlink, relative as in
+    /// sysfs), `D path` (an empty directory). How it was made: docs/design.md, "Disk
+    /// pools".
+    fn recorded_tree(root: &Path) -> Sysfs {
+        let tree = include_str!("../../../testdata/sysfs/stacks.tree");
+        for line in tree
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
+            let (kind, rest) = line.split_once(' ').unwrap();
+            match kind {
+                "F" => {
+                    let (path, content) = rest.split_once(" = ").unwrap();
+                    let path = root.join(path);
+                    fs::create_dir_all(path.parent().unwrap()).unwrap();
+                    fs::write(path, content.replace("\\n", "\n") + "\n").unwrap();
+                }
+                "L" => {
+                    let (path, target) = rest.split_once(" -> ").unwrap();
+                    let path = root.join(path);
+                    fs::create_dir_all(path.parent().unwrap()).unwrap();
+                    std::os::unix::fs::symlink(target, path).unwrap();
+                }
+                "D" => fs::create_dir_all(root.join(rest)).unwrap(),
+                other => panic!("unknown line kind {other}"),
+            }
+        }
+        Sysfs::at(root)
+    }
+
+    fn disk_in(sys: &Sysfs, major: u32, minor: u32) -> (Disk, u64) {
+        sys.disk_under(libc::makedev(major, minor))
+    }
+
+    #[test]
+    fn luks_and_lvm_over_one_device_reach_the_disk_beneath() {
+        let root = tempfile::tempdir().unwrap();
+        let sys = recorded_tree(root.path());
+        // LUKS (dm-0) over nvme0n1p1.
+        let (disk, _) = disk_in(&sys, 253, 0);
+        assert_eq!(disk.name, "nvme0n1");
+        assert_eq!(disk.rotational, Some(false));
+        assert_eq!(disk.chain, ["dm-0", "nvme0n1"]);
+        // An LVM volume (dm-1) on that LUKS device: two levels down.
+        let (disk, _) = disk_in(&sys, 253, 1);
+        assert_eq!(disk.name, "nvme0n1");
+        assert_eq!(disk.chain, ["dm-1", "dm-0", "nvme0n1"]);
+        // A plain partition: its disk, and where it starts (sector 2048).
+        assert_eq!(
+            disk_in(&sys, 8, 1),
+            (
+                Disk {
+                    name: "sda".into(),
+                    rotational: Some(true),
+                    chain: vec!["sda".into()]
+                },
+                2048 * 512
+            )
+        );
+    }
+
+    #[test]
+    fn an_array_over_several_devices_is_one_disk_named_after_itself_with_its_members_in_the_chain()
+    {
+        let root = tempfile::tempdir().unwrap();
+        let sys = recorded_tree(root.path());
+        // md raid1 over sdb1 and sdc1 (two spinning disks).
+        let (md0, base) = disk_in(&sys, 9, 0);
+        assert_eq!(md0.name, "md0");
+        assert_eq!(md0.rotational, Some(true));
+        assert_eq!(md0.chain, ["md0", "sdb", "sdc"]);
+        assert_eq!(base, 0);
+        // An LVM volume on md0 is swept with md0: one sweep for both.
+        let (lv, _) = disk_in(&sys, 253, 2);
+        assert_eq!(lv.name, "md0");
+        assert_eq!(lv.chain, ["dm-2", "md0", "sdb", "sdc"]);
+        // An LVM volume over two PVs (sda3 on a spinning disk, sdd1 on a solid-state
+        // one): the volume is the disk; it seeks, since one member does.
+        let (big, _) = disk_in(&sys, 253, 3);
+        assert_eq!(big.name, "dm-3");
+        assert_eq!(big.rotational, Some(true));
+        assert_eq!(big.chain, ["dm-3", "sda", "sdd"]);
+        // LUKS over an md raid0 of a spinning and a solid-state partition.
+        let (crypt, _) = disk_in(&sys, 253, 4);
+        assert_eq!(crypt.name, "md1");
+        assert_eq!(crypt.rotational, Some(true));
+        assert_eq!(crypt.chain, ["dm-4", "md1", "sda", "nvme0n1"]);
+        // md raid1 over two solid-state partitions does not seek.
+        let (md2, _) = disk_in(&sys, 9, 2);
+        assert_eq!(md2.rotational, Some(false));
+        assert_eq!(md2.chain, ["md2", "sdd", "nvme0n1"]);
+    }
+
+    #[test]
+    fn an_array_whose_member_reports_rotational_seeks_though_the_array_says_not() {
+        let root = tempfile::tempdir().unwrap();
+        let sys = recorded_tree(root.path());
+        // As if the array's own flag were wrong: the members decide.
+        let queue = root
+            .path()
+            .join("devices/virtual/block/md1/queue/rotational");
+        fs::write(&queue, "0\n").unwrap();
+        assert_eq!(disk_in(&sys, 9, 1).0.rotational, Some(true));
+        // And with no readable flag of its own at all.
+        fs::write(&queue, "?\n").unwrap();
+        assert_eq!(disk_in(&sys, 9, 1).0.rotational, Some(true));
+    }
+
+    #[test]
+    fn an_unknown_device_and_a_cycle_of_slaves_end_without_a_disk_or_a_hang() {
+        let root = tempfile::tempdir().unwrap();
+        let sys = recorded_tree(root.path());
+        let (disk, _) = disk_in(&sys, 8, 99);
+        assert_eq!(disk.name, "dev 8:99");
+        assert_eq!(disk.rotational, None);
+        // Hostile: md0 given dm-2, which sits on md0, as a slave of its own: a cycle.
+        let md0 = root.path().join("devices/virtual/block/md0/slaves");
+        std::os::unix::fs::symlink("../../dm-2", md0.join("dm-2")).unwrap();
+        let (disk, _) = disk_in(&sys, 253, 2);
+        assert_eq!(disk.name, "md0");
+        assert!(disk.chain.len() <= 2 * MAX_DEPTH, "{disk:?}");
+    }
+
     #[test]
     fn a_block_device_backed_filesystem_maps_through_sysfs() {
         let dev = fs::metadata("/").unwrap().dev();
@@ -321,8 +546,9 @@ mod tests {
             return;
         }
         let (disk, _) = disk_of(dev);
-        // Found through sysfs, not the "unknown" fallback: the chain names the disk.
-        assert_eq!(disk.chain.last(), Some(&disk.name));
+        // Found through sysfs, not the "unknown" fallback: the chain names the disk (last,
+        // or before its members for an array).
+        assert!(disk.chain.contains(&disk.name), "{disk:?}");
         assert!(
             Path::new("/sys/block").join(&disk.name).exists(),
             "{disk:?}"
