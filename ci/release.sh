@@ -288,13 +288,19 @@ deb_check() {
     [[ $page == *$'\nSEEKLESS HASH'* ]] || fail "man page has no SEEKLESS HASH section"
     bash -c 'source /usr/share/bash-completion/completions/seekless && complete -p seekless' ||
         fail "bash completion"
+    # Each shell finds the completion where the package put it, as a user's shell would
+    # (CI installs zsh and fish; elsewhere a missing shell is said and skipped).
     if command -v zsh > /dev/null; then
         zsh -n /usr/share/zsh/vendor-completions/_seekless || fail "zsh completion does not parse"
+        [ "$(zsh -fc 'autoload -U compinit; compinit -u -d /dev/null; print -r -- ${_comps[seekless]}')" = _seekless ] ||
+            fail "zsh does not find the seekless completion in its fpath"
     else
         echo "zsh not installed: its completion is not checked"
     fi
     if command -v fish > /dev/null; then
         fish -n /usr/share/fish/vendor_completions.d/seekless.fish || fail "fish completion does not parse"
+        fish -c 'complete -C "seekless ha"' | grep -q '^hash'$'\t' ||
+            fail "fish does not complete 'seekless ha' to hash"
     else
         echo "fish not installed: its completion is not checked"
     fi
@@ -309,7 +315,7 @@ deb_check() {
     if [ "$(dpkg-query -W -f='${Status}' seekless 2> /dev/null || true)" = "install ok installed" ]; then
         fail "still installed after dpkg -r"
     fi
-    echo "dpkg -i, man -w, bash completion, dpkg -r: OK"
+    echo "dpkg -i, man -w, completions (bash, and zsh and fish where installed), dpkg -r: OK"
 }
 
 # --- the Windows .zip ---------------------------------------------------------------
