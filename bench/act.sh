@@ -364,17 +364,7 @@ if [ "$hdd" = 1 ]; then
         echo "   $1: $mb MB read, $seeks seeks, $writes writes" >&2
     }
     "$stack" model on
-    for s in /sys/kernel/mm/damon/admin/kdamonds/*/state; do
-        [ -e "$s" ] && [ "$(cat "$s")" = on ] || continue
-        echo off > "$s"
-        damon_paused+=("$s")
-    done
-    if [ "${BUSY:-1}" = 1 ]; then
-        for _ in $(seq "$(nproc)"); do
-            chrt -i 0 bash -c 'while :; do :; done' &
-            busy+=($!)
-        done
-    fi
+    pause_damon_and_busy "${BUSY:-1}"
     echo "== emulated disk: $hn files ($((hb / 1048576)) MiB): $hdd_originals originals, $((hn - hdd_originals)) duplicates; hddsim 4 GiB, ext4; catalog on tmpfs; DAMON: ${damon_paused[*]:+paused (${damon_paused[*]})}${damon_paused[*]:-none on}; busy loops: ${BUSY:-1}; $hreps interleaved rounds (median)"
     echo "load average before: $(load)"
     for r in $(seq "$hreps"); do

@@ -25,6 +25,26 @@ seekless_profiling_bin() {
     echo "$PWD/target/profiling/seekless"
 }
 
+# The emulated-disk benchmarks' settings, before their timed runs: DAMON paused (its
+# sampling competes with the emulator for the CPUs; state files appended to the caller's
+# `damon_paused`) and, with busy=1 (the first argument), one SCHED_IDLE busy loop per CPU
+# (idle virtual CPUs here wake slowly: ../shared/docs/DESIGN.md; PIDs appended to the
+# caller's `busy`). Undone by undo_busy_and_damon.
+pause_damon_and_busy() {
+    local s
+    for s in /sys/kernel/mm/damon/admin/kdamonds/*/state; do
+        [ -e "$s" ] && [ "$(cat "$s")" = on ] || continue
+        echo off > "$s"
+        damon_paused+=("$s")
+    done
+    if [ "${1:-1}" = 1 ]; then
+        for _ in $(seq "$(nproc)"); do
+            chrt -i 0 bash -c 'while :; do :; done' &
+            busy+=($!)
+        done
+    fi
+}
+
 # The emulated-disk benchmarks' settings undone: the SCHED_IDLE busy loops (PIDs in the
 # caller's `busy`) stopped and DAMON switched back on (the state files in its
 # `damon_paused`). For their cleanup traps.

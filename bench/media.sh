@@ -371,18 +371,8 @@ if [ "$hdd" = 1 ]; then
     done
     sync
     "$stack" model on
-    for s in /sys/kernel/mm/damon/admin/kdamonds/*/state; do
-        [ -e "$s" ] && [ "$(cat "$s")" = on ] || continue
-        echo off > "$s"
-        damon_paused+=("$s")
-    done
+    pause_damon_and_busy "${BUSY:-1}"
     echo "# emulated disk: hddsim 4 GiB, ext4, corpora copied in kind order; DAMON: ${damon_paused[*]:+paused (${damon_paused[*]})}${damon_paused[*]:-none on}; busy loops: ${BUSY:-1}"
-    if [ "${BUSY:-1}" = 1 ]; then
-        for _ in $(seq "$(nproc)"); do
-            chrt -i 0 bash -c 'while :; do :; done' &
-            busy+=($!)
-        done
-    fi
     for kind in "${kinds[@]}"; do
         measure "$kind" "$mnt/$kind" hdd
     done

@@ -125,17 +125,7 @@ if [ "$HDD" = 1 ]; then
     python3 bench/hdd/corpus.py gen --layout shuffled --files "$FILES" --seed 1 "$mnt/corpus"
     sync
     "$stack" model on
-    for s in /sys/kernel/mm/damon/admin/kdamonds/*/state; do
-        [ -e "$s" ] && [ "$(cat "$s")" = on ] || continue
-        echo off > "$s"
-        damon_paused+=("$s")
-    done
-    if [ "$BUSY" = 1 ]; then
-        for _ in $(seq "$(nproc)"); do
-            chrt -i 0 bash -c 'while :; do :; done' &
-            busy+=($!)
-        done
-    fi
+    pause_damon_and_busy "$BUSY"
     echo "# emulated disk: hddsim 4 GiB, ext4, corpus.py --layout shuffled --seed 1; DAMON: ${damon_paused[*]:+paused (${damon_paused[*]})}${damon_paused[*]:-none on}; SCHED_IDLE busy loops: $BUSY"
     measure hdd "$mnt/corpus" "$REPO/$stack cold"
     undo_busy_and_damon
