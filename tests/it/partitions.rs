@@ -293,38 +293,16 @@ impl Setup {
     }
 
     /// `seekless order --json --summary` on both filesystems: the files, and the summary.
-    fn order(&self) -> (Vec<Listed>, String) {
-        let out = run(seekless()
-            .args(["order", "--json", "--summary"])
-            .args(&self.mnts));
-        let listed: Vec<Listed> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| {
-                let v: serde_json::Value = serde_json::from_str(l).unwrap();
-                Listed {
-                    path: PathBuf::from(v["path"].as_str().unwrap()),
-                    disk: v["disk"].as_str().unwrap().to_string(),
-                    offset: v["offset"].as_u64(),
-                    strategy: v["strategy"].as_str().unwrap().to_string(),
-                }
-            })
-            .collect();
+    fn order(&self) -> (Vec<OrderLine>, String) {
+        let (listed, summary) = order_json(&self.mnts);
         assert_eq!(listed.len(), 2 * FILES_EACH, "{listed:#?}");
         let mut seen: Vec<&PathBuf> = listed.iter().map(|l| &l.path).collect();
         seen.sort();
         let mut want: Vec<&PathBuf> = self.files.iter().flatten().collect();
         want.sort();
         assert_eq!(seen, want, "every file once");
-        (listed, String::from_utf8_lossy(&out.stderr).into_owned())
+        (listed, summary)
     }
-}
-
-#[derive(Debug)]
-struct Listed {
-    path: PathBuf,
-    disk: String,
-    offset: Option<u64>,
-    strategy: String,
 }
 
 #[test]

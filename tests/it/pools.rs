@@ -19,35 +19,6 @@ use std::path::{Path, PathBuf};
 
 use crate::common::*;
 
-/// One line of `seekless order --json`.
-#[derive(Debug)]
-struct Listed {
-    path: PathBuf,
-    disk: String,
-    offset: Option<u64>,
-    strategy: String,
-}
-
-/// `seekless order --json --summary` of `inputs`: the files listed, and the summary.
-fn order(inputs: &[&Path]) -> (Vec<Listed>, String) {
-    let out = run(seekless()
-        .args(["order", "--json", "--summary"])
-        .args(inputs));
-    let listed = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            Listed {
-                path: PathBuf::from(v["path"].as_str().unwrap()),
-                disk: v["disk"].as_str().unwrap().to_string(),
-                offset: v["offset"].as_u64(),
-                strategy: v["strategy"].as_str().unwrap().to_string(),
-            }
-        })
-        .collect();
-    (listed, String::from_utf8_lossy(&out.stderr).into_owned())
-}
-
 /// `seekless hash --algo sha256` of `inputs`: (path, digest) per file.
 fn hashes(inputs: &[&Path]) -> Vec<(PathBuf, String)> {
     let out = run(seekless().args(["hash", "--algo", "sha256"]).args(inputs));
@@ -95,7 +66,7 @@ fn mergerfs_files_are_located_on_their_branch_and_swept_with_its_disk() {
     let pool = dir.path().join("pool");
     let _mounted = Mounted::mergerfs(&pool, &[&branches[0].mnt, &branches[1].mnt]);
 
-    let (listed, summary) = order(&[&pool]);
+    let (listed, summary) = order_json([&pool]);
     assert_eq!(listed.len(), 16, "{listed:#?}\n{summary}");
     for l in &listed {
         let name = l.path.file_name().unwrap().to_str().unwrap();
@@ -201,7 +172,7 @@ fn btrfs_members_are_swept_apart(test: &str, profile: &str, spread: u64) {
     let pool = BtrfsPool::new(test, profile, 320);
     let paths = write_btrfs_files(&pool, 40, spread);
     let names = pool.names();
-    let (listed, summary) = order(&[&pool.mnt]);
+    let (listed, summary) = order_json([&pool.mnt]);
     assert_eq!(listed.len(), paths.len(), "{summary}");
     for l in &listed {
         assert_eq!(l.strategy, "fiemap", "{l:?}");
@@ -284,7 +255,7 @@ fn btrfs_spread_data_stays_one_sweep(test: &str, profile: &str) {
     let pool = BtrfsPool::new(test, profile, 320);
     let paths = write_btrfs_files(&pool, 40, 0);
     let names = pool.names();
-    let (listed, summary) = order(&[&pool.mnt]);
+    let (listed, summary) = order_json([&pool.mnt]);
     assert_eq!(listed.len(), paths.len(), "{summary}");
     for l in &listed {
         assert_eq!(l.disk, names[0], "{l:?}");
@@ -433,7 +404,7 @@ fn a_mergerfs_file_whose_branch_differs_from_the_pools_view_is_not_located_there
     let pool = dir.path().join("pool");
     let _mounted =
         Mounted::mergerfs_with(&pool, &[&branch.mnt], "cache.attr=3600,cache.entry=3600");
-    let (listed, _) = order(&[&pool]);
+    let (listed, _) = order_json([&pool]);
     assert_eq!(listed[0].strategy, "fiemap", "{listed:?}");
     let seen = std::fs::metadata(pool.join("f"))
         .unwrap()
@@ -453,7 +424,7 @@ fn a_mergerfs_file_whose_branch_differs_from_the_pools_view_is_not_located_there
             .unwrap(),
         seen
     );
-    let (listed, _) = order(&[&pool]);
+    let (listed, _) = order_json([&pool]);
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].strategy, "given", "{listed:?}");
     assert_eq!(listed[0].offset, None, "{listed:?}");

@@ -68,6 +68,39 @@ pub fn run(cmd: &mut Command) -> Output {
     out
 }
 
+/// One line of `seekless order --json`: a file, the disk it is swept with, its offset there
+/// (none for a file not located) and how it was located.
+#[derive(Debug)]
+pub struct OrderLine {
+    pub path: std::path::PathBuf,
+    pub disk: String,
+    pub offset: Option<u64>,
+    pub strategy: String,
+}
+
+/// `seekless order --json --summary` of `inputs`, which must succeed: the files listed, in
+/// the order given, and the summary (stderr).
+pub fn order_json<I: AsRef<OsStr>>(
+    inputs: impl IntoIterator<Item = I>,
+) -> (Vec<OrderLine>, String) {
+    let out = run(seekless()
+        .args(["order", "--json", "--summary"])
+        .args(inputs));
+    let listed = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            OrderLine {
+                path: v["path"].as_str().unwrap().into(),
+                disk: v["disk"].as_str().unwrap().to_string(),
+                offset: v["offset"].as_u64(),
+                strategy: v["strategy"].as_str().unwrap().to_string(),
+            }
+        })
+        .collect();
+    (listed, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 #[cfg(unix)]
 pub fn sh(script: &str) -> String {
     let out = run(Command::new("sh").args(["-c", script]));
