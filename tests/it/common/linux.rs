@@ -164,16 +164,22 @@ impl LoopFs {
     }
 }
 
+/// Unmounts `mnt` for a test's cleanup, lazily (detached, to go once unused) if it is busy:
+/// a cleanup never fails the test it ends.
+fn unmount_or_detach(mnt: &Path) {
+    let ok = Command::new("umount")
+        .arg(mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        let _ = Command::new("umount").arg("-l").arg(mnt).status();
+    }
+}
+
 impl Drop for LoopFs {
     fn drop(&mut self) {
         if self.mounted {
-            let ok = Command::new("umount")
-                .arg(&self.mnt)
-                .status()
-                .is_ok_and(|s| s.success());
-            if !ok {
-                let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
-            }
+            unmount_or_detach(&self.mnt);
         }
         self.restore_queue();
         let _ = Command::new("losetup").arg("-d").arg(&self.device).status();
@@ -255,13 +261,7 @@ impl BtrfsPool {
 impl Drop for BtrfsPool {
     fn drop(&mut self) {
         if self.mounted {
-            let ok = Command::new("umount")
-                .arg(&self.mnt)
-                .status()
-                .is_ok_and(|s| s.success());
-            if !ok {
-                let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
-            }
+            unmount_or_detach(&self.mnt);
         }
         // rotational before read_ahead_kb (writing it recomputes read_ahead_kb).
         for (knob, old) in &self.saved_queue {
@@ -428,13 +428,7 @@ impl Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        let ok = Command::new("umount")
-            .arg(&self.0)
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        }
+        unmount_or_detach(&self.0);
     }
 }
 
