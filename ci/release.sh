@@ -292,7 +292,8 @@ deb_check() {
     # (CI installs zsh and fish; elsewhere a missing shell is said and skipped).
     if command -v zsh > /dev/null; then
         zsh -n /usr/share/zsh/vendor-completions/_seekless || fail "zsh completion does not parse"
-        [ "$(zsh -fc 'autoload -U compinit; compinit -u -d /dev/null; print -r -- ${_comps[seekless]}')" = _seekless ] ||
+        # -D: no dump file (with -d FILE compinit replaces FILE by a rename: never a device).
+        [ "$(zsh -fc 'autoload -U compinit; compinit -u -D; print -r -- ${_comps[seekless]}')" = _seekless ] ||
             fail "zsh does not find the seekless completion in its fpath"
     else
         echo "zsh not installed: its completion is not checked"
