@@ -180,13 +180,7 @@ impl PartitionedDisk {
 impl Drop for PartitionedDisk {
     fn drop(&mut self) {
         for mnt in self.mounts.iter().rev() {
-            let ok = Command::new("umount")
-                .arg(mnt)
-                .status()
-                .is_ok_and(|s| s.success());
-            if !ok {
-                let _ = Command::new("umount").arg("-l").arg(mnt).status();
-            }
+            unmount_or_detach(mnt);
         }
         if self.emulated {
             for part in self.partitions.iter().rev() {

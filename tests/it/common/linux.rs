@@ -166,7 +166,7 @@ impl LoopFs {
 
 /// Unmounts `mnt` for a test's cleanup, lazily (detached, to go once unused) if it is busy:
 /// a cleanup never fails the test it ends.
-fn unmount_or_detach(mnt: &Path) {
+pub fn unmount_or_detach(mnt: &Path) {
     let ok = Command::new("umount")
         .arg(mnt)
         .status()
