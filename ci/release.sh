@@ -10,7 +10,7 @@
 #   seekless-V-*.whl                       the Python module, once crates/python/ exists
 #   SHA256SUMS                             of all the above
 #
-# and `cargo package` of the published crates (target/package/*.crate, not copied to
+# and `cargo package` of the published crates (target/release-package/package/*.crate, not copied to
 # dist). Why each choice: docs/release.md.
 #
 #   ci/release.sh [STEP...]   steps: static deb windows wheel package sums (default: all,
@@ -439,15 +439,20 @@ cargo_package() {
     # The verifying builds are one-off dev builds: no debug info, no incremental state, and
     # dependencies unoptimised in all four (the root manifest optimises them in dev builds
     # for its tests, which would build them all again for its verification alone).
+    # In a target directory of its own, from nothing: the crates keep their version
+    # between runs, and cargo takes a registry crate of a version it has built as
+    # unchanged, so a second run would verify against the first run's seekless-core.
+    local dir=target/release-package
+    rm -rf "$dir"
     CARGO_PROFILE_DEV_DEBUG=0 CARGO_INCREMENTAL=0 \
-        nice cargo package --locked --allow-dirty "${args[@]}" \
+        nice cargo package --locked --allow-dirty "${args[@]}" --target-dir "$dir" \
         --config 'profile.dev.package."*".opt-level=0'
     for p in "${published[@]}"; do
         cargo package --locked --allow-dirty --list -p "$p" > "$work/list.$p" 2> /dev/null
         if grep -E '^(bench|tests/it|fuzz|target|ci|\.ci)/|\.png$' "$work/list.$p"; then
             fail "$p's package holds files it must not (above)"
         fi
-        echo "$p-$version.crate: $(stat -c %s "target/package/$p-$version.crate") bytes," \
+        echo "$p-$version.crate: $(stat -c %s "$dir/package/$p-$version.crate") bytes," \
             "$(wc -l < "$work/list.$p") files"
     done
 }
