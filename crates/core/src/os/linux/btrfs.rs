@@ -138,20 +138,24 @@ impl ChunkMap {
     /// Where logical address `logical` lies: its device and offset there (mirrors on
     /// their first copy), the rest of its stripe as the length. `None` outside the map.
     pub(crate) fn place(&self, logical: u64) -> Option<Piece> {
-        let i = self
-            .chunks
-            .partition_point(|c| c.logical <= logical)
-            .checked_sub(1)?;
-        let c = &self.chunks[i];
-        if logical >= c.logical.checked_add(c.length)? {
-            return None;
-        }
+        let (c, _) = self.chunk_at(logical)?;
         let (devid, physical, length) = c.locate(logical - c.logical)?;
         Some(Piece {
             devid,
             physical,
             length,
         })
+    }
+
+    /// The chunk holding logical address `logical`, and where it ends.
+    fn chunk_at(&self, logical: u64) -> Option<(&Chunk, u64)> {
+        let i = self
+            .chunks
+            .partition_point(|c| c.logical <= logical)
+            .checked_sub(1)?;
+        let c = &self.chunks[i];
+        let end = c.logical.checked_add(c.length)?;
+        (logical < end).then_some((c, end))
     }
 
     /// The pieces of the logical range `[logical, logical + length)`, in logical order,
@@ -166,15 +170,7 @@ impl ChunkMap {
         let mut at = logical;
         let end = logical.checked_add(length)?;
         while at < end {
-            let i = self
-                .chunks
-                .partition_point(|c| c.logical <= at)
-                .checked_sub(1)?;
-            let c = &self.chunks[i];
-            let chunk_end = c.logical.checked_add(c.length)?;
-            if at >= chunk_end {
-                return None;
-            }
+            let (c, chunk_end) = self.chunk_at(at)?;
             let (devid, physical, run) = c.locate(at - c.logical)?;
             let n = run.min(end - at).min(chunk_end - at);
             match pieces.last_mut() {

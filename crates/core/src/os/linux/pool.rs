@@ -13,7 +13,10 @@ const FULLPATH: &std::ffi::CStr = c"user.mergerfs.fullpath";
 /// The path on its branch of the file open as `file`, if its filesystem is a pool that
 /// says (mergerfs); `None` for any other answer (no such attribute, not supported).
 pub fn branch_path(file: &File) -> Option<PathBuf> {
-    let mut buf = vec![0u8; 4096];
+    // Asked once per file of a pool: a page on the stack first, a longer answer on the heap.
+    let mut page = [0u8; 4096];
+    let mut long = Vec::new();
+    let mut buf: &mut [u8] = &mut page;
     for _ in 0..2 {
         // SAFETY: the descriptor is open for the call; the name is NUL-terminated; the
         // kernel writes at most `buf.len()` bytes into `buf`, which lives past the call.
@@ -26,13 +29,13 @@ pub fn branch_path(file: &File) -> Option<PathBuf> {
             )
         };
         if n >= 0 {
-            buf.truncate(n as usize);
+            let mut answer = &buf[..n as usize];
             // mergerfs answers without a terminating NUL; take one off if a version adds it.
-            if buf.last() == Some(&0) {
-                buf.pop();
+            if let [rest @ .., 0] = answer {
+                answer = rest;
             }
-            return (!buf.is_empty() && buf[0] == b'/')
-                .then(|| PathBuf::from(OsString::from_vec(buf)));
+            return (answer.first() == Some(&b'/'))
+                .then(|| PathBuf::from(OsString::from_vec(answer.to_vec())));
         }
         if std::io::Error::last_os_error().raw_os_error() != Some(libc::ERANGE) {
             return None;
@@ -45,7 +48,8 @@ pub fn branch_path(file: &File) -> Option<PathBuf> {
         if len <= 0 {
             return None;
         }
-        buf = vec![0u8; len as usize];
+        long.resize(len as usize, 0);
+        buf = &mut long;
     }
     None
 }
