@@ -182,8 +182,11 @@ fn a_copy_manifest_of_20000_files_is_written_as_it_goes_not_held() {
         assert_eq!(code, Some(0));
         peak
     };
-    let without = copy("plain", None);
-    let with = copy("listed", Some("SUMS"));
+    // The peak of one run moves by several MB with the threads' timing (34.8 to 45.0 MB
+    // without a manifest, seen under a parallel test run): each side is the lower of two
+    // runs, so the noise of one run does not decide.
+    let without = copy("plain", None).min(copy("plain2", None));
+    let with = copy("listed2", Some("SUMS2")).min(copy("listed", Some("SUMS")));
     let manifest = std::fs::read(t.path().join("SUMS")).unwrap();
     let lines = manifest.split(|b| *b == b'\n').filter(|l| !l.is_empty());
     assert_eq!(lines.count(), FILES, "a line per file");
