@@ -297,6 +297,14 @@ impl Placement {
         }
     }
 
+    /// This placement sorted by `key` instead (a pooled filesystem's file, by its first
+    /// byte's offset on the member holding it, its extents in the filesystem's own
+    /// addresses).
+    pub(crate) fn with_key(mut self, key: u64) -> Self {
+        self.key = key.min(NO_KEY - 1);
+        self
+    }
+
     /// The device offset to sort this file by, if its position is known.
     pub fn physical(&self) -> Option<u64> {
         (self.key != NO_KEY).then_some(self.key)

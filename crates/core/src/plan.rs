@@ -124,6 +124,11 @@ pub struct Sweep {
     pub disk: DiskIndex,
     /// Indices into [`Plan::files`], in physical order.
     pub files: Vec<u32>,
+    /// Files of other sweeps with pieces on this disk too (a filesystem split into its
+    /// members: btrfs RAID0 stripes, extents in chunks on another member), in plan order.
+    /// This sweep prefetches those pieces as it passes them; the file is handed out by
+    /// its own sweep, that of the member holding its first byte.
+    pub guests: Vec<u32>,
 }
 
 /// What one filesystem is and got.
@@ -156,6 +161,20 @@ pub struct FilesystemReport {
     /// caller reads in any order ([`PlanOptions::unordered_on_solid_state`]): its ladder
     /// is then inode order alone.
     pub unordered: bool,
+    /// For a filesystem split into its members: how its addresses lie on them, and each
+    /// member's disk and first byte there (the reader's, to prefetch each piece of a file
+    /// in its member's sweep).
+    #[serde(skip)]
+    pub(crate) split: Option<Split>,
+}
+
+/// A filesystem over several disks, split into them (btrfs SINGLE, DUP, RAID0 data).
+#[derive(Clone, Debug)]
+pub(crate) struct Split {
+    /// Where each piece of its address space lies.
+    pub layout: Arc<os::Striping>,
+    /// Each member's disk and its first byte on that disk, numbered as the layout's.
+    pub members: Vec<(DiskIndex, u64)>,
 }
 
 impl FilesystemReport {
@@ -175,6 +194,7 @@ impl FilesystemReport {
             members: Vec::new(),
             files: 0,
             unordered: false,
+            split: None,
         }
     }
 }
@@ -658,6 +678,12 @@ impl Plan {
                 max_prefetch: f.device.max_prefetch(),
                 files: 0,
                 unordered: f.unordered,
+                split: os::striping(&f.device.volume)
+                    .filter(|_| !f.device.members.is_empty())
+                    .map(|layout| Split {
+                        layout,
+                        members: f.device.members.clone(),
+                    }),
             })
             .collect();
         let runs = tag
@@ -779,7 +805,7 @@ impl Plan {
         for f in &files {
             filesystems[f.filesystem as usize].files += 1;
         }
-        let sweeps = sweeps(&files, disks.len());
+        let sweeps = sweeps(&files, &filesystems, disks.len());
         let summary = Summary {
             files: files.len() as u64,
             bytes: files.iter().map(|f| f.entry.size).sum(),
@@ -1037,8 +1063,9 @@ fn dedup(
 }
 
 /// Groups files by disk and sorts each group: located files by disk offset, then the rest
-/// by inode (or given order where even inode numbers mean nothing).
-fn sweeps(files: &[PlannedFile], disks: usize) -> Vec<Sweep> {
+/// by inode (or given order where even inode numbers mean nothing). A file of a split
+/// filesystem with pieces on other members is a guest of their disks' sweeps.
+fn sweeps(files: &[PlannedFile], filesystems: &[FilesystemReport], disks: usize) -> Vec<Sweep> {
     /// One disk's files by how they are ordered: (sort key, index) pairs, 16 bytes a file
     /// for the sort alone (the order the sweep keeps is the 4-byte index). Keys cached
     /// beside the order took 40 bytes a file, at the peak of `hash --check` of a million
@@ -1055,9 +1082,13 @@ fn sweeps(files: &[PlannedFile], disks: usize) -> Vec<Sweep> {
         given: Vec<u32>,
     }
     let mut per_disk = vec![Classes::default(); disks];
+    let mut guests = vec![Vec::new(); disks];
     for (i, f) in files.iter().enumerate() {
         let classes = &mut per_disk[f.disk as usize];
         let i = i as u32;
+        if let Some(split) = &filesystems[f.filesystem as usize].split {
+            add_guest(i, f, split, &mut guests);
+        }
         match (f.disk_offset(), f.placement.strategy) {
             (Some(offset), _) => classes.located.push((offset, i)),
             (None, Strategy::Given) => classes.given.push(i),
@@ -1066,8 +1097,9 @@ fn sweeps(files: &[PlannedFile], disks: usize) -> Vec<Sweep> {
     }
     per_disk
         .into_iter()
+        .zip(guests)
         .enumerate()
-        .filter_map(|(disk, c)| {
+        .filter_map(|(disk, (c, guests))| {
             let Classes {
                 mut located,
                 mut unlocated,
@@ -1088,12 +1120,36 @@ fn sweeps(files: &[PlannedFile], disks: usize) -> Vec<Sweep> {
             order.extend(located.into_iter().map(|(_, i)| i));
             order.extend(unlocated.into_iter().map(|(_, i)| i));
             order.extend(given);
-            (!order.is_empty()).then_some(Sweep {
+            (!order.is_empty() || !guests.is_empty()).then_some(Sweep {
                 disk: disk as DiskIndex,
                 files: order,
+                guests,
             })
         })
         .collect()
+}
+
+/// Adds file `i` to the guests of every disk other than its own that holds a piece of it.
+/// Walks its pieces until every member's disk is found (at once for most files of a
+/// RAID0 pool: its second stripe is on the next member).
+fn add_guest(i: u32, f: &PlannedFile, split: &Split, guests: &mut [Vec<u32>]) {
+    let mut others = split.members.iter().filter(|m| m.0 != f.disk).count();
+    for e in f.placement.extents() {
+        let length = e.length.min(f.entry.size.saturating_sub(e.logical));
+        for piece in split.layout.pieces(e.physical, length) {
+            let Some(&(disk, _)) = split.members.get(piece.member) else {
+                continue;
+            };
+            let list = &mut guests[disk as usize];
+            if disk != f.disk && list.last() != Some(&i) {
+                list.push(i);
+                others -= 1;
+                if others == 0 {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1159,6 +1215,7 @@ pub(crate) mod tests {
             members: Vec::new(),
             files: 0,
             unordered: false,
+            split: None,
         }
     }
 

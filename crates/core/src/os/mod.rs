@@ -55,6 +55,22 @@ pub use write::{
     sync_directory, sync_filesystem, sync_filesystem_of, write_all_at,
 };
 
+/// One piece of a filesystem's address range on one member of a filesystem over several
+/// devices ([`Striping::pieces`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemberPiece {
+    /// The member holding it (numbered as [`pool_members`] numbers them).
+    pub member: usize,
+    /// Its distance from the start of the range asked about.
+    pub delta: u64,
+    /// Its offset on the member.
+    pub offset: u64,
+    /// Its length.
+    pub length: u64,
+    /// Whether it is one stripe of data that alternates between members (RAID0).
+    pub striped: bool,
+}
+
 /// Reads from `file`'s offset into `buf`, which need not be initialised, as
 /// `Read::read` does; `buf[..n]` is initialised afterwards. On Unix one `read(2)` into
 /// `buf`; elsewhere `buf` is zeroed, then read into.
@@ -198,6 +214,31 @@ pub fn pool_members(_volume: &Volume) -> Vec<(crate::disk::Disk, u64)> {
 /// Why a filesystem over several devices is not split: never, elsewhere than Linux.
 #[cfg(not(target_os = "linux"))]
 pub fn pool_note(_volume: &Volume) -> Option<&str> {
+    None
+}
+
+/// How a filesystem over several devices lays files out: Linux's concern (btrfs; see
+/// `linux/btrfs.rs`); elsewhere there is none.
+#[cfg(not(target_os = "linux"))]
+#[derive(Debug)]
+pub enum Striping {}
+
+#[cfg(not(target_os = "linux"))]
+impl Striping {
+    /// The pieces of an address range on the members (none: there is no such layout).
+    pub fn pieces(&self, _address: u64, _length: u64) -> std::iter::Empty<MemberPiece> {
+        match *self {}
+    }
+
+    /// Number of members.
+    pub fn members(&self) -> usize {
+        match *self {}
+    }
+}
+
+/// The layout of a filesystem split into its members: never, elsewhere than Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn striping(_volume: &Volume) -> Option<std::sync::Arc<Striping>> {
     None
 }
 

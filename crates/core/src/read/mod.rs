@@ -36,6 +36,7 @@
 //! ```
 
 pub mod consume;
+mod guests;
 mod schedule;
 mod sweep;
 mod window;
@@ -58,6 +59,7 @@ use crate::disk::{DiskKind, DiskVerdict};
 use crate::error::{Change, Error, ErrorKind};
 use crate::os;
 use crate::plan::{Plan, PlannedFile, Sweep};
+use guests::Ledger;
 use sweep::{Message, Slot, SweepRun};
 use window::Window;
 
@@ -145,6 +147,8 @@ pub struct Reader {
     gap_waits: Arc<AtomicU64>,
     rx: Receiver<Message>,
     windows: Vec<Arc<Window>>,
+    /// The window bytes of guests (files with pieces on other disks than their own).
+    ledger: Option<Arc<Ledger>>,
     threads: Vec<JoinHandle<()>>,
     disks: Vec<DiskVerdict>,
     /// Whether to drop read pages behind, per lane (window).
@@ -235,12 +239,13 @@ impl Reader {
                 lanes.push((s, None));
             } else {
                 for lane in 0..n {
-                    let files = sweep.files.iter().skip(lane).step_by(n).copied().collect();
+                    let share = |all: &[u32]| all.iter().skip(lane).step_by(n).copied().collect();
                     lanes.push((
                         s,
                         Some(Sweep {
                             disk: sweep.disk,
-                            files,
+                            files: share(&sweep.files),
+                            guests: share(&sweep.guests),
                         }),
                     ));
                 }
@@ -251,17 +256,30 @@ impl Reader {
         for (s, _) in &lanes {
             lanes_of[*s] += 1;
         }
-        for (index, (s, lane)) in lanes.into_iter().enumerate() {
-            let n = lanes_of[s];
-            let window = Arc::new(Window::new(
+        for (s, _) in &lanes {
+            let n = lanes_of[*s];
+            windows.push(Arc::new(Window::new(
                 bytes.div_ceil(n),
                 files.div_ceil(n as usize),
                 held_bytes.div_ceil(n),
                 held_files.div_ceil(n as usize),
-            ));
-            windows.push(window.clone());
+            )));
+        }
+        let ledger = Ledger::new(
+            lanes.iter().map(|(s, lane)| {
+                lane.as_ref()
+                    .unwrap_or(&plan.sweeps()[*s])
+                    .guests
+                    .as_slice()
+            }),
+            windows.clone(),
+        )
+        .map(Arc::new);
+        for (index, (s, lane)) in lanes.into_iter().enumerate() {
+            let window = windows[index].clone();
             let (plan, tx, seq) = (plan.clone(), tx.clone(), seq.clone());
             let waits = gap_waits.clone();
+            let ledger = ledger.clone();
             let piece = opts.piece_bytes;
             let prefetch = opts.prefetch;
             let gap_barrier = match disks.get(s) {
@@ -280,6 +298,7 @@ impl Reader {
                     prefetch,
                     gap_barrier,
                     gap_waits: &waits,
+                    ledger: ledger.as_deref(),
                 };
                 // The sweep's state is dropped whole, so nothing half-updated is seen
                 // after the unwind; the consumer re-raises the panic.
@@ -294,6 +313,7 @@ impl Reader {
             gap_waits,
             rx,
             windows,
+            ledger,
             threads,
             disks,
             drop_behind,
@@ -397,8 +417,14 @@ impl Reader {
                     pos: 0,
                     dropped: 0,
                     drop_behind: self.drop_behind[h.sweep],
+                    ledger: self.ledger.clone(),
                 }),
-                Err(e) => Err(e),
+                Err(e) => {
+                    if let Some(ledger) = &self.ledger {
+                        ledger.closed(index);
+                    }
+                    Err(e)
+                }
             },
         ))
     }
@@ -440,6 +466,8 @@ pub struct FileReader {
     pos: u64,
     dropped: u64,
     drop_behind: bool,
+    /// Where the window bytes of the file's pieces on other disks go back.
+    ledger: Option<Arc<Ledger>>,
 }
 
 impl FileReader {
@@ -751,6 +779,9 @@ impl Drop for FileReader {
             let _ = os::drop_cache(&self.file, self.dropped, 0);
         }
         self.window.closed(self.slot.close());
+        if let Some(ledger) = &self.ledger {
+            ledger.closed(self.index);
+        }
     }
 }
 
@@ -849,6 +880,64 @@ mod tests {
                 );
             });
             assert!(message.contains("worker fault at"), "{workers}: {message}");
+        }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn files_of_a_pool_read_from_two_sweeps_come_once_whole_and_every_window_empties() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let mut contents = Vec::new();
+        let plan = Arc::new(crate::read::schedule::tests::raid0_plan_with(|i, f| {
+            let path = t.path().join(format!("f{i}"));
+            let bytes: Vec<u8> = (0..f.entry.size)
+                .map(|b| (b * 7 + i as u64) as u8)
+                .collect();
+            std::fs::write(&path, &bytes).unwrap();
+            let meta = std::fs::metadata(&path).unwrap();
+            f.entry.path = path.into();
+            f.entry.id = crate::file_id::FileId {
+                dev: meta.dev(),
+                ino: meta.ino(),
+            };
+            f.entry.modified = meta.modified().ok();
+        }));
+        for f in plan.files() {
+            contents.push(std::fs::read(&*f.entry.path).unwrap());
+        }
+        assert!(plan.sweeps().iter().all(|s| !s.guests.is_empty()));
+        // Windows from roomy to one byte (every guest piece fills it), with and without
+        // prefetching, many times over for different interleavings of the two sweeps.
+        for round in 0..40 {
+            let opts = ReadOptions {
+                window_bytes: [64 << 20, 64 << 10, 1][round % 3],
+                window_files: [512, 2, 1][round % 3],
+                prefetch: round % 4 != 3,
+                ..ReadOptions::default()
+            };
+            let reader = Reader::new(plan.clone(), opts);
+            let mut seen = vec![0; plan.files().len()];
+            while let Some((index, file)) = reader.next_file() {
+                let mut file = file.unwrap();
+                let mut got = Vec::new();
+                file.read_to_end(&mut got).unwrap();
+                file.finish().unwrap();
+                assert_eq!(got, contents[index as usize], "round {round}: file {index}");
+                seen[index as usize] += 1;
+            }
+            assert_eq!(seen, vec![1, 1, 1], "round {round}");
+            let ledger = reader.ledger.clone().expect("the pool's files are guests");
+            let windows = reader.windows.clone();
+            drop(reader);
+            assert_eq!(ledger.len(), 0, "round {round}: files left in the ledger");
+            for w in &windows {
+                assert_eq!(
+                    w.usage(),
+                    (0, 0, 0),
+                    "round {round}: a window did not empty"
+                );
+            }
         }
     }
 }

@@ -7,7 +7,15 @@
 //! so window accounting stays fine-grained and large files can stream, and never longer
 //! than one prefetch call can bring in on the file's filesystem (Linux drops the rest of
 //! a longer `readahead(2)`, and that rest would then be read late, out of sweep order).
+//!
+//! On a filesystem split into its members (btrfs over several disks), an extent's pieces
+//! lie on the member holding each (RAID0: every other 64 KiB stripe): a sweep takes only
+//! the pieces on its own disk, of its own files and of its guests (files of other sweeps
+//! with pieces here). Such an extent is held as one *seed* step, at its first piece here,
+//! and cut into its pieces only when the sweep reaches it, so a terabyte of stripes does
+//! not become a list of millions of steps.
 
+use crate::os;
 use crate::plan::{Plan, PlannedFile, Sweep};
 
 /// One prefetch request: a byte range of one file. 24 bytes: a sweep of a million files
@@ -28,6 +36,10 @@ pub(crate) struct Step {
 /// No position on the disk.
 const UNKNOWN: u64 = u64::MAX;
 
+/// The length of a seed: an extent of a split filesystem whose pieces here are made when
+/// the sweep reaches it (above [`MAX_PIECE`], so no real step has it).
+const SEED: u32 = u32::MAX;
+
 /// The longest step: pieces are cut to this at most (the default piece is 4 MiB).
 const MAX_PIECE: u64 = 1 << 31;
 
@@ -43,8 +55,24 @@ impl Step {
         }
     }
 
+    /// The seed of the extent of file `file` at offset `offset` of a split filesystem,
+    /// whose first piece on this disk is at `position`.
+    fn seed(file: u32, offset: u64, position: u64) -> Self {
+        Self {
+            offset,
+            at: position.min(UNKNOWN - 1),
+            file,
+            len: SEED,
+        }
+    }
+
+    fn is_seed(&self) -> bool {
+        self.len == SEED
+    }
+
     /// Bytes to prefetch.
     pub fn length(&self) -> u64 {
+        debug_assert!(!self.is_seed(), "a seed is cut before it is issued");
         u64::from(self.len)
     }
 
@@ -60,16 +88,29 @@ impl Step {
 /// sweep's order, are made as [`steps`](Self::steps) reaches them: on a disk that is not
 /// located, that is every file, and a list of them would be the reader's largest array.
 pub(crate) struct Schedule<'p> {
-    /// Located steps by disk position (then file, offset).
+    /// Located steps (and seeds) by disk position (then file, offset).
     located: Vec<Step>,
-    /// Steps per file, indexed like the sweep's files.
+    /// Steps per file, indexed like the sweep's files, then its guests.
     pub steps_per_file: Vec<u32>,
     /// Whether any file has steps without a position.
     any_unlocated: bool,
     files: &'p [PlannedFile],
+    filesystems: &'p [crate::plan::FilesystemReport],
     sweep: &'p Sweep,
     /// The piece size per filesystem.
     pieces: Vec<u64>,
+    /// Per filesystem split into members: per member, its first byte on this sweep's
+    /// disk if it is on it.
+    here: Vec<Option<Vec<Option<u64>>>>,
+}
+
+/// The plan's index of a sweep's file `local`: its files, then its guests.
+pub(crate) fn planned(sweep: &Sweep, local: u32) -> u32 {
+    let local = local as usize;
+    match sweep.files.get(local) {
+        Some(&i) => i,
+        None => sweep.guests[local - sweep.files.len()],
+    }
 }
 
 impl Schedule<'_> {
@@ -85,7 +126,43 @@ impl Schedule<'_> {
                 self.sweep.files.len()
             },
             pieces: Pieces::none(),
+            seed: None,
         }
+    }
+
+    /// The pieces on this disk of the extent of file `local` at file offset `offset`,
+    /// on a split filesystem. Empty for anything else.
+    fn cut<'s>(&'s self, local: u32, offset: u64) -> Cut<'s> {
+        let f = &self.files[planned(self.sweep, local) as usize];
+        let extents = f.placement.extents();
+        let fs = f.filesystem as usize;
+        let split = self.split_here(fs);
+        let (Some((layout, here)), Ok(k)) =
+            (split, extents.binary_search_by_key(&offset, |e| e.logical))
+        else {
+            return Cut::none(local);
+        };
+        let e = &extents[k];
+        Cut {
+            layout: Some(layout),
+            here,
+            file: local,
+            offset: e.logical,
+            at: e.physical,
+            end: e
+                .physical
+                .saturating_add(e.length.min(f.entry.size.saturating_sub(e.logical))),
+            piece: self.pieces[fs],
+            pieces: Pieces::none(),
+        }
+    }
+
+    /// The layout of filesystem `fs` and which of its members are on this disk, if it
+    /// is split into its members and one of them is.
+    fn split_here(&self, fs: usize) -> Option<(&os::Striping, &[Option<u64>])> {
+        let here = self.here.get(fs)?.as_deref()?;
+        let split = self.filesystems[fs].split.as_ref()?;
+        Some((&*split.layout, here))
     }
 
     /// The steps of file `local` (its index in the sweep), if they have no position.
@@ -107,14 +184,28 @@ pub(crate) struct Steps<'s> {
     next_file: usize,
     /// What is left of the file at hand's steps without a position.
     pieces: Pieces,
+    /// What is left of the seed at hand's pieces.
+    seed: Option<Cut<'s>>,
 }
 
 impl Iterator for Steps<'_> {
     type Item = Step;
 
     fn next(&mut self) -> Option<Step> {
-        if let Some(&step) = self.located.next() {
-            return Some(step);
+        loop {
+            if let Some(cut) = &mut self.seed {
+                if let Some(step) = cut.next() {
+                    return Some(step);
+                }
+                self.seed = None;
+            }
+            match self.located.next() {
+                Some(&step) if step.is_seed() => {
+                    self.seed = Some(self.schedule.cut(step.file, step.offset));
+                }
+                Some(&step) => return Some(step),
+                None => break,
+            }
         }
         loop {
             if let Some(step) = self.pieces.next() {
@@ -144,46 +235,76 @@ pub(crate) fn schedule<'p>(plan: &'p Plan, sweep: &'p Sweep, piece: u64) -> Sche
                 .clamp(4096, MAX_PIECE)
         })
         .collect();
-    // Every located step (each file's in offset order), and counts of every step.
-    let each_located = |emit: &mut dyn FnMut(Step)| {
-        for (local, &i) in sweep.files.iter().enumerate() {
-            let f = &files[i as usize];
-            let i = local as u32;
-            let piece = pieces[f.filesystem as usize];
+    // Per split filesystem, its members on this disk.
+    let here = plan
+        .filesystems()
+        .iter()
+        .map(|r| {
+            let split = r.split.as_ref()?;
+            let here: Vec<Option<u64>> = split
+                .members
+                .iter()
+                .map(|&(disk, base)| (disk == sweep.disk).then_some(base))
+                .collect();
+            here.iter().any(Option::is_some).then_some(here)
+        })
+        .collect();
+    let mut schedule = Schedule {
+        located: Vec::new(),
+        steps_per_file: vec![0u32; sweep.files.len() + sweep.guests.len()],
+        any_unlocated: false,
+        files,
+        filesystems: plan.filesystems(),
+        sweep,
+        pieces,
+        here,
+    };
+    // Every located step (each file's in offset order) and seed, with the steps it makes.
+    let each_located = |schedule: &Schedule<'_>, emit: &mut dyn FnMut(Step, u32)| {
+        let locals = sweep.files.len() + sweep.guests.len();
+        for local in 0..locals as u32 {
+            let f = &files[planned(sweep, local) as usize];
+            let piece = schedule.pieces[f.filesystem as usize];
             let extents = f.placement.extents();
             if extents.is_empty() {
                 // One step for the whole file, cut into pieces.
                 if let Some(position) = f.disk_offset() {
-                    Pieces::new(i, 0, f.entry.size, Some(position), piece).for_each(&mut *emit);
+                    Pieces::new(local, 0, f.entry.size, Some(position), piece)
+                        .for_each(|s| emit(s, 1));
+                }
+                continue;
+            }
+            if schedule.split_here(f.filesystem as usize).is_some() {
+                // Each extent's pieces here, made when the sweep reaches the first.
+                for e in extents {
+                    let cut = schedule.cut(local, e.logical);
+                    if let Some(first) = cut.clone().next() {
+                        let position = first.position().unwrap_or(UNKNOWN - 1);
+                        emit(Step::seed(local, e.logical, position), cut.count() as u32);
+                    }
                 }
                 continue;
             }
             for e in extents {
                 let length = e.length.min(f.entry.size.saturating_sub(e.logical));
                 let position = Some(f.base.saturating_add(e.physical));
-                Pieces::new(i, e.logical, length, position, piece).for_each(&mut *emit);
+                Pieces::new(local, e.logical, length, position, piece).for_each(|s| emit(s, 1));
             }
         }
     };
     // Counted first, so the list is allocated once at its size: at a million files, the
     // schedule is a large part of the reader's memory.
     let mut located = 0usize;
-    each_located(&mut |_| located += 1);
+    each_located(&schedule, &mut |_, _| located += 1);
     let mut steps: Vec<Step> = Vec::with_capacity(located);
-    each_located(&mut |s| steps.push(s));
+    let mut steps_per_file = std::mem::take(&mut schedule.steps_per_file);
+    each_located(&schedule, &mut |s, n| {
+        steps_per_file[s.file as usize] += n;
+        steps.push(s);
+    });
     steps.sort_unstable_by_key(|s| (s.at, s.file, s.offset));
-    let mut steps_per_file = vec![0u32; sweep.files.len()];
-    for s in &steps {
-        steps_per_file[s.file as usize] += 1;
-    }
-    let mut schedule = Schedule {
-        located: steps,
-        steps_per_file,
-        any_unlocated: false,
-        files,
-        sweep,
-        pieces,
-    };
+    schedule.located = steps;
+    schedule.steps_per_file = steps_per_file;
     for local in 0..sweep.files.len() {
         if let Some(pieces) = schedule.unlocated_pieces(local) {
             schedule.steps_per_file[local] = pieces.count() as u32;
@@ -191,6 +312,70 @@ pub(crate) fn schedule<'p>(plan: &'p Plan, sweep: &'p Sweep, piece: u64) -> Sche
         }
     }
     schedule
+}
+
+/// The pieces on one disk of one extent of a split filesystem, as steps cut to the
+/// piece size: what a seed becomes. Cloning it gives the steps still to come.
+#[derive(Clone)]
+struct Cut<'s> {
+    /// `None`: no pieces.
+    layout: Option<&'s os::Striping>,
+    /// Per member, its first byte on this disk if it is on it.
+    here: &'s [Option<u64>],
+    file: u32,
+    /// The file offset of the address `at`.
+    offset: u64,
+    /// The filesystem address reached, and where the extent ends.
+    at: u64,
+    end: u64,
+    piece: u64,
+    /// What is left of the piece at hand.
+    pieces: Pieces,
+}
+
+impl Cut<'_> {
+    fn none(file: u32) -> Self {
+        Self {
+            layout: None,
+            here: &[],
+            file,
+            offset: 0,
+            at: 0,
+            end: 0,
+            piece: 1,
+            pieces: Pieces::none(),
+        }
+    }
+}
+
+impl Iterator for Cut<'_> {
+    type Item = Step;
+
+    fn next(&mut self) -> Option<Step> {
+        loop {
+            if let Some(step) = self.pieces.next() {
+                return Some(step);
+            }
+            let layout = self.layout?;
+            if self.at >= self.end {
+                return None;
+            }
+            // The walk is started afresh at each piece (a search of the chunk map): it
+            // borrows nothing, so this stays a plain value to clone.
+            let Some(p) = layout.pieces(self.at, self.end - self.at).next() else {
+                // The rest has no known place: it is read when the file is.
+                self.at = self.end;
+                return None;
+            };
+            let offset = self.offset;
+            self.at = self.at.saturating_add(p.length);
+            self.offset = self.offset.saturating_add(p.length);
+            if let Some(Some(base)) = self.here.get(p.member) {
+                let position = Some(base.saturating_add(p.offset));
+                self.pieces = Pieces::new(self.file, offset, p.length, position, self.piece);
+            }
+        }
+    }
 }
 
 /// The steps of `length` bytes of file `file` from `offset`, at `position` on the disk
@@ -252,7 +437,7 @@ impl Iterator for Pieces {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::plan::tests::{filesystem, located, plan_of};
 
@@ -331,6 +516,110 @@ mod tests {
         assert_eq!(
             steps(&plan, 4 << 20),
             vec![(0, 0, 4096, Some((1 << 30) + 8192))]
+        );
+    }
+
+    /// Three files on a btrfs RAID0 pool over two disks (64 KiB stripes, the chunk at
+    /// address 1 GiB, its stripes at 10 MiB on device 1 and 20 MiB on device 2), as the
+    /// planner places them: each with the member of its first byte, its extents at the
+    /// filesystem's addresses.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn raid0_plan() -> Plan {
+        raid0_plan_with(|_, _| {})
+    }
+
+    /// [`raid0_plan`], each file (a, b, c) changed by `adjust` first.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn raid0_plan_with(adjust: impl Fn(usize, &mut PlannedFile)) -> Plan {
+        use crate::plan::Split;
+        const K: u64 = 1024;
+        const M: u64 = K * K;
+        let (a, l) = (1024 * M, 64 * K);
+        let layout = crate::os::raid0_for_tests(a, 1024 * M, &[10 * M, 20 * M]);
+        let mut fs = filesystem(1, 0, None);
+        fs.members = vec![0, 1];
+        fs.split = Some(Split {
+            layout,
+            members: vec![(0, 0), (1, 0)],
+        });
+        let file = |name, ino, size, address, disk, key| {
+            let mut f = located(name, (1, ino), size, &[(0, address, size)], 0);
+            f.disk = disk;
+            f.placement = f.placement.with_key(key);
+            f
+        };
+        let mut files = vec![
+            // Stripes 0-3: device 1, 2, 1, 2.
+            file("a", 1, 200 * K, a, 0, 10 * M),
+            // Stripe 4: device 1 alone.
+            file("b", 2, l, a + 4 * l, 0, 10 * M + 2 * l),
+            // Stripes 5-6: device 2, then 36 KiB on device 1.
+            file("c", 3, 100 * K, a + 5 * l, 1, 20 * M + 2 * l),
+        ];
+        for (i, f) in files.iter_mut().enumerate() {
+            adjust(i, f);
+        }
+        let disks = vec![crate::Disk::unknown("disk0"), crate::Disk::unknown("disk1")];
+        Plan::from_located(files, vec![fs], disks, &crate::Quiet)
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn on_a_raid0_pool_each_disk_prefetches_the_stripes_it_holds_of_every_file() {
+        const K: u64 = 1024;
+        const M: u64 = K * K;
+        let l = 64 * K;
+        let plan = raid0_plan();
+        let sweeps = plan.sweeps();
+        assert_eq!(sweeps.len(), 2);
+        assert_eq!(
+            (&sweeps[0].files, &sweeps[0].guests),
+            (&vec![0, 1], &vec![2])
+        );
+        assert_eq!((&sweeps[1].files, &sweeps[1].guests), (&vec![2], &vec![0]));
+        // (file in the plan, file offset, length, position) of each step; steps per file.
+        type Steps = (Vec<(u32, u64, u64, Option<u64>)>, Vec<u32>);
+        let steps = |s: usize| -> Steps {
+            let sweep = &sweeps[s];
+            let schedule = schedule(&plan, sweep, 4 << 20);
+            let steps = schedule
+                .steps()
+                .map(|st| {
+                    (
+                        planned(sweep, st.file),
+                        st.offset,
+                        st.length(),
+                        st.position(),
+                    )
+                })
+                .collect();
+            (steps, schedule.steps_per_file.clone())
+        };
+        // Disk 0 (device 1): a's stripes 0 and 2, b, and guest c's last 36 KiB, in the
+        // device's order; (file in the plan, file offset, length, position).
+        assert_eq!(
+            steps(0),
+            (
+                vec![
+                    (0, 0, l, Some(10 * M)),
+                    (0, 2 * l, l, Some(10 * M + l)),
+                    (1, 0, l, Some(10 * M + 2 * l)),
+                    (2, l, 36 * K, Some(10 * M + 3 * l)),
+                ],
+                vec![2, 1, 1]
+            )
+        );
+        // Disk 1 (device 2): guest a's stripes 1 and 3 (its last 8 KiB), then c's first.
+        assert_eq!(
+            steps(1),
+            (
+                vec![
+                    (0, l, l, Some(20 * M)),
+                    (0, 3 * l, 8 * K, Some(20 * M + l)),
+                    (2, 0, l, Some(20 * M + 2 * l)),
+                ],
+                vec![1, 2]
+            )
         );
     }
 }

@@ -12,7 +12,8 @@ use crossbeam_channel::Sender;
 use crate::error::{Change, Error, ErrorKind};
 use crate::os;
 use crate::plan::{Plan, Sweep};
-use crate::read::schedule::{Step, schedule};
+use crate::read::guests::Ledger;
+use crate::read::schedule::{Step, planned, schedule};
 use crate::read::window::{Admit, Window};
 use crate::sync::lock;
 
@@ -32,7 +33,7 @@ struct SlotState {
 impl Slot {
     /// The sweep prefetched `bytes` more; false if the consumer already closed the file
     /// (the bytes go straight back to the window).
-    fn issued(&self, bytes: u64) -> bool {
+    pub(crate) fn issued(&self, bytes: u64) -> bool {
         let mut s = lock(&self.state);
         if s.closed {
             return false;
@@ -47,6 +48,11 @@ impl Slot {
         let free = bytes.min(s.issued - s.released);
         s.released += free;
         free
+    }
+
+    /// Whether the consumer closed the file.
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.state).closed
     }
 
     /// The consumer closed the file: the window bytes still held.
@@ -127,6 +133,17 @@ pub(crate) struct SweepRun<'a> {
     pub gap_barrier: u64,
     /// Counts the waits at gaps.
     pub gap_waits: &'a AtomicU64,
+    /// Where the window bytes of guests' pieces are given back (see [`Ledger`]); `None`
+    /// when no sweep has guests.
+    pub ledger: Option<&'a Ledger>,
+}
+
+/// A guest (another sweep's file with pieces on this disk) while its pieces here are
+/// being prefetched.
+struct Guest {
+    file: File,
+    slot: Arc<Slot>,
+    remaining: u32,
 }
 
 impl SweepRun<'_> {
@@ -135,10 +152,15 @@ impl SweepRun<'_> {
         let steps_per_file = &schedule.steps_per_file;
         let large = self.window.max_bytes / 2;
         // Files by their index in the sweep (`Step::file`).
-        let mut state = vec![State::New; self.sweep.files.len()];
+        let mut state = vec![State::New; steps_per_file.len()];
         let mut open: HashMap<u32, Partial> = HashMap::new();
         // End on the disk of the last located step the sweep reached (None before the first).
         let mut disk_end: Option<u64> = None;
+
+        // Guests whose pieces here are being prefetched, and the window slots of every
+        // guest not yet known to be closed.
+        let mut guests: HashMap<u32, Guest> = HashMap::new();
+        let mut guest_slots: Vec<Arc<Slot>> = Vec::new();
 
         let mut steps = schedule.steps().enumerate();
         while let Some((k, step)) = steps.next() {
@@ -146,12 +168,39 @@ impl SweepRun<'_> {
             if state[i as usize] == State::Done {
                 continue;
             }
-            let opening = state[i as usize] == State::New;
+            let guest = i as usize >= self.sweep.files.len();
+            if guest && state[i as usize] == State::New {
+                state[i as usize] = State::Open;
+                match self.open_guest(i, steps_per_file[i as usize]) {
+                    Some(g) => {
+                        guest_slots.push(g.slot.clone());
+                        guests.insert(i, g);
+                    }
+                    None => {
+                        state[i as usize] = State::Done;
+                        continue;
+                    }
+                }
+            }
+            let opening = !guest && state[i as usize] == State::New;
             loop {
                 let has_partials = open.values().any(|p| !p.handed);
-                match self.window.admit(step.length(), opening, has_partials) {
+                match self.window.admit(
+                    step.length(),
+                    opening,
+                    has_partials || !guest_slots.is_empty(),
+                ) {
                     Admit::Go => break,
                     Admit::Cancelled => return,
+                    Admit::Force if !guest_slots.is_empty() => {
+                        // Nothing of this sweep's own left to consume, the window full of
+                        // guests' pieces whose files other sweeps have not handed out
+                        // yet: their bytes stop counting (they stay in the page cache),
+                        // so that no two sweeps wait for each other.
+                        for slot in guest_slots.drain(..) {
+                            self.window.release(slot.close());
+                        }
+                    }
                     Admit::Force => {
                         let oldest = open
                             .iter()
@@ -168,6 +217,37 @@ impl SweepRun<'_> {
             if state[i as usize] == State::Done {
                 // Forced to completion while we waited.
                 self.window.release(step.length());
+                continue;
+            }
+            if guest {
+                let barrier = crosses_gap(disk_end, step.position(), self.gap_barrier);
+                if let Some(g) = guests.get_mut(&i) {
+                    let issued = g.slot.issued(step.length());
+                    if !issued {
+                        // The file was read already: the rest of its pieces are not needed.
+                        self.window.release(step.length());
+                        g.remaining = 1;
+                    } else if step.length() > 0
+                        && self.prefetch
+                        && os::prefetch(&g.file, step.offset, step.length()).is_ok()
+                        && barrier
+                    {
+                        let _ = os::await_prefetch(&g.file, step.offset);
+                        self.gap_waits.fetch_add(1, Ordering::Relaxed);
+                    }
+                    g.remaining = g.remaining.saturating_sub(1);
+                    if g.remaining == 0 {
+                        guests.remove(&i);
+                        state[i as usize] = State::Done;
+                    }
+                }
+                if let Some(pos) = step.position() {
+                    disk_end = Some(pos.saturating_add(step.length()));
+                }
+                if guest_slots.len() >= 2 * self.window.max_files.max(1024) {
+                    // Those the consumer closed are done with.
+                    guest_slots.retain(|slot| !slot.is_closed());
+                }
                 continue;
             }
             if opening {
@@ -307,9 +387,24 @@ impl SweepRun<'_> {
         self.send(i, Ok((file, meta, p.slot.clone())));
     }
 
-    /// The plan's index of the sweep's file `local`.
+    /// The plan's index of the sweep's file `local` (its files, then its guests).
     fn planned(&self, local: u32) -> u32 {
-        self.sweep.files[local as usize]
+        planned(self.sweep, local)
+    }
+
+    /// Opens guest `local` to prefetch its pieces here, with a window slot the consumer
+    /// gives back when it is done with the file; `None` if the consumer is done with it
+    /// already or it cannot be opened (its own sweep says why).
+    fn open_guest(&self, local: u32, steps: u32) -> Option<Guest> {
+        let slot = self
+            .ledger?
+            .register(self.planned(local), self.sweep_index)?;
+        let (file, _) = self.open(local).ok()?;
+        Some(Guest {
+            file,
+            slot,
+            remaining: steps,
+        })
     }
 
     /// Hands the sweep's file `local` (opened, or why not) to the consumer.

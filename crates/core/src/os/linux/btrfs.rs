@@ -115,17 +115,16 @@ impl ChunkMap {
         ChunkMap { chunks }
     }
 
-    /// Whether some data chunk lies on several devices: striped (RAID0, RAID10: a file's
-    /// data alternates between members every stripe, and in address order every member
-    /// is read in order) or mirrored (RAID1, RAID1C3/C4: the kernel sends each read to
-    /// the copy its read policy picks, not to the one a sweep was planned on).
-    pub(crate) fn has_spread_data(&self) -> bool {
+    /// Whether some data chunk is mirrored over several devices (RAID1, RAID1C3/C4, and
+    /// RAID10's pairs): the kernel sends each read to the copy its read policy picks
+    /// (`read_policy`), not to the one a sweep was planned on.
+    pub(crate) fn has_mirrored_data(&self) -> bool {
         const DATA: u64 = 1;
-        const SPREAD: u64 =
-            profile::RAID0 | profile::RAID10 | profile::RAID1 | profile::RAID1C3 | profile::RAID1C4;
+        const MIRRORED: u64 =
+            profile::RAID10 | profile::RAID1 | profile::RAID1C3 | profile::RAID1C4;
         self.chunks
             .iter()
-            .any(|c| c.kind & DATA != 0 && c.kind & SPREAD != 0)
+            .any(|c| c.kind & DATA != 0 && c.kind & MIRRORED != 0)
     }
 
     /// Whether some chunk has parity (RAID5/6), whose map this does not follow.
@@ -137,6 +136,7 @@ impl ChunkMap {
 
     /// Where logical address `logical` lies: its device and offset there (mirrors on
     /// their first copy), the rest of its stripe as the length. `None` outside the map.
+    #[cfg(test)]
     pub(crate) fn place(&self, logical: u64) -> Option<Piece> {
         let (c, _) = self.chunk_at(logical)?;
         let (devid, physical, length) = c.locate(logical - c.logical)?;
@@ -159,43 +159,92 @@ impl ChunkMap {
     }
 
     /// The pieces of the logical range `[logical, logical + length)`, in logical order,
-    /// split where the device changes (a RAID0/RAID10 stripe boundary, a chunk's end).
-    /// Mirrored profiles (DUP, RAID1, RAID1C3/C4, RAID10's pairs) are taken on their
-    /// first copy. `None` when part of the range is in no chunk, or in one with parity.
-    /// The planner places each extent by its first byte ([`place`](Self::place)); this
-    /// walks whole ranges, for the tests of the stripe arithmetic.
+    /// one per stripe (RAID0: 64 KiB at most, alternating devices) or per chunk (SINGLE,
+    /// DUP: the chunk's one copy). The walk ends early where the range leaves the map or
+    /// enters a chunk with parity: the rest has no known place.
+    pub(crate) fn walk(&self, logical: u64, length: u64) -> Walk<'_> {
+        Walk {
+            map: self,
+            start: logical,
+            at: logical,
+            end: logical.saturating_add(length),
+        }
+    }
+
+    /// [`walk`](Self::walk), device-contiguous neighbours merged; `None` when part of the
+    /// range has no known place. For the tests of the stripe arithmetic.
     #[cfg(test)]
     pub(crate) fn map(&self, logical: u64, length: u64) -> Option<Vec<Piece>> {
-        let mut pieces = Vec::new();
-        let mut at = logical;
-        let end = logical.checked_add(length)?;
-        while at < end {
-            let (c, chunk_end) = self.chunk_at(at)?;
-            let (devid, physical, run) = c.locate(at - c.logical)?;
-            let n = run.min(end - at).min(chunk_end - at);
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut covered = 0;
+        for (_, _, piece) in self.walk(logical, length) {
+            covered += piece.length;
             match pieces.last_mut() {
-                Some(Piece {
-                    devid: d,
-                    physical: p,
-                    length: l,
-                }) if *d == devid && p.checked_add(*l) == Some(physical) => *l += n,
-                _ => pieces.push(Piece {
-                    devid,
-                    physical,
-                    length: n,
-                }),
+                Some(last)
+                    if last.devid == piece.devid
+                        && last.physical.checked_add(last.length) == Some(piece.physical) =>
+                {
+                    last.length += piece.length
+                }
+                _ => pieces.push(piece),
             }
-            at += n;
         }
-        Some(pieces)
+        (covered == length).then_some(pieces)
+    }
+}
+
+/// The pieces of a logical range, as [`ChunkMap::walk`] gives them: (bytes from the
+/// range's start, whether the chunk is striped, the piece). Cloning it gives the pieces
+/// still to come.
+#[derive(Clone, Debug)]
+pub(crate) struct Walk<'a> {
+    map: &'a ChunkMap,
+    start: u64,
+    at: u64,
+    end: u64,
+}
+
+impl Iterator for Walk<'_> {
+    type Item = (u64, bool, Piece);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.end {
+            return None;
+        }
+        let placed = self.map.chunk_at(self.at).and_then(|(c, chunk_end)| {
+            let (devid, physical, run) = c.locate(self.at - c.logical)?;
+            let length = run.min(self.end - self.at).min(chunk_end - self.at);
+            Some((c.is_striped(), devid, physical, length))
+        });
+        let Some((striped, devid, physical, length)) = placed.filter(|p| p.3 > 0) else {
+            // No known place for the rest: the walk ends here.
+            self.end = self.at;
+            return None;
+        };
+        let delta = self.at - self.start;
+        self.at += length;
+        Some((
+            delta,
+            striped,
+            Piece {
+                devid,
+                physical,
+                length,
+            },
+        ))
     }
 }
 
 impl Chunk {
+    /// Whether its data alternates between devices every stripe (RAID0, RAID10).
+    fn is_striped(&self) -> bool {
+        self.kind & (profile::RAID0 | profile::RAID10) != 0
+    }
+
     /// Where byte `offset` of the chunk lies: (device id, offset on it, bytes from there
     /// on the same device before the stripe ends).
     fn locate(&self, offset: u64) -> Option<(u64, u64, u64)> {
-        let striped = self.kind & (profile::RAID0 | profile::RAID10) != 0;
+        let striped = self.is_striped();
         if self.kind & (profile::RAID5 | profile::RAID6) != 0 {
             return None;
         }
@@ -523,7 +572,7 @@ mod tests {
     }
 
     #[test]
-    fn data_on_several_devices_is_told_apart_from_metadata_there() {
+    fn mirrored_data_is_told_apart_from_striped_data_and_from_metadata() {
         const DATA: u64 = 1;
         const METADATA: u64 = 4;
         let single = chunk(0, M, DATA, &[(1, 0)]);
@@ -536,16 +585,20 @@ mod tests {
             &[(1, 2 * M), (2, 2 * M)],
         );
         let map = |c: &[&Chunk]| ChunkMap::new(c.iter().map(|&c| c.clone()).collect());
-        assert!(!map(&[&single, &dup, &mirrored_meta, &striped_meta]).has_spread_data());
+        assert!(!map(&[&single, &dup, &mirrored_meta, &striped_meta]).has_mirrored_data());
+        let striped = chunk(3 * M, M, DATA | profile::RAID0, &[(1, 0), (2, 0)]);
+        assert!(
+            !map(&[&single, &striped]).has_mirrored_data(),
+            "RAID0 is not mirrored"
+        );
         for spread in [
-            profile::RAID0,
             profile::RAID10,
             profile::RAID1,
             profile::RAID1C3,
             profile::RAID1C4,
         ] {
             let data = chunk(3 * M, M, DATA | spread, &[(1, 0), (2, 0)]);
-            assert!(map(&[&single, &data]).has_spread_data(), "{spread:#x}");
+            assert!(map(&[&single, &data]).has_mirrored_data(), "{spread:#x}");
         }
     }
 

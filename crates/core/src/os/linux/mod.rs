@@ -21,7 +21,9 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::sync::Arc;
 
+use super::MemberPiece;
 use crate::disk::Disk;
 use crate::fs_kind::FsKind;
 use crate::placement::{LocateError, Placement, Strategy};
@@ -136,17 +138,54 @@ pub struct Volume {
     kind: FsKind,
     max_prefetch: Option<u64>,
     /// btrfs over several devices: its chunk map and members.
-    pool: Option<Pool>,
+    pool: Option<Arc<Pool>>,
     /// Why a filesystem over several devices is not split into its members.
     pool_note: Option<String>,
 }
 
 /// A btrfs filesystem's devices (device id, device number), in device-id order, and the
-/// map from its logical addresses to them.
+/// map from its logical addresses to them: what places each piece of a file on the
+/// member holding it, when the plan is made and again when it is read
+/// ([`Striping`], [`striping`]).
 #[derive(Debug)]
-struct Pool {
+pub struct Pool {
     members: Vec<(u64, u64)>,
     chunks: btrfs::ChunkMap,
+}
+
+/// How a filesystem over several devices lays files out over them (btrfs SINGLE, DUP
+/// and RAID0 data), for the reader: each member's sweep prefetches the pieces it holds.
+pub type Striping = Pool;
+
+impl Pool {
+    /// The pieces of the filesystem's address range `[address, address + length)` (a
+    /// FIEMAP extent's "physical" on btrfs): for each, the member holding it (numbered as
+    /// [`pool_members`] numbers them), its distance from `address`, its offset on the
+    /// member, and its length. RAID0 pieces are one stripe (64 KiB) at most, alternating
+    /// members. Ends early where the range has no known place.
+    pub fn pieces(
+        &self,
+        address: u64,
+        length: u64,
+    ) -> impl Iterator<Item = MemberPiece> + Clone + '_ {
+        self.chunks
+            .walk(address, length)
+            .map_while(|(delta, striped, p)| {
+                let member = self.members.iter().position(|&(id, _)| id == p.devid)?;
+                Some(MemberPiece {
+                    member,
+                    delta,
+                    offset: p.physical,
+                    length: p.length,
+                    striped,
+                })
+            })
+    }
+
+    /// Number of members.
+    pub fn members(&self) -> usize {
+        self.members.len()
+    }
 }
 
 impl Volume {
@@ -182,7 +221,7 @@ pub fn probe(file: &File, dev: u64) -> Volume {
     }
 }
 
-fn btrfs_pool(file: &File) -> (Option<Pool>, Option<String>) {
+fn btrfs_pool(file: &File) -> (Option<Arc<Pool>>, Option<String>) {
     let members = match btrfs::devices(file) {
         Ok(None) => return (None, None),
         Ok(Some(members)) => members,
@@ -193,20 +232,15 @@ fn btrfs_pool(file: &File) -> (Option<Pool>, Option<String>) {
             None,
             Some("RAID5/6 chunks, whose parity rotates over the devices".into()),
         ),
-        // Striped data: files longer than a stripe lie on every member, and btrfs's
-        // address order is already each member's own order, so one sweep reads them all
-        // in order at once. Mirrored data: the kernel picks the copy each read goes to
-        // (read_policy), whatever sweep it was planned in. Per-member sweeps were slower
-        // for both (bench/hdd/btrfs-pool.sh: RAID0 1.57 times, RAID1 1.09 times).
-        Ok(chunks) if chunks.has_spread_data() => (
+        // Mirrored data: the kernel picks the copy each read goes to (read_policy),
+        // whatever sweep it was planned in; per-member sweeps by first copy were 1.09
+        // times slower (bench/hdd/btrfs-pool.sh).
+        Ok(chunks) if chunks.has_mirrored_data() => (
             None,
-            Some(
-                "RAID0/RAID1/RAID10 data, read as well in address order: each read \
-                 goes to the members the kernel chooses"
-                    .into(),
-            ),
+            Some("RAID1/RAID10 data, whose reads go to the copy the kernel chooses".into()),
         ),
-        Ok(chunks) => (Some(Pool { members, chunks }), None),
+        // SINGLE, DUP and RAID0: every byte has one place, on one member.
+        Ok(chunks) => (Some(Arc::new(Pool { members, chunks })), None),
         Err(e) => (None, Some(format!("chunk tree not readable: {e}"))),
     }
 }
@@ -227,35 +261,45 @@ pub fn pool_note(volume: &Volume) -> Option<&str> {
     volume.pool_note.as_deref()
 }
 
-/// A file's placement on the member of a pooled filesystem (btrfs) holding it: the index
-/// of that member ([`pool_members`]) and the placement with member offsets. The file goes
-/// with the member holding its first data byte. Each extent is placed where its first
-/// byte lies on its member (mirrors on their first copy), and keeps its length: an extent
-/// is not cut at RAID0/RAID10 stripe boundaries (64 KiB), which would cost memory per
-/// stripe of a large file, so past its first stripe its positions are approximate.
-/// `None` for one device, a file without data extents, or an extent outside the map.
+/// The member of a pooled filesystem (btrfs) a file goes with: the index of the member
+/// ([`pool_members`]) holding its first data byte, and the placement sorted by that
+/// byte's offset there. The extents keep the filesystem's own addresses (what FIEMAP and
+/// `filefrag` say): the reader places each of their pieces on its member ([`striping`]).
+/// `None` for one device, a file without data extents, or a first extent outside the map.
 pub fn place_on_member(
     volume: &Volume,
     placement: &Placement,
-    size: u64,
+    _size: u64,
 ) -> Option<(usize, Placement)> {
     let pool = volume.pool.as_ref()?;
-    let mut first_devid = None;
-    let mut extents = Vec::with_capacity(placement.extents().len());
-    for e in placement.extents() {
-        let p = pool.chunks.place(e.physical)?;
-        first_devid.get_or_insert(p.devid);
-        extents.push(crate::placement::Extent::new(
-            e.logical, p.physical, e.length, e.flags,
-        ));
-    }
-    let devid = first_devid?;
-    let member = pool.members.iter().position(|&(id, _)| id == devid)?;
-    let mut placed = Placement::from_extents(placement.strategy, &extents, size);
-    // As the filesystem says: its extent count and flags (holes included).
-    placed.extent_count = placement.extent_count;
-    placed.flags = placement.flags;
-    Some((member, placed))
+    let first = placement.extents().first()?;
+    let piece = pool.pieces(first.physical, first.length).next()?;
+    Some((piece.member, placement.clone().with_key(piece.offset)))
+}
+
+/// A pool of `starts.len()` devices (ids 1, 2, …) with one RAID0 data chunk of `length`
+/// bytes at address `address`, its stripes at `starts` on the devices: for the tests of
+/// what is made of such a layout.
+#[cfg(test)]
+pub(crate) fn raid0_for_tests(address: u64, length: u64, starts: &[u64]) -> Arc<Pool> {
+    let ids = 1..=starts.len() as u64;
+    Arc::new(Pool {
+        members: ids.clone().map(|id| (id, id)).collect(),
+        chunks: btrfs::ChunkMap::new(vec![btrfs::Chunk {
+            logical: address,
+            length,
+            stripe_len: 64 << 10,
+            kind: 1 | btrfs::profile::RAID0,
+            sub_stripes: 1,
+            stripes: ids.zip(starts.iter().copied()).collect(),
+        }]),
+    })
+}
+
+/// The layout of a filesystem split into its members, for the reader ([`Pool::pieces`]);
+/// `None` for one device and for a pool read as one.
+pub fn striping(volume: &Volume) -> Option<Arc<Striping>> {
+    volume.pool.clone()
 }
 
 /// Asks the kernel where `file`'s data lies, with the given strategy.
