@@ -11,8 +11,8 @@
 # model off, then REPS times (3 by default), each run cold (unmount, sync, drop caches,
 # mount, loop queues tuned again):
 #
-#   split:  seekless hash --summary --disk hdd --algo blake3 MNT          (root; RAID0 and
-#           RAID10 data are not split since this benchmark showed splitting them slower)
+#   split:  seekless hash --summary --disk hdd --algo blake3 MNT          (root; RAID1 and
+#           RAID10 data are not split: the kernel picks the copy each read goes to)
 #   whole:  setpriv --reuid=65534 … seekless hash --summary --disk hdd …  (nobody: the
 #           chunk tree cannot be read, so the filesystem is one sweep of its first device)
 #
@@ -121,6 +121,6 @@ echo "files: $FILES, reps: $REPS (cold each), btrfs $PROFILE data / raid1 metada
 echo "whole (one sweep, as before): median ${WHOLE} s"
 echo "split (one sweep per member): median ${SPLIT} s"
 echo "whole / split: $(echo "scale=2; $WHOLE / $SPLIT" | bc)"
-# Since RAID0/RAID10 data is no longer split (it was 1.6 times slower so), the root run
-# says why instead: then both rows are the same plan.
+# RAID1/RAID10 data is not split (per-member sweeps by first copy were 1.09 times
+# slower): the root run says why instead, and both rows are the same plan.
 grep -E "swept per device|not split" "$WORK/split.err" | sed 's/^seekless: */root run: /' | head -1
