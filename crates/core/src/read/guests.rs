@@ -27,35 +27,57 @@ struct Entry {
 
 #[derive(Debug)]
 pub(crate) struct Ledger {
-    /// By the file's index in the plan: only files that are some sweep's guests.
+    /// By the file's index in the plan: the number of sweeps (lanes) it is a guest of,
+    /// one byte a file.
+    lanes: Vec<u8>,
+    /// By the file's index in the plan: files between a first sweep registering them
+    /// or the consumer closing them and the last of these; made on the first, gone after
+    /// the last, so only files in flight have one.
     entries: Mutex<HashMap<u32, Entry>>,
     /// The windows of the lanes, by lane.
     windows: Vec<Arc<Window>>,
 }
 
 impl Ledger {
-    /// The ledger of `guests` (each lane's guests, by lane), `None` when there are none.
+    /// The ledger of `guests` (each lane's guests, by lane) of a plan of `files` files,
+    /// `None` when there are none.
     pub(crate) fn new<'a>(
         guests: impl IntoIterator<Item = &'a [u32]>,
         windows: Vec<Arc<Window>>,
+        files: usize,
     ) -> Option<Ledger> {
-        let mut entries: HashMap<u32, Entry> = HashMap::new();
+        let mut lanes = Vec::new();
         for lane in guests {
             for &i in lane {
-                entries.entry(i).or_default().pending += 1;
+                if lanes.is_empty() {
+                    lanes = vec![0u8; files];
+                }
+                if let Some(n) = lanes.get_mut(i as usize) {
+                    *n = n.saturating_add(1);
+                }
             }
         }
-        (!entries.is_empty()).then(|| Ledger {
-            entries: Mutex::new(entries),
+        (!lanes.is_empty()).then(|| Ledger {
+            lanes,
+            entries: Mutex::new(HashMap::new()),
             windows,
         })
+    }
+
+    /// File `index`'s entry, made if it has none yet and is a guest at all.
+    fn entry<'e>(&self, entries: &'e mut HashMap<u32, Entry>, index: u32) -> Option<&'e mut Entry> {
+        let lanes = *self.lanes.get(index as usize).filter(|&&n| n > 0)?;
+        Some(entries.entry(index).or_insert_with(|| Entry {
+            pending: u32::from(lanes),
+            ..Entry::default()
+        }))
     }
 
     /// Lane `lane`'s sweep reached guest `index`: its slot, or `None` if the consumer is
     /// done with the file.
     pub(crate) fn register(&self, index: u32, lane: usize) -> Option<Arc<Slot>> {
         let mut entries = lock(&self.entries);
-        let entry = entries.get_mut(&index)?;
+        let entry = self.entry(&mut entries, index)?;
         entry.pending = entry.pending.saturating_sub(1);
         if entry.closed {
             if entry.pending == 0 {
@@ -71,9 +93,13 @@ impl Ledger {
     /// The consumer is done with file `index` (read, failed, or dropped): every guest
     /// slot's bytes go back to its window, and sweeps that reach it later skip it.
     pub(crate) fn closed(&self, index: u32) {
+        if self.lanes.get(index as usize).is_none_or(|&n| n == 0) {
+            // Nobody's guest: nothing to look up.
+            return;
+        }
         let slots = {
             let mut entries = lock(&self.entries);
-            let Some(entry) = entries.get_mut(&index) else {
+            let Some(entry) = self.entry(&mut entries, index) else {
                 return;
             };
             entry.closed = true;
@@ -108,8 +134,8 @@ mod tests {
             .map(|_| Arc::new(Window::new(100, 10, 0, 0)))
             .collect();
         // File 7 is a guest of lanes 1 and 2, file 8 of lane 1.
-        let ledger = Ledger::new([&[][..], &[7, 8][..], &[7][..]], windows.clone()).unwrap();
-        assert_eq!(ledger.len(), 2);
+        let ledger = Ledger::new([&[][..], &[7, 8][..], &[7][..]], windows.clone(), 10).unwrap();
+        assert_eq!(ledger.len(), 0, "entries are made on the way");
         let slot = ledger.register(7, 1).unwrap();
         assert!(matches!(windows[1].admit(60, false, false), Admit::Go));
         assert!(slot.issued(60));
@@ -126,15 +152,17 @@ mod tests {
             "the slot is closed: nothing more is prefetched"
         );
         assert!(ledger.register(7, 2).is_none(), "lane 2 skips it");
-        assert_eq!(ledger.len(), 1, "file 7 is gone once every lane came");
+        assert_eq!(ledger.len(), 0, "file 7 is gone once every lane came");
         // File 8: registered, then closed.
         let slot = ledger.register(8, 1).unwrap();
+        assert_eq!(ledger.len(), 1, "8 is in flight");
         assert!(slot.issued(5));
         ledger.closed(8);
         assert_eq!(ledger.len(), 0);
         // A file nobody has as a guest is not looked after.
         ledger.closed(9);
         assert!(ledger.register(9, 0).is_none());
-        assert!(Ledger::new([&[][..]], windows).is_none());
+        assert_eq!(ledger.len(), 0);
+        assert!(Ledger::new([&[][..]], windows, 10).is_none());
     }
 }

@@ -273,6 +273,7 @@ impl Reader {
                     .as_slice()
             }),
             windows.clone(),
+            plan.files().len(),
         )
         .map(Arc::new);
         for (index, (s, lane)) in lanes.into_iter().enumerate() {
