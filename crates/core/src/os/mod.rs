@@ -13,7 +13,8 @@
 //! - locating: [`probe`] (a [`Volume`]: what the backend knows of one filesystem),
 //!   `map_extents`, [`EXTENT_STRATEGIES`];
 //! - devices: [`disk_of`]; pools: [`branch_path`] (a mergerfs file's path on its branch),
-//!   [`pool_members`], [`pool_note`], [`place_on_member`] (btrfs over several devices);
+//!   [`pool_members`], [`pool_note`], [`place_on_member`], [`striping`] (btrfs over
+//!   several devices: which member holds each piece of a file, for the reader);
 //!   Linux, elsewhere never;
 //! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`], [`drop_all_caches`];
 //! - timing the disk: `DirectReader` (reads past the page cache), `disk_node`

@@ -884,32 +884,35 @@ mod tests {
         }
     }
 
-    #[test]
+    /// Makes file `i` of a plan built by hand a real file in `dir`, of its size and
+    /// with content of its own, and the plan's entry that file's.
     #[cfg(target_os = "linux")]
-    fn files_of_a_pool_read_from_two_sweeps_come_once_whole_and_every_window_empties() {
+    fn make_real(dir: &std::path::Path, i: usize, f: &mut PlannedFile) {
         use std::os::unix::fs::MetadataExt;
-        let t = tempfile::tempdir().unwrap();
-        let mut contents = Vec::new();
-        let plan = Arc::new(crate::read::schedule::tests::raid0_plan_with(|i, f| {
-            let path = t.path().join(format!("f{i}"));
-            let bytes: Vec<u8> = (0..f.entry.size)
-                .map(|b| (b * 7 + i as u64) as u8)
-                .collect();
-            std::fs::write(&path, &bytes).unwrap();
-            let meta = std::fs::metadata(&path).unwrap();
-            f.entry.path = path.into();
-            f.entry.id = crate::file_id::FileId {
-                dev: meta.dev(),
-                ino: meta.ino(),
-            };
-            f.entry.modified = meta.modified().ok();
-        }));
-        for f in plan.files() {
-            contents.push(std::fs::read(&*f.entry.path).unwrap());
-        }
-        assert!(plan.sweeps().iter().all(|s| !s.guests.is_empty()));
-        // Windows from roomy to one byte (every guest piece fills it), with and without
-        // prefetching, many times over for different interleavings of the two sweeps.
+        let path = dir.join(format!("f{i}"));
+        let bytes: Vec<u8> = (0..f.entry.size)
+            .map(|b| (b * 7 + i as u64) as u8)
+            .collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        f.entry.path = path.into();
+        f.entry.id = crate::file_id::FileId {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        };
+        f.entry.modified = meta.modified().ok();
+    }
+
+    /// Reads `plan` whole many times over (windows from roomy to one byte, with and
+    /// without prefetching, for different interleavings of the sweeps): every file comes
+    /// once, as it is on disk, and afterwards the guest ledger and every window are empty.
+    #[cfg(target_os = "linux")]
+    fn read_whole_and_check_the_books(plan: Arc<Plan>) {
+        let contents: Vec<Vec<u8>> = plan
+            .files()
+            .iter()
+            .map(|f| std::fs::read(&*f.entry.path).unwrap())
+            .collect();
         for round in 0..40 {
             let opts = ReadOptions {
                 window_bytes: [64 << 20, 64 << 10, 1][round % 3],
@@ -924,10 +927,13 @@ mod tests {
                 let mut got = Vec::new();
                 file.read_to_end(&mut got).unwrap();
                 file.finish().unwrap();
-                assert_eq!(got, contents[index as usize], "round {round}: file {index}");
+                assert!(
+                    got == contents[index as usize],
+                    "round {round}: file {index}"
+                );
                 seen[index as usize] += 1;
             }
-            assert_eq!(seen, vec![1, 1, 1], "round {round}");
+            assert!(seen.iter().all(|&n| n == 1), "round {round}: {seen:?}");
             let ledger = reader.ledger.clone().expect("the pool's files are guests");
             let windows = reader.windows.clone();
             drop(reader);
@@ -940,5 +946,43 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn files_of_a_pool_read_from_two_sweeps_come_once_whole_and_every_window_empties() {
+        let t = tempfile::tempdir().unwrap();
+        let plan = crate::read::schedule::tests::raid0_plan_with(|i, f| make_real(t.path(), i, f));
+        assert!(plan.sweeps().iter().all(|s| !s.guests.is_empty()));
+        read_whole_and_check_the_books(Arc::new(plan));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn more_guests_waiting_for_later_pieces_than_a_sweep_holds_open_are_still_read_whole() {
+        use crate::plan::tests::located;
+        use crate::read::schedule::tests::{RAID0_AT, raid0_plan_of};
+        let l = 64 << 10;
+        let t = tempfile::tempdir().unwrap();
+        // Each file: a stripe on device 1 (so it is disk 0's), then one on device 2 near
+        // the chunk's start and one 512 MiB further: on disk 1 every file waits open from
+        // its first piece to its second, 100 of them at once.
+        let files: Vec<PlannedFile> = (0..100u64)
+            .map(|i| {
+                let extents = [
+                    (0, RAID0_AT + 4 * i * l, l),
+                    (l, RAID0_AT + (4 * i + 1) * l, l),
+                    (2 * l, RAID0_AT + (512 << 20) + (4 * i + 1) * l, l),
+                ];
+                let mut f = located("x", (1, i), 3 * l, &extents, 0);
+                f.placement = f.placement.with_key((10 << 20) + 2 * i * l);
+                make_real(t.path(), i as usize, &mut f);
+                f
+            })
+            .collect();
+        let plan = raid0_plan_of(files);
+        assert_eq!(plan.sweeps()[1].guests.len(), 100);
+        assert!(100 > sweep::MAX_OPEN_GUESTS);
+        read_whole_and_check_the_books(Arc::new(plan));
     }
 }

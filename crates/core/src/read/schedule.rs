@@ -531,17 +531,9 @@ pub(crate) mod tests {
     /// [`raid0_plan`], each file (a, b, c) changed by `adjust` first.
     #[cfg(target_os = "linux")]
     pub(crate) fn raid0_plan_with(adjust: impl Fn(usize, &mut PlannedFile)) -> Plan {
-        use crate::plan::Split;
         const K: u64 = 1024;
         const M: u64 = K * K;
-        let (a, l) = (1024 * M, 64 * K);
-        let layout = crate::os::raid0_for_tests(a, 1024 * M, &[10 * M, 20 * M]);
-        let mut fs = filesystem(1, 0, None);
-        fs.members = vec![0, 1];
-        fs.split = Some(Split {
-            layout,
-            members: vec![(0, 0), (1, 0)],
-        });
+        let (a, l) = (RAID0_AT, 64 * K);
         let file = |name, ino, size, address, disk, key| {
             let mut f = located(name, (1, ino), size, &[(0, address, size)], 0);
             f.disk = disk;
@@ -559,6 +551,27 @@ pub(crate) mod tests {
         for (i, f) in files.iter_mut().enumerate() {
             adjust(i, f);
         }
+        raid0_plan_of(files)
+    }
+
+    /// Where the RAID0 chunk of [`raid0_plan_of`] starts in the filesystem's addresses.
+    #[cfg(target_os = "linux")]
+    pub(crate) const RAID0_AT: u64 = 1 << 30;
+
+    /// A plan of `files` on a btrfs RAID0 pool over two disks (64 KiB stripes, one chunk
+    /// of 1 GiB at address [`RAID0_AT`], its stripes at 10 MiB on device 1, disk 0, and
+    /// 20 MiB on device 2, disk 1).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn raid0_plan_of(files: Vec<PlannedFile>) -> Plan {
+        use crate::plan::Split;
+        const M: u64 = 1 << 20;
+        let layout = crate::os::raid0_for_tests(RAID0_AT, 1024 * M, &[10 * M, 20 * M]);
+        let mut fs = filesystem(1, 0, None);
+        fs.members = vec![0, 1];
+        fs.split = Some(Split {
+            layout,
+            members: vec![(0, 0), (1, 0)],
+        });
         let disks = vec![crate::Disk::unknown("disk0"), crate::Disk::unknown("disk1")];
         Plan::from_located(files, vec![fs], disks, &crate::Quiet)
     }

@@ -138,6 +138,11 @@ pub(crate) struct SweepRun<'a> {
     pub ledger: Option<&'a Ledger>,
 }
 
+/// Guests a sweep holds open at once (see [`Guest`]). A RAID0 file's pieces on one disk
+/// lie together, so a guest is open from its first piece here to its last, a few steps;
+/// only fragmented guests wait longer.
+pub(crate) const MAX_OPEN_GUESTS: usize = 64;
+
 /// A guest (another sweep's file with pieces on this disk) while its pieces here are
 /// being prefetched.
 struct Guest {
@@ -171,7 +176,11 @@ impl SweepRun<'_> {
             let guest = i as usize >= self.sweep.files.len();
             if guest && state[i as usize] == State::New {
                 state[i as usize] = State::Open;
-                match self.open_guest(i, steps_per_file[i as usize]) {
+                // Guests waiting here for later pieces hold descriptors outside the
+                // window's count: past a few, a new one is left to be read when its
+                // file is (what an unsplit pool does with every piece).
+                let room = guests.len() < MAX_OPEN_GUESTS;
+                match self.open_guest(i, steps_per_file[i as usize], room) {
                     Some(g) => {
                         guest_slots.push(g.slot.clone());
                         guests.insert(i, g);
@@ -394,17 +403,23 @@ impl SweepRun<'_> {
 
     /// Opens guest `local` to prefetch its pieces here, with a window slot the consumer
     /// gives back when it is done with the file; `None` if the consumer is done with it
-    /// already or it cannot be opened (its own sweep says why).
-    fn open_guest(&self, local: u32, steps: u32) -> Option<Guest> {
+    /// already, there is no `room`, or it cannot be opened (its own sweep says why). The
+    /// sweep has reached it either way (the ledger counts on that).
+    fn open_guest(&self, local: u32, steps: u32, room: bool) -> Option<Guest> {
         let slot = self
             .ledger?
             .register(self.planned(local), self.sweep_index)?;
-        let (file, _) = self.open(local).ok()?;
-        Some(Guest {
-            file,
-            slot,
-            remaining: steps,
-        })
+        match room.then(|| self.open(local).ok()).flatten() {
+            Some((file, _)) => Some(Guest {
+                file,
+                slot,
+                remaining: steps,
+            }),
+            None => {
+                slot.close();
+                None
+            }
+        }
     }
 
     /// Hands the sweep's file `local` (opened, or why not) to the consumer.
