@@ -452,10 +452,10 @@ where
         // A filesystem over several disks (btrfs): the file goes to the member holding it.
         let (disk, base, placement) = match fs.device.members.is_empty() {
             true => (fs.device.disk, fs.device.base, placement),
-            false => match os::place_on_member(&fs.device.volume, &placement, entry.size) {
-                Some((member, placed)) => {
+            false => match os::place_on_member(&fs.device.volume, &placement) {
+                Some((member, key)) => {
                     let (disk, base) = fs.device.members[member];
-                    (disk, base, placed)
+                    (disk, base, placement.with_key(key))
                 }
                 None => (fs.device.disk, fs.device.base, placement),
             },

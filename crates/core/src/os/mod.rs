@@ -243,13 +243,12 @@ pub fn striping(_volume: &Volume) -> Option<std::sync::Arc<Striping>> {
     None
 }
 
-/// A file's placement on a member of a pooled filesystem: never, elsewhere than Linux.
+/// The member of a pooled filesystem a file goes with: never, elsewhere than Linux.
 #[cfg(not(target_os = "linux"))]
 pub fn place_on_member(
     _volume: &Volume,
     _placement: &crate::placement::Placement,
-    _size: u64,
-) -> Option<(usize, crate::placement::Placement)> {
+) -> Option<(usize, u64)> {
     None
 }
 

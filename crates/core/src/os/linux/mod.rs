@@ -262,19 +262,15 @@ pub fn pool_note(volume: &Volume) -> Option<&str> {
 }
 
 /// The member of a pooled filesystem (btrfs) a file goes with: the index of the member
-/// ([`pool_members`]) holding its first data byte, and the placement sorted by that
-/// byte's offset there. The extents keep the filesystem's own addresses (what FIEMAP and
+/// ([`pool_members`]) holding its first data byte, and that byte's offset there, to sort
+/// the file by. Its extents keep the filesystem's own addresses (what FIEMAP and
 /// `filefrag` say): the reader places each of their pieces on its member ([`striping`]).
 /// `None` for one device, a file without data extents, or a first extent outside the map.
-pub fn place_on_member(
-    volume: &Volume,
-    placement: &Placement,
-    _size: u64,
-) -> Option<(usize, Placement)> {
+pub fn place_on_member(volume: &Volume, placement: &Placement) -> Option<(usize, u64)> {
     let pool = volume.pool.as_ref()?;
     let first = placement.extents().first()?;
     let piece = pool.pieces(first.physical, first.length).next()?;
-    Some((piece.member, placement.clone().with_key(piece.offset)))
+    Some((piece.member, piece.offset))
 }
 
 /// A pool of `starts.len()` devices (ids 1, 2, …) with one RAID0 data chunk of `length`
