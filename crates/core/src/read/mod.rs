@@ -985,4 +985,26 @@ mod tests {
         const { assert!(100 > sweep::MAX_OPEN_GUESTS) };
         read_whole_and_check_the_books(Arc::new(plan));
     }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_pool_file_the_chunk_map_does_not_place_is_read_too() {
+        use crate::plan::tests::located;
+        use crate::read::schedule::tests::{RAID0_AT, raid0_plan_of};
+        let t = tempfile::tempdir().unwrap();
+        // File 0 in the chunk; file 1 past its end, planned with the device it was mounted
+        // from (disk 0), as the planner does when its first byte has no known place.
+        let files: Vec<PlannedFile> = [RAID0_AT, RAID0_AT + (4 << 30)]
+            .iter()
+            .enumerate()
+            .map(|(i, &address)| {
+                let mut f = located("x", (1, i as u64), 200 << 10, &[(0, address, 200 << 10)], 0);
+                make_real(t.path(), i, &mut f);
+                f
+            })
+            .collect();
+        let plan = raid0_plan_of(files);
+        assert_eq!(plan.sweeps()[0].files, vec![0, 1]);
+        read_whole_and_check_the_books(Arc::new(plan));
+    }
 }

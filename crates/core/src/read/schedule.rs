@@ -276,14 +276,22 @@ pub(crate) fn schedule<'p>(plan: &'p Plan, sweep: &'p Sweep, piece: u64) -> Sche
             }
             if schedule.split_here(f.filesystem as usize).is_some() {
                 // Each extent's pieces here, made when the sweep reaches the first.
+                let mut seeds = 0;
                 for e in extents {
                     let cut = schedule.cut(local, e.logical);
                     if let Some(first) = cut.clone().next() {
                         let position = first.position().unwrap_or(UNKNOWN - 1);
                         emit(Step::seed(local, e.logical, position), cut.count() as u32);
+                        seeds += 1;
                     }
                 }
-                continue;
+                // A guest may have nothing here after all; a file of this sweep must
+                // have a step, or it would never be handed out: one whose pieces the
+                // layout does not place (outside the chunk map) is fetched whole here,
+                // at its sort key, as on a pool left whole.
+                if seeds > 0 || local as usize >= sweep.files.len() {
+                    continue;
+                }
             }
             for e in extents {
                 let length = e.length.min(f.entry.size.saturating_sub(e.logical));
@@ -311,6 +319,14 @@ pub(crate) fn schedule<'p>(plan: &'p Plan, sweep: &'p Sweep, piece: u64) -> Sche
             schedule.any_unlocated = true;
         }
     }
+    // A file of the sweep is handed out when its last step is issued: one without a step
+    // would never be.
+    debug_assert!(
+        schedule.steps_per_file[..sweep.files.len()]
+            .iter()
+            .all(|&n| n > 0),
+        "a file of the sweep without a step"
+    );
     schedule
 }
 
