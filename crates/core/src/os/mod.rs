@@ -12,7 +12,8 @@
 //!   [`open_dir_for_names`]), [`open_to_read`];
 //! - locating: [`probe`] (a [`Volume`]: what the backend knows of one filesystem),
 //!   `map_extents`, [`EXTENT_STRATEGIES`];
-//! - devices: [`disk_of`]; pools: [`branch_path`] (a mergerfs file's path on its branch),
+//! - devices: [`disk_of`] (on Linux, a btrfs pool not split into its members is one
+//!   [`Disk::pool`](crate::Disk::pool) over them); pools: [`branch_path`] (a mergerfs file's path on its branch),
 //!   [`pool_members`], [`pool_note`], [`place_on_member`] (btrfs over several devices);
 //!   Linux, elsewhere never;
 //! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`], [`drop_all_caches`];
