@@ -187,8 +187,9 @@ impl Drop for LoopFs {
 }
 
 /// One btrfs filesystem over two loop devices (`mkfs.btrfs -d PROFILE -m raid1`), the
-/// first set rotational, the second not, mounted. Everything is undone on drop, the
-/// devices' queue settings put back.
+/// first set rotational, the second not, mounted (from the first, unless made with
+/// [`BtrfsPool::mounted_from`]). Everything is undone on drop, the devices' queue
+/// settings put back.
 pub struct BtrfsPool {
     pub devices: [String; 2],
     pub mnt: PathBuf,
@@ -199,6 +200,11 @@ pub struct BtrfsPool {
 
 impl BtrfsPool {
     pub fn new(test: &str, data_profile: &str, size_mb: u64) -> BtrfsPool {
+        BtrfsPool::mounted_from(test, data_profile, size_mb, 0)
+    }
+
+    /// [`BtrfsPool::new`], mounted from `devices[member]` (1: the non-rotational one).
+    pub fn mounted_from(test: &str, data_profile: &str, size_mb: u64, member: usize) -> BtrfsPool {
         let dir = scratch_dir_in(test, shm_or_tmp());
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
@@ -237,7 +243,7 @@ impl BtrfsPool {
         run(Command::new("mkfs.btrfs")
             .args(["-q", "-f", "-d", data_profile, "-m", "raid1"])
             .args(&me.devices));
-        run(Command::new("mount").arg(&me.devices[0]).arg(&me.mnt));
+        run(Command::new("mount").arg(&me.devices[member]).arg(&me.mnt));
         me.mounted = true;
         me
     }
@@ -255,6 +261,12 @@ impl BtrfsPool {
                 .to_string_lossy()
                 .into_owned()
         })
+    }
+
+    /// The name of the one disk the pool is swept as when it is not split into its
+    /// members: theirs joined with `+` (`loop3+loop4`), in device-id order.
+    pub fn whole_disk_name(&self) -> String {
+        self.names().join("+")
     }
 }
 
