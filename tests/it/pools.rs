@@ -319,12 +319,14 @@ fn btrfs_raid1_mounted_from_its_solid_state_member_is_located_and_read_as_one_di
     let paths = write_btrfs_files(&pool, 40, 0);
     let names = pool.names();
     let whole = pool.whole_disk_name();
-    assert_eq!(whole, format!("{}+{}", names[0], names[1]));
+    // Device 1, named first, is the non-rotational member the kernel says it was mounted
+    // from.
+    assert_eq!(whole, format!("{}+{}", names[1], names[0]));
     let (listed, summary) = order_json([&pool.mnt]);
     assert_eq!(listed.len(), paths.len(), "{summary}");
     for l in &listed {
         assert_eq!(l.disk, whole, "{l:?}");
-        // Located (not left in inode order for a solid-state disk), at btrfs's address.
+        // Located, at btrfs's address.
         assert_eq!(l.strategy, "fiemap", "{l:?}\n{summary}");
         assert_eq!(l.offset, filefrag(&l.path).0, "{l:?}");
     }
@@ -352,6 +354,16 @@ fn btrfs_raid1_mounted_from_its_solid_state_member_is_located_and_read_as_one_di
     }
     assert_eq!(hashed, paths.len());
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // A job that only reads leaves a disk known not to seek unlocated (inode order): not
+    // this pool, one of whose members reports rotational.
+    assert!(
+        stderr.contains(&format!(
+            "btrfs on {whole} (rotational): {} files located by fiemap",
+            paths.len()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("not located"), "{stderr}");
     let verdicts: Vec<&str> = stderr
         .lines()
         .filter(|l| l.starts_with("seekless: ") && l.contains(": reports "))
@@ -361,16 +373,13 @@ fn btrfs_raid1_mounted_from_its_solid_state_member_is_located_and_read_as_one_di
     assert!(
         verdict.starts_with(&format!(
             "seekless: {whole}: reports rotational, a pool of 2 disks, seeking if any member \
-             is [{}: reports rotational, measured ",
-            names[0]
+             is [{}: reports non-rotational, measured ",
+            names[1]
         )),
         "{stderr}"
     );
     assert!(
-        verdict.contains(&format!(
-            "; {}: reports non-rotational, measured ",
-            names[1]
-        )),
+        verdict.contains(&format!("; {}: reports rotational, measured ", names[0])),
         "{stderr}"
     );
     // The pool seeks exactly when a member measured seeking (loop devices in memory
@@ -453,20 +462,20 @@ fn btrfs_raid1_mounted_from_its_solid_state_member_seeks_without_root_for_its_ro
     assert!(
         verdict.starts_with(&format!(
             "seekless: {whole}: reports rotational, a pool of 2 disks, seeking if any member \
-             is [{}: reports rotational, not measured (",
-            names[0]
-        )),
-        "{stderr}"
-    );
-    assert!(
-        verdict.contains(&format!(
-            "): seeking; {}: reports non-rotational, not measured (",
+             is [{}: reports non-rotational, not measured (",
             names[1]
         )),
         "{stderr}"
     );
     assert!(
-        verdict.ends_with("): solid-state]: treated as seeking"),
+        verdict.contains(&format!(
+            "): solid-state; {}: reports rotational, not measured (",
+            names[0]
+        )),
+        "{stderr}"
+    );
+    assert!(
+        verdict.ends_with("): seeking]: treated as seeking"),
         "{stderr}"
     );
 }

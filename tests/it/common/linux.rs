@@ -193,6 +193,8 @@ impl Drop for LoopFs {
 pub struct BtrfsPool {
     pub devices: [String; 2],
     pub mnt: PathBuf,
+    /// The member that is btrfs's device 1 (`devices[first]`), mounted from.
+    first: usize,
     saved_queue: Vec<(PathBuf, String)>,
     mounted: bool,
     _dir: tempfile::TempDir,
@@ -203,7 +205,10 @@ impl BtrfsPool {
         BtrfsPool::mounted_from(test, data_profile, size_mb, 0)
     }
 
-    /// [`BtrfsPool::new`], mounted from `devices[member]` (1: the non-rotational one).
+    /// [`BtrfsPool::new`], mounted from `devices[member]` (1: the non-rotational one),
+    /// which is also made btrfs's device 1: the kernel names the device of lowest id as
+    /// the mount's source (`/proc/self/mountinfo`) whichever one `mount` was given, so
+    /// that is the device a filesystem is seen as mounted from.
     pub fn mounted_from(test: &str, data_profile: &str, size_mb: u64, member: usize) -> BtrfsPool {
         let dir = scratch_dir_in(test, shm_or_tmp());
         let mnt = dir.path().join("mnt");
@@ -222,6 +227,7 @@ impl BtrfsPool {
         let mut me = BtrfsPool {
             devices,
             mnt,
+            first: member,
             saved_queue: Vec::new(),
             mounted: false,
             _dir: dir,
@@ -242,7 +248,8 @@ impl BtrfsPool {
         std::fs::write(&rotational, "1").unwrap();
         run(Command::new("mkfs.btrfs")
             .args(["-q", "-f", "-d", data_profile, "-m", "raid1"])
-            .args(&me.devices));
+            .arg(&me.devices[member])
+            .arg(&me.devices[1 - member]));
         run(Command::new("mount").arg(&me.devices[member]).arg(&me.mnt));
         me.mounted = true;
         me
@@ -264,9 +271,11 @@ impl BtrfsPool {
     }
 
     /// The name of the one disk the pool is swept as when it is not split into its
-    /// members: theirs joined with `+` (`loop3+loop4`), in device-id order.
+    /// members: theirs joined with `+` (`loop3+loop4`), in device-id order (the one
+    /// mounted from first).
     pub fn whole_disk_name(&self) -> String {
-        self.names().join("+")
+        let names = self.names();
+        format!("{}+{}", names[self.first], names[1 - self.first])
     }
 }
 
