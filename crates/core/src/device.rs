@@ -24,7 +24,8 @@ pub(crate) struct Device {
     /// What the platform found out about the filesystem (kind, prefetch cap, and its own
     /// facts: the volume root and cluster geometry on Windows).
     pub(crate) volume: os::Volume,
-    /// The physical disk it is on.
+    /// The physical disk it is on (a filesystem over several disks that is not split
+    /// into them: one disk standing for them all, `Disk::pool`).
     pub(crate) disk: DiskIndex,
     /// Its first byte on that disk (a partition's start), so files of several partitions
     /// of one disk sort into one sweep.

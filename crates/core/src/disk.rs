@@ -16,8 +16,13 @@ pub struct Disk {
     pub rotational: Option<bool>,
     /// The devices followed to reach it, top first (`["dm-0", "sda"]`); for an array over
     /// several devices (md raid, LVM over several PVs), then its member disks
-    /// (`["dm-2", "md0", "sdb", "sdc"]`).
+    /// (`["dm-2", "md0", "sdb", "sdc"]`); for a pool ([`Disk::pool`]), its members'
+    /// chains one after another (`["sdb", "nvme0n1"]`).
     pub chain: Vec<String>,
+    /// For a filesystem read whole over several disks ([`Disk::pool`]): those disks, each
+    /// measured on its own; empty for any other disk.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<Disk>,
 }
 
 impl Disk {
@@ -27,6 +32,64 @@ impl Disk {
             name: name.into(),
             rotational: None,
             chain: Vec::new(),
+            members: Vec::new(),
+        }
+    }
+
+    /// The one disk a filesystem over several disks is read as when it is not split into
+    /// a sweep per member (a btrfs pool with mirrored or parity data, or whose chunk tree
+    /// cannot be read): its member disks' names joined with `+` (`sdb+nvme0n1`, in the
+    /// order given, each once), a name no disk's own can be (kernel disk names have no
+    /// `+`); rotational if any member reports rotational, non-rotational only if every
+    /// member reports so, else unknown; its chain the members' chains in turn. It seeks
+    /// if any member does: each member is measured on its own. Members on one disk (two
+    /// partitions of it) are that disk.
+    ///
+    /// ```
+    /// use seekless_core::Disk;
+    ///
+    /// let (mut hdd, mut ssd) = (Disk::unknown("sdb"), Disk::unknown("nvme0n1"));
+    /// (hdd.rotational, ssd.rotational) = (Some(true), Some(false));
+    /// (hdd.chain, ssd.chain) = (vec!["sdb".into()], vec!["nvme0n1".into()]);
+    /// let pool = Disk::pool(vec![hdd, ssd]);
+    /// assert_eq!(pool.name, "sdb+nvme0n1");
+    /// assert_eq!(pool.rotational, Some(true));
+    /// assert_eq!(pool.chain, ["sdb", "nvme0n1"]);
+    /// assert_eq!(pool.members.len(), 2);
+    /// ```
+    pub fn pool(members: Vec<Disk>) -> Disk {
+        let mut distinct: Vec<Disk> = Vec::with_capacity(members.len());
+        for disk in members {
+            if !distinct.iter().any(|d| d.name == disk.name) {
+                distinct.push(disk);
+            }
+        }
+        if distinct.len() <= 1 {
+            return distinct
+                .pop()
+                .unwrap_or_else(|| Disk::unknown("no member disks"));
+        }
+        let names: Vec<&str> = distinct.iter().map(|d| d.name.as_str()).collect();
+        let rotational = if distinct.iter().any(|d| d.rotational == Some(true)) {
+            Some(true)
+        } else if distinct.iter().all(|d| d.rotational == Some(false)) {
+            Some(false)
+        } else {
+            None
+        };
+        let mut chain: Vec<String> = Vec::new();
+        for d in &distinct {
+            for link in d.chain.iter().chain(std::iter::once(&d.name)) {
+                if !chain.contains(link) {
+                    chain.push(link.clone());
+                }
+            }
+        }
+        Disk {
+            name: names.join("+"),
+            rotational,
+            chain,
+            members: distinct,
         }
     }
 
@@ -152,10 +215,15 @@ pub enum DiskBasis {
     /// Not measurable (the reason): taken from what the disk reports (rotational or
     /// unknown: seeking).
     Reported(String),
+    /// A pool of several disks read as one ([`Disk::pool`]): each member taken for what
+    /// it is on its own grounds (measured, else reported), the pool seeking if any member
+    /// is. Its files are not used to measure it: they cannot tell which member answered.
+    Members(Vec<DiskVerdict>),
 }
 
-impl fmt::Display for DiskVerdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl DiskVerdict {
+    /// Its name, what it reports and on what grounds it was judged, without the kind.
+    fn grounds(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let reports = match self.reported {
             Some(true) => "reports rotational",
             Some(false) => "reports non-rotational",
@@ -167,10 +235,34 @@ impl fmt::Display for DiskVerdict {
                 f,
                 "measured {:.2} ms random reads (median of {reads})",
                 median.as_secs_f64() * 1000.0
-            )?,
-            DiskBasis::Chosen => f.write_str("kind chosen by the caller")?,
-            DiskBasis::Reported(why) => write!(f, "not measured ({why})")?,
+            ),
+            DiskBasis::Chosen => f.write_str("kind chosen by the caller"),
+            DiskBasis::Reported(why) => write!(f, "not measured ({why})"),
+            DiskBasis::Members(members) => {
+                write!(
+                    f,
+                    "a pool of {} disks, seeking if any member is [",
+                    members.len()
+                )?;
+                for (i, m) in members.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    m.grounds(f)?;
+                    write!(f, ": {}", m.kind)?;
+                }
+                f.write_str("]")
+            }
         }
+    }
+}
+
+/// One line: `sda: reports rotational, measured 11.20 ms random reads (median of 3):
+/// treated as seeking`; for a pool, each member's grounds and kind in brackets before the
+/// pool's kind.
+impl fmt::Display for DiskVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.grounds(f)?;
         write!(f, ": treated as {}", self.kind)
     }
 }
@@ -213,7 +305,7 @@ pub fn device_name(dev: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{DiskKind, Duration};
+    use super::{Disk, DiskBasis, DiskKind, DiskVerdict, Duration};
 
     fn ms(m: &[f64]) -> Vec<Duration> {
         m.iter()
@@ -274,6 +366,97 @@ mod tests {
         assert_eq!(settled(&[0.1, 0.1], 4), None);
         assert_eq!(settled(&[0.1, 0.1, 0.1], 4), Some(SolidState));
         assert_eq!(settled(&[], 0), None);
+    }
+
+    fn disk(name: &str, rotational: Option<bool>, chain: &[&str]) -> Disk {
+        Disk {
+            name: name.into(),
+            rotational,
+            chain: chain.iter().map(|c| c.to_string()).collect(),
+            members: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_pool_is_named_after_all_its_member_disks_and_seeks_if_any_reports_rotational() {
+        let hdd = disk("loop3", Some(true), &["loop3"]);
+        let ssd = disk("loop4", Some(false), &["loop4"]);
+        let pool = Disk::pool(vec![hdd.clone(), ssd.clone()]);
+        assert_eq!(pool.name, "loop3+loop4");
+        assert_eq!(pool.rotational, Some(true));
+        assert_eq!(pool.chain, ["loop3", "loop4"]);
+        assert_eq!(pool.members, [hdd.clone(), ssd.clone()]);
+        assert!(pool.wants_sweep());
+        // In the order given (btrfs's device ids), whichever member reports what.
+        let pool = Disk::pool(vec![ssd.clone(), hdd.clone()]);
+        assert_eq!(pool.name, "loop4+loop3");
+        assert_eq!(pool.rotational, Some(true));
+        // Non-rotational only if every member says so; unknown if one does not say.
+        let ssd2 = disk("nvme0n1", Some(false), &["dm-0", "nvme0n1"]);
+        let fast = Disk::pool(vec![ssd.clone(), ssd2.clone()]);
+        assert_eq!(fast.rotational, Some(false));
+        assert!(!fast.wants_sweep());
+        assert_eq!(fast.chain, ["loop4", "dm-0", "nvme0n1"]);
+        let unknown = Disk::pool(vec![ssd.clone(), Disk::unknown("dev 8:99")]);
+        assert_eq!(unknown.rotational, None);
+        assert!(unknown.wants_sweep());
+        assert_eq!(unknown.name, "loop4+dev 8:99");
+        assert_eq!(unknown.chain, ["loop4", "dev 8:99"]);
+        let mixed = Disk::pool(vec![Disk::unknown("dev 8:99"), ssd.clone(), hdd.clone()]);
+        assert_eq!(mixed.rotational, Some(true));
+        // An array member keeps its members in the chain, each name once.
+        let md = disk("md0", Some(true), &["md0", "sdb", "sdc"]);
+        let pool = Disk::pool(vec![md, disk("sdb", Some(true), &["sdb"])]);
+        assert_eq!(pool.name, "md0+sdb");
+        assert_eq!(pool.chain, ["md0", "sdb", "sdc"]);
+    }
+
+    #[test]
+    fn a_pool_of_one_disk_is_that_disk() {
+        // Two partitions of one disk in one pool: one head, one disk.
+        let sda = disk("sda", Some(true), &["sda"]);
+        assert_eq!(Disk::pool(vec![sda.clone(), sda.clone()]), sda);
+        assert_eq!(Disk::pool(vec![sda.clone()]), sda);
+        assert_eq!(Disk::pool(Vec::new()).rotational, None);
+    }
+
+    #[test]
+    fn a_pools_verdict_names_each_member_and_what_it_was_taken_for() {
+        let member = |name: &str, reported, kind, basis| DiskVerdict {
+            disk: String::from(name),
+            reported,
+            kind,
+            basis,
+        };
+        let verdict = DiskVerdict {
+            disk: "loop3+loop4".into(),
+            reported: Some(true),
+            kind: DiskKind::Seeking,
+            basis: DiskBasis::Members(vec![
+                member(
+                    "loop3",
+                    Some(true),
+                    DiskKind::Seeking,
+                    DiskBasis::Measured {
+                        median: Duration::from_micros(12_340),
+                        reads: 3,
+                    },
+                ),
+                member(
+                    "loop4",
+                    Some(false),
+                    DiskKind::SolidState,
+                    DiskBasis::Reported("/dev/loop4: Permission denied".into()),
+                ),
+            ]),
+        };
+        assert_eq!(
+            verdict.to_string(),
+            "loop3+loop4: reports rotational, a pool of 2 disks, seeking if any member is \
+             [loop3: reports rotational, measured 12.34 ms random reads (median of 3): \
+             seeking; loop4: reports non-rotational, not measured (/dev/loop4: Permission \
+             denied): solid-state]: treated as seeking"
+        );
     }
 
     #[cfg(target_os = "linux")]

@@ -73,7 +73,9 @@ pub enum Demotion {
         error: Arc<io::Error>,
     },
     /// A filesystem over several devices (btrfs) could not be split into its member
-    /// disks (`why`): swept as the one disk it was mounted from, in its own address order.
+    /// disks (`why`): swept whole, in its own address order, as one disk standing for all
+    /// its members' ([`Disk::pool`](crate::Disk::pool)), or where its devices could not be
+    /// listed, as the disk it was mounted from.
     #[non_exhaustive]
     NotSplit {
         /// What stood in the way (no `CAP_SYS_ADMIN` to read the chunk tree, RAID5/6).
@@ -91,7 +93,7 @@ impl fmt::Display for Demotion {
             ),
             Demotion::NotSplit { why } => write!(
                 f,
-                "not split into its devices ({why}), swept as the device it was mounted from"
+                "not split into its devices ({why}), swept whole in its address order"
             ),
         }
     }

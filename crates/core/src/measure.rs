@@ -57,11 +57,14 @@ impl std::fmt::Debug for Measurements {
 }
 
 /// What to take the disk of `sweep` for: what the plan's options chose, else what
-/// measuring it says, else what it reports (rotational or unknown: seeking).
+/// measuring it says, else what it reports (rotational or unknown: seeking). A pool of
+/// several disks read as one ([`Disk::pool`]) is judged member by member
+/// ([`pool_verdict`]).
 pub(crate) fn verdict(plan: &Plan, sweep: &Sweep) -> DiskVerdict {
     let disk = &plan.disks()[sweep.disk as usize];
     let (kind, basis) = match plan.disk_choice() {
         Some(kind) => (kind, DiskBasis::Chosen),
+        None if !disk.members.is_empty() => pool_verdict(disk, plan.measurements()),
         None => {
             let key = os::disk_identity(disk);
             let measured = plan.measurements();
@@ -73,13 +76,7 @@ pub(crate) fn verdict(plan: &Plan, sweep: &Sweep) -> DiskVerdict {
             };
             match found {
                 Ok((kind, median, reads)) => (kind, DiskBasis::Measured { median, reads }),
-                Err(why) => {
-                    let kind = match disk.wants_sweep() {
-                        true => DiskKind::Seeking,
-                        false => DiskKind::SolidState,
-                    };
-                    (kind, DiskBasis::Reported(why))
-                }
+                Err(why) => (reported_kind(disk), DiskBasis::Reported(why)),
             }
         }
     };
@@ -89,6 +86,54 @@ pub(crate) fn verdict(plan: &Plan, sweep: &Sweep) -> DiskVerdict {
         kind,
         basis,
     }
+}
+
+/// A pool's kind and grounds: each member disk's device node measured on its own (as a
+/// disk of its own is), or where it cannot be (no root), the member taken for what it
+/// reports; the pool seeks if any member does. Not its files: a read of a pool's file
+/// goes to the member the filesystem picks (a mirror by its read policy), so timing it
+/// cannot show that every member is fast.
+fn pool_verdict(disk: &Disk, measured: &Measurements) -> (DiskKind, DiskBasis) {
+    let mut rng = Rng::seeded();
+    let members: Vec<DiskVerdict> = disk
+        .members
+        .iter()
+        .map(|member| {
+            let (kind, basis) = match measured_node(member, measured, &mut rng) {
+                Ok((kind, median, reads)) => (kind, DiskBasis::Measured { median, reads }),
+                Err(why) => (reported_kind(member), DiskBasis::Reported(why)),
+            };
+            DiskVerdict {
+                disk: member.name.clone(),
+                reported: member.rotational,
+                kind,
+                basis,
+            }
+        })
+        .collect();
+    let kind = match members.iter().any(|m| m.kind == DiskKind::Seeking) {
+        true => DiskKind::Seeking,
+        false => DiskKind::SolidState,
+    };
+    (kind, DiskBasis::Members(members))
+}
+
+/// What a disk that cannot be measured is taken for: what it reports (rotational or
+/// unknown: seeking).
+fn reported_kind(disk: &Disk) -> DiskKind {
+    match disk.wants_sweep() {
+        true => DiskKind::Seeking,
+        false => DiskKind::SolidState,
+    }
+}
+
+/// [`measure_node`], unless this run measured `disk` already; kept for the rest of the run.
+fn measured_node(disk: &Disk, measured: &Measurements, rng: &mut Rng) -> Result<Found, String> {
+    let key = os::disk_identity(disk);
+    if let Some(found) = measured.get(&key) {
+        return Ok(found);
+    }
+    measure_node(disk, rng).inspect(|&found| measured.insert(key, found))
 }
 
 /// Times direct reads of `disk`: its device node's, else its files'. The kind, the median
@@ -163,22 +208,20 @@ fn measure_node(disk: &Disk, rng: &mut Rng) -> Result<Found, String> {
 /// itself non-rotational *and* its device node answers direct reads scattered over it as
 /// a solid-state disk does (where the node may be read: root). Both must agree, since
 /// either alone is sometimes wrong (USB bridges, virtual disks); without the node, false.
+/// A pool of several disks read as one ([`Disk::pool`]) only if every member is.
 /// The measurement is kept for the read, which then does not measure again.
 pub(crate) fn solid_state_before_planning(disk: &Disk, measured: &Measurements) -> bool {
     if disk.rotational != Some(false) {
         return false;
     }
-    let key = os::disk_identity(disk);
-    if let Some((kind, ..)) = measured.get(&key) {
-        return kind == DiskKind::SolidState;
+    if !disk.members.is_empty() {
+        return disk
+            .members
+            .iter()
+            .all(|member| solid_state_before_planning(member, measured));
     }
-    match measure_node(disk, &mut Rng::seeded()) {
-        Ok(found) => {
-            measured.insert(key, found);
-            found.0 == DiskKind::SolidState
-        }
-        Err(_) => false,
-    }
+    measured_node(disk, measured, &mut Rng::seeded())
+        .is_ok_and(|(kind, ..)| kind == DiskKind::SolidState)
 }
 
 /// The kind, median and count of `latencies`, if there are enough.
@@ -271,6 +314,76 @@ mod tests {
         assert_eq!(strata, (0..5).collect::<Vec<_>>());
         assert_eq!(spread(3, 7, &mut rng).len(), 3);
         assert!(spread(0, 7, &mut rng).is_empty());
+    }
+
+    #[test]
+    fn a_pool_is_solid_state_only_if_every_member_is_and_seeks_if_any_member_does() {
+        use DiskKind::*;
+        // Members named as no disk is: no device node, so only what this run measured
+        // (put in by hand here) or what they report decides.
+        let member = |name: &str, rotational| Disk {
+            name: name.into(),
+            rotational,
+            chain: vec![name.into()],
+            members: Vec::new(),
+        };
+        let pool = Disk::pool(vec![
+            member("test-no-such-disk-a", Some(false)),
+            member("test-no-such-disk-b", Some(false)),
+        ]);
+        assert_eq!(pool.rotational, Some(false));
+        let measured = Measurements::default();
+        let key = |i: usize| os::disk_identity(&pool.members[i]);
+        let us = Duration::from_micros;
+        measured.insert(key(0), (SolidState, us(60), 3));
+        // One member measured solid-state, the other not measurable: not known to be.
+        assert!(!solid_state_before_planning(&pool, &measured));
+        // Read as what the other reports (non-rotational), said per member.
+        let (kind, basis) = pool_verdict(&pool, &measured);
+        assert_eq!(kind, SolidState);
+        let DiskBasis::Members(members) = &basis else {
+            panic!("{basis:?}")
+        };
+        assert_eq!(members.len(), 2);
+        assert_eq!(
+            members[0].basis,
+            DiskBasis::Measured {
+                median: us(60),
+                reads: 3
+            }
+        );
+        assert_eq!(
+            members[1].basis,
+            DiskBasis::Reported("no device node".into())
+        );
+        // One member seeking: the pool seeks, whatever the other measured.
+        measured.insert(key(1), (Seeking, us(12_000), 3));
+        assert!(!solid_state_before_planning(&pool, &measured));
+        let (kind, basis) = pool_verdict(&pool, &measured);
+        assert_eq!(kind, Seeking);
+        let DiskBasis::Members(members) = &basis else {
+            panic!("{basis:?}")
+        };
+        let kinds: Vec<_> = members.iter().map(|m| (m.disk.as_str(), m.kind)).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("test-no-such-disk-a", SolidState),
+                ("test-no-such-disk-b", Seeking)
+            ]
+        );
+        // Both measured solid-state: the pool is, before planning too.
+        measured.insert(key(1), (SolidState, us(80), 3));
+        assert!(solid_state_before_planning(&pool, &measured));
+        assert_eq!(pool_verdict(&pool, &measured).0, SolidState);
+        // Unmeasured members decide by what they report: one rotational makes it seek,
+        // and such a pool is never taken for solid-state before planning.
+        let spinning = Disk::pool(vec![
+            member("test-no-such-disk-c", Some(false)),
+            member("test-no-such-disk-d", Some(true)),
+        ]);
+        assert!(!solid_state_before_planning(&spinning, &measured));
+        assert_eq!(pool_verdict(&spinning, &measured).0, Seeking);
     }
 
     #[test]

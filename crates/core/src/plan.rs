@@ -150,7 +150,9 @@ pub struct FilesystemReport {
     pub strategy: Strategy,
     /// Why it was demoted down the ladder, if it was.
     pub demotions: Vec<Demotion>,
-    /// The disk it is on (for one over several disks, the one it was mounted from).
+    /// The disk it is on: for one over several disks read whole (not split), one disk
+    /// standing for them all ([`Disk::pool`](crate::Disk::pool)); for one split into them,
+    /// the one it was mounted from.
     pub disk: DiskIndex,
     /// For a filesystem over several disks split into them (btrfs): its member disks, one
     /// sweep each, in the order of its device ids; empty otherwise.

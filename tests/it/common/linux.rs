@@ -187,11 +187,14 @@ impl Drop for LoopFs {
 }
 
 /// One btrfs filesystem over two loop devices (`mkfs.btrfs -d PROFILE -m raid1`), the
-/// first set rotational, the second not, mounted. Everything is undone on drop, the
-/// devices' queue settings put back.
+/// first set rotational, the second not, mounted (from the first, unless made with
+/// [`BtrfsPool::mounted_from`]). Everything is undone on drop, the devices' queue
+/// settings put back.
 pub struct BtrfsPool {
     pub devices: [String; 2],
     pub mnt: PathBuf,
+    /// The member that is btrfs's device 1 (`devices[first]`), mounted from.
+    first: usize,
     saved_queue: Vec<(PathBuf, String)>,
     mounted: bool,
     _dir: tempfile::TempDir,
@@ -199,6 +202,14 @@ pub struct BtrfsPool {
 
 impl BtrfsPool {
     pub fn new(test: &str, data_profile: &str, size_mb: u64) -> BtrfsPool {
+        BtrfsPool::mounted_from(test, data_profile, size_mb, 0)
+    }
+
+    /// [`BtrfsPool::new`], mounted from `devices[member]` (1: the non-rotational one),
+    /// which is also made btrfs's device 1: the kernel names the device of lowest id as
+    /// the mount's source (`/proc/self/mountinfo`) whichever one `mount` was given, so
+    /// that is the device a filesystem is seen as mounted from.
+    pub fn mounted_from(test: &str, data_profile: &str, size_mb: u64, member: usize) -> BtrfsPool {
         let dir = scratch_dir_in(test, shm_or_tmp());
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
@@ -216,6 +227,7 @@ impl BtrfsPool {
         let mut me = BtrfsPool {
             devices,
             mnt,
+            first: member,
             saved_queue: Vec::new(),
             mounted: false,
             _dir: dir,
@@ -236,8 +248,9 @@ impl BtrfsPool {
         std::fs::write(&rotational, "1").unwrap();
         run(Command::new("mkfs.btrfs")
             .args(["-q", "-f", "-d", data_profile, "-m", "raid1"])
-            .args(&me.devices));
-        run(Command::new("mount").arg(&me.devices[0]).arg(&me.mnt));
+            .arg(&me.devices[member])
+            .arg(&me.devices[1 - member]));
+        run(Command::new("mount").arg(&me.devices[member]).arg(&me.mnt));
         me.mounted = true;
         me
     }
@@ -255,6 +268,14 @@ impl BtrfsPool {
                 .to_string_lossy()
                 .into_owned()
         })
+    }
+
+    /// The name of the one disk the pool is swept as when it is not split into its
+    /// members: theirs joined with `+` (`loop3+loop4`), in device-id order (the one
+    /// mounted from first).
+    pub fn whole_disk_name(&self) -> String {
+        let names = self.names();
+        format!("{}+{}", names[self.first], names[1 - self.first])
     }
 }
 

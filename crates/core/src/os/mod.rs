@@ -12,9 +12,11 @@
 //!   [`open_dir_for_names`]), [`open_to_read`];
 //! - locating: [`probe`] (a [`Volume`]: what the backend knows of one filesystem),
 //!   `map_extents`, [`EXTENT_STRATEGIES`];
-//! - devices: [`disk_of`]; pools: [`branch_path`] (a mergerfs file's path on its branch),
-//!   [`pool_members`], [`pool_note`], [`place_on_member`], [`striping`] (btrfs over
-//!   several devices: which member holds each piece of a file, for the reader);
+//! - devices: [`disk_of`] (on Linux, a btrfs pool not split into its members is one
+//!   [`Disk::pool`](crate::Disk::pool) over them); pools: [`branch_path`] (a mergerfs
+//!   file's path on its branch), [`pool_members`], [`pool_note`], [`place_on_member`],
+//!   [`striping`] (btrfs over several devices: which member holds each piece of a file,
+//!   for the reader);
 //!   Linux, elsewhere never;
 //! - reading hints: [`prefetch`], [`await_prefetch`], [`drop_cache`], [`drop_all_caches`];
 //! - timing the disk: `DirectReader` (reads past the page cache), `disk_node`

@@ -141,6 +141,10 @@ pub struct Volume {
     pool: Option<Arc<Pool>>,
     /// Why a filesystem over several devices is not split into its members.
     pool_note: Option<String>,
+    /// A filesystem over several devices that is not split (btrfs, see `pool_note`): its
+    /// devices' numbers, in device-id order, whose disks it is read as together
+    /// ([`disk_of`]); empty otherwise.
+    whole_over: Vec<u64>,
 }
 
 /// A btrfs filesystem's devices (device id, device number), in device-id order, and the
@@ -208,9 +212,9 @@ impl Volume {
 /// read (once, here) so each file can be placed on the member holding it.
 pub fn probe(file: &File, dev: u64) -> Volume {
     let kind = statfs::kind(file);
-    let (pool, pool_note) = match kind {
-        FsKind::Btrfs => btrfs_pool(file),
-        _ => (None, None),
+    let (pool, pool_note, whole_over) = match kind {
+        FsKind::Btrfs => btrfs_volume(file),
+        _ => (None, None, Vec::new()),
     };
     Volume {
         dev,
@@ -218,15 +222,36 @@ pub fn probe(file: &File, dev: u64) -> Volume {
         max_prefetch: sysfs::prefetch_limit(dev),
         pool,
         pool_note,
+        whole_over,
     }
 }
 
-fn btrfs_pool(file: &File) -> (Option<Arc<Pool>>, Option<String>) {
+/// A btrfs filesystem's pool, if it is split into its members; else why not, and the
+/// devices it is read whole over (none for one device, or when they cannot be listed).
+/// Listing the devices needs no privilege (`BTRFS_IOC_FS_INFO`, `BTRFS_IOC_DEV_INFO`);
+/// only the chunk tree does.
+fn btrfs_volume(file: &File) -> (Option<Arc<Pool>>, Option<String>, Vec<u64>) {
     let members = match btrfs::devices(file) {
-        Ok(None) => return (None, None),
+        Ok(None) => return (None, None, Vec::new()),
         Ok(Some(members)) => members,
-        Err(e) => return (None, Some(format!("its devices not listed: {e}"))),
+        Err(e) => {
+            return (
+                None,
+                Some(format!("its devices not listed: {e}")),
+                Vec::new(),
+            );
+        }
     };
+    let devices = members.iter().map(|&(_, dev)| dev).collect();
+    match btrfs_pool(file, members) {
+        (None, note) => (None, note, devices),
+        (pool, note) => (pool, note, Vec::new()),
+    }
+}
+
+/// Whether the pool over `members` (device id, device number) is split into them, from
+/// its chunk tree: the pool if so, else why not.
+fn btrfs_pool(file: &File, members: Vec<(u64, u64)>) -> (Option<Arc<Pool>>, Option<String>) {
     match btrfs::chunk_map(file) {
         Ok(chunks) if chunks.has_parity() => (
             None,
@@ -256,7 +281,8 @@ pub fn pool_members(volume: &Volume) -> Vec<(Disk, u64)> {
     })
 }
 
-/// Why a filesystem over several devices is swept as the one it was mounted from.
+/// Why a filesystem over several devices is not split into a sweep per member (it is
+/// swept whole, as one disk over all its members: [`disk_of`]).
 pub fn pool_note(volume: &Volume) -> Option<&str> {
     volume.pool_note.as_deref()
 }
@@ -317,9 +343,29 @@ pub(crate) fn map_extents(
 }
 
 /// The physical disk holding the volume's device, found through sysfs, and the device's
-/// byte offset on it.
+/// byte offset on it. A filesystem over several devices that is not split into them
+/// ([`pool_note`]) is on all their disks at once: one disk standing for them all
+/// ([`Disk::pool`], at offset 0, since its addresses are the filesystem's own), not the
+/// disk of the device it was mounted from.
 pub fn disk_of(volume: &Volume) -> (Disk, u64) {
-    sysfs::disk_of(volume.dev)
+    match whole_pool_disk(volume) {
+        Some(disk) => (disk, 0),
+        None => sysfs::disk_of(volume.dev),
+    }
+}
+
+/// The one disk a filesystem over several devices that is not split is read as: its
+/// members' disks together; `None` for any other filesystem.
+fn whole_pool_disk(volume: &Volume) -> Option<Disk> {
+    if volume.pool.is_some() || volume.whole_over.len() < 2 {
+        return None;
+    }
+    let members = volume
+        .whole_over
+        .iter()
+        .map(|&dev| sysfs::disk_of(dev).0)
+        .collect();
+    Some(Disk::pool(members))
 }
 
 /// Whether we run with root's powers (FIBMAP needs CAP_SYS_RAWIO; drop_caches needs root).

@@ -124,6 +124,7 @@ impl Sysfs {
                 name,
                 rotational,
                 chain,
+                members: Vec::new(),
             },
             base,
         )
@@ -468,7 +469,8 @@ mod tests {
                 Disk {
                     name: "sda".into(),
                     rotational: Some(true),
-                    chain: vec!["sda".into()]
+                    chain: vec!["sda".into()],
+                    members: Vec::new(),
                 },
                 2048 * 512
             )

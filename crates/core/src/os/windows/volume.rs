@@ -300,6 +300,7 @@ pub fn disk_of(vol: &Volume) -> (Disk, u64) {
                 name: name.clone(),
                 rotational,
                 chain: vec![root, name],
+                members: Vec::new(),
             };
             (disk, one.start)
         }
@@ -308,6 +309,7 @@ pub fn disk_of(vol: &Volume) -> (Disk, u64) {
                 name: root.clone(),
                 rotational: volume_penalty(),
                 chain: vec![root],
+                members: Vec::new(),
             };
             (disk, 0)
         }
