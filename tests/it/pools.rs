@@ -35,6 +35,29 @@ fn hashes(inputs: &[&Path]) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
+/// Runs `seekless hash --algo sha256 --summary DIR`: every digest must be `sha256sum`'s,
+/// `files` of them. Returns what it printed on stderr (the summary).
+fn hashed_as_sha256sum_does(dir: &Path, files: usize) -> String {
+    let out = run(seekless()
+        .args(["hash", "--algo", "sha256", "--summary"])
+        .arg(dir));
+    sha256sums_of(&out, files)
+}
+
+/// What a run of `seekless hash --algo sha256` printed: every digest `sha256sum`'s,
+/// `files` of them. Returns its stderr.
+fn sha256sums_of(out: &std::process::Output, files: usize) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut hashed = 0;
+    for line in stdout.lines() {
+        let (digest, path) = line.split_once("  ").unwrap();
+        assert_eq!(digest, sha256sum(Path::new(path)), "{path}");
+        hashed += 1;
+    }
+    assert_eq!(hashed, files);
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// The loop device's name (`loop3` of `/dev/loop3`).
 fn disk_name(fs: &LoopFs) -> String {
     Path::new(&fs.device)
@@ -214,18 +237,7 @@ fn btrfs_members_are_swept_apart(test: &str, profile: &str, spread: u64) {
     }
 
     // Read: what sha256sum reads; each member taken for what it is, on its own.
-    let out = run(seekless()
-        .args(["hash", "--algo", "sha256", "--summary"])
-        .arg(&pool.mnt));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let mut hashed = 0;
-    for line in stdout.lines() {
-        let (digest, path) = line.split_once("  ").unwrap();
-        assert_eq!(digest, sha256sum(Path::new(path)), "{path}");
-        hashed += 1;
-    }
-    assert_eq!(hashed, paths.len());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = hashed_as_sha256sum_does(&pool.mnt, paths.len());
     let verdict = |name: &str| {
         stderr
             .lines()
@@ -335,38 +347,22 @@ fn btrfs_raid1_mounted_from_its_solid_state_member_is_located_and_read_as_one_di
     }
     let offsets: Vec<u64> = listed.iter().map(|l| l.offset.unwrap()).collect();
     assert!(offsets.is_sorted(), "{offsets:?}");
-    assert!(
-        summary.contains(&format!(
+    // Every file located, in a summary (`order`'s, `hash`'s).
+    let all_located = |summary: &str| {
+        let located = format!(
             "btrfs on {whole} (rotational): {} files located by fiemap",
             paths.len()
-        )),
-        "{summary}"
-    );
-    assert!(!summary.contains("not located"), "{summary}");
+        );
+        assert!(summary.contains(&located), "{summary}");
+        assert!(!summary.contains("not located"), "{summary}");
+    };
+    all_located(&summary);
 
     // Read: what sha256sum reads; one verdict, for the pool, naming each member's.
-    let out = run(seekless()
-        .args(["hash", "--algo", "sha256", "--summary"])
-        .arg(&pool.mnt));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let mut hashed = 0;
-    for line in stdout.lines() {
-        let (digest, path) = line.split_once("  ").unwrap();
-        assert_eq!(digest, sha256sum(Path::new(path)), "{path}");
-        hashed += 1;
-    }
-    assert_eq!(hashed, paths.len());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = hashed_as_sha256sum_does(&pool.mnt, paths.len());
     // A job that only reads leaves a disk known not to seek unlocated (inode order): not
     // this pool, one of whose members reports rotational.
-    assert!(
-        stderr.contains(&format!(
-            "btrfs on {whole} (rotational): {} files located by fiemap",
-            paths.len()
-        )),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("not located"), "{stderr}");
+    all_located(&stderr);
     let verdicts: Vec<&str> = stderr
         .lines()
         .filter(|l| l.starts_with("seekless: ") && l.contains(": reports "))
@@ -449,15 +445,7 @@ fn btrfs_raid1_mounted_from_its_solid_state_member_seeks_without_root_for_its_ro
     );
 
     let out = seekless_as_nobody(&["hash", "--algo", "sha256", "--summary"], &pool.mnt);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let mut hashed = 0;
-    for line in stdout.lines() {
-        let (digest, path) = line.split_once("  ").unwrap();
-        assert_eq!(digest, sha256sum(Path::new(path)), "{path}");
-        hashed += 1;
-    }
-    assert_eq!(hashed, paths.len());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = sha256sums_of(&out, paths.len());
     let verdict = stderr
         .lines()
         .find(|l| l.starts_with(&format!("seekless: {whole}: reports")))
