@@ -5,7 +5,9 @@
 //! writes them, `SHA256 (PATH) = HEX`. A name containing a backslash, a newline or a
 //! carriage return is written escaped (`\\`, `\n`, `\r`) on a line that starts with a
 //! backslash, as coreutils 9.0 and later write it. Verdicts (`PATH: OK`) escape such
-//! names the same way.
+//! names the same way. On Windows, where a backslash in a path is always a separator,
+//! names are written with `/` instead, as `b3sum` writes them there: a manifest made on
+//! Windows reads as one made elsewhere, and Windows opens either separator.
 //!
 //! ```
 //! use seekless_jobs::manifest::{Verdict, format_line, format_verdict, parse_line};
@@ -38,6 +40,7 @@ pub fn format_line(hex: &str, path: &[u8]) -> Vec<u8> {
 
 /// Appends [`format_line`]'s line to `out`.
 fn push_line(out: &mut Vec<u8>, hex: &str, path: &[u8]) {
+    let path = &*portable_name(path);
     let escape = needs_escape(path);
     if escape {
         out.push(b'\\');
@@ -173,6 +176,7 @@ impl Verdict {
 /// coreutils prints it. (coreutils 9.1, Debian 12's, escapes a verdict only when the
 /// name contains a newline, and then escapes all three.)
 pub fn format_verdict(path: &[u8], verdict: Verdict) -> Vec<u8> {
+    let path = &*portable_name(path);
     let escape = needs_escape(path);
     let mut line = Vec::with_capacity(path.len() + 24);
     if escape {
@@ -182,6 +186,17 @@ pub fn format_verdict(path: &[u8], verdict: Verdict) -> Vec<u8> {
     line.extend_from_slice(b": ");
     line.extend_from_slice(verdict.as_str().as_bytes());
     line
+}
+
+/// A path as a manifest or a verdict names it: as given; on Windows with `/` for its
+/// separators (every `\` there is one), as `b3sum` writes names there.
+fn portable_name(path: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    #[cfg(windows)]
+    if path.contains(&b'\\') {
+        let slashed = path.iter().map(|&b| if b == b'\\' { b'/' } else { b });
+        return std::borrow::Cow::Owned(slashed.collect());
+    }
+    std::borrow::Cow::Borrowed(path)
 }
 
 fn needs_escape(name: &[u8]) -> bool {
@@ -897,6 +912,23 @@ mod tests {
     fn carriage_returns_are_escaped_like_coreutils_9() {
         assert_eq!(format_line("ab", b"c\rr"), b"\\ab  c\\rr".to_vec());
         assert_eq!(parse_line(b"\\ab  c\\rr").unwrap().path, Path::new("c\rr"));
+    }
+
+    #[test]
+    fn windows_separators_are_written_as_slashes_and_a_backslash_elsewhere_is_escaped() {
+        let name = b".\\sub dir\\x";
+        if cfg!(windows) {
+            // As b3sum writes names on Windows; nothing left to escape.
+            assert_eq!(format_line("00", name), b"00  ./sub dir/x");
+            assert_eq!(format_verdict(name, Verdict::Ok), b"./sub dir/x: OK");
+        } else {
+            // A backslash in a Unix name is a character of it.
+            assert_eq!(format_line("00", name), b"\\00  .\\\\sub dir\\\\x");
+            assert_eq!(
+                format_verdict(name, Verdict::Ok),
+                b"\\.\\\\sub dir\\\\x: OK"
+            );
+        }
     }
 
     #[test]
