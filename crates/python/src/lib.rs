@@ -27,7 +27,6 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::collections::VecDeque;
-use std::io::Read;
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -42,6 +41,7 @@ use seekless_core::{
     Error, ErrorKind, Order, Plan, PlanOptions, Reporter, path_from_bytes, path_to_bytes,
 };
 use seekless_jobs::digest::Algorithm;
+use seekless_jobs::hash::hash_reader;
 
 create_exception!(
     seekless,
@@ -50,9 +50,6 @@ create_exception!(
     "A file changed while it was read (its size, modification or status-change time \
      moved, or another file took its path): its bytes or digest are not given."
 );
-
-/// Bytes of the buffer a hashing iterator reads through, reused from file to file.
-const HASH_BUFFER: usize = 1 << 20;
 
 /// One path's failure, kept without the GIL and turned into a Python exception when
 /// handed over ([`Error`] holds an `io::Error`, which cannot be cloned out of a
@@ -204,8 +201,6 @@ struct Files {
     /// (PyO3's borrow flag keeps two threads from iterating one object at once) and
     /// reaches it through `get_mut`, without locking.
     stage: Mutex<Stage>,
-    /// A hashing iterator's read buffer.
-    buf: Vec<u8>,
 }
 
 impl Files {
@@ -225,7 +220,6 @@ impl Files {
             as_bytes,
             yield_errors,
             stage: Mutex::new(Stage::Waiting(paths_of(paths))),
-            buf: Vec::new(),
         })
     }
 
@@ -306,21 +300,6 @@ impl Fill {
     }
 }
 
-/// Hashes the file through `buf`, then checks it did not change.
-fn hash_file(mut file: FileReader, algo: Algorithm, buf: &mut [u8]) -> Result<String, Error> {
-    let mut hasher = algo.hasher();
-    loop {
-        match file.read(buf) {
-            Ok(0) => break,
-            Ok(n) => hasher.update(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Error::io(&*file.planned().entry.path, e)),
-        }
-    }
-    file.finish()?;
-    Ok(hasher.finish_hex())
-}
-
 #[pymethods]
 impl Files {
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -396,11 +375,8 @@ impl Files {
                 }
             }
             Mode::Hash(algo) => {
-                if this.buf.is_empty() {
-                    this.buf = vec![0u8; HASH_BUFFER];
-                }
-                let buf = &mut this.buf;
-                match py.detach(move || hash_file(file, algo, buf)) {
+                // Through the reading thread's buffer, reused from file to file.
+                match py.detach(move || hash_reader(file, algo)) {
                     Ok(hex) => Ok(Some((path, PyString::new(py, &hex).into_any().unbind()))),
                     Err(e) => this.failure(py, &Failure::of(&e)),
                 }

@@ -170,6 +170,15 @@ def test_order_raises_the_first_failure_or_ignores_it(tree: Path) -> None:
     assert seekless.order([str(tree / "missing"), str(tree / "one")], errors="ignore") == [str(tree / "one")]
 
 
+def _child_said(pid: int, r: int, w: int) -> bytes:
+    """What forked child `pid` wrote into the pipe `r`, `w` before it exited."""
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        said = f.read()
+    os.waitpid(pid, 0)
+    return said
+
+
 def _drop_to_nobody() -> None:
     os.setgroups([])
     os.setresgid(65534, 65534, 65534)
@@ -208,10 +217,7 @@ def unreadable_file_case(tmp_path: Path) -> None:
             os.write(w, repr(sorted((k, type(v).__name__) for k, v in got.items())).encode() if not ok else b"ok")
         finally:
             os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        said = f.read()
-    os.waitpid(pid, 0)
+    said = _child_said(pid, r, w)
     assert said == b"ok", said
 
 
@@ -403,10 +409,7 @@ def test_an_iterator_started_in_a_parent_refuses_a_forked_child(many: Path) -> N
             os.write(w, bytes([code]))
         finally:
             os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        said = f.read()
-    os.waitpid(pid, 0)
+    said = _child_said(pid, r, w)
     assert said == b"\x00", said
     # The parent's iterator is unaffected.
     assert sum(1 for _ in it) == 2999

@@ -260,53 +260,56 @@ pub(crate) fn schedule<'p>(plan: &'p Plan, sweep: &'p Sweep, piece: u64) -> Sche
         here,
     };
     // Every located step (each file's in offset order) and seed, with the steps it makes.
-    let each_located = |schedule: &Schedule<'_>, emit: &mut dyn FnMut(Step, u32)| {
-        let locals = sweep.files.len() + sweep.guests.len();
-        for local in 0..locals as u32 {
-            let f = &files[planned(sweep, local) as usize];
-            let piece = schedule.pieces[f.filesystem as usize];
-            let extents = f.placement.extents();
-            if extents.is_empty() {
-                // One step for the whole file, cut into pieces.
-                if let Some(position) = f.disk_offset() {
-                    Pieces::new(local, 0, f.entry.size, Some(position), piece)
-                        .for_each(|s| emit(s, 1));
-                }
-                continue;
-            }
-            if schedule.split_here(f.filesystem as usize).is_some() {
-                // Each extent's pieces here, made when the sweep reaches the first.
-                let mut seeds = 0;
-                for e in extents {
-                    let cut = schedule.cut(local, e.logical);
-                    if let Some(first) = cut.clone().next() {
-                        let position = first.position().unwrap_or(UNKNOWN - 1);
-                        emit(Step::seed(local, e.logical, position), cut.count() as u32);
-                        seeds += 1;
+    // `counting`: only the number of entries is wanted, not the steps a seed makes.
+    let each_located =
+        |schedule: &Schedule<'_>, counting: bool, emit: &mut dyn FnMut(Step, u32)| {
+            let locals = sweep.files.len() + sweep.guests.len();
+            for local in 0..locals as u32 {
+                let f = &files[planned(sweep, local) as usize];
+                let piece = schedule.pieces[f.filesystem as usize];
+                let extents = f.placement.extents();
+                if extents.is_empty() {
+                    // One step for the whole file, cut into pieces.
+                    if let Some(position) = f.disk_offset() {
+                        Pieces::new(local, 0, f.entry.size, Some(position), piece)
+                            .for_each(|s| emit(s, 1));
                     }
-                }
-                // A guest may have nothing here after all; a file of this sweep must
-                // have a step, or it would never be handed out: one whose pieces the
-                // layout does not place (outside the chunk map) is fetched whole here,
-                // at its sort key, as on a pool left whole.
-                if seeds > 0 || local as usize >= sweep.files.len() {
                     continue;
                 }
+                if schedule.split_here(f.filesystem as usize).is_some() {
+                    // Each extent's pieces here, made when the sweep reaches the first.
+                    let mut seeds = 0;
+                    for e in extents {
+                        let cut = schedule.cut(local, e.logical);
+                        if let Some(first) = cut.clone().next() {
+                            let position = first.position().unwrap_or(UNKNOWN - 1);
+                            let steps = if counting { 0 } else { cut.count() as u32 };
+                            emit(Step::seed(local, e.logical, position), steps);
+                            seeds += 1;
+                        }
+                    }
+                    // A guest may have nothing here after all; a file of this sweep must
+                    // have a step, or it would never be handed out: one whose pieces the
+                    // layout does not place (outside the chunk map) is fetched whole here,
+                    // at its sort key, as on a pool left whole.
+                    if seeds > 0 || local as usize >= sweep.files.len() {
+                        continue;
+                    }
+                }
+                for e in extents {
+                    let length = e.length.min(f.entry.size.saturating_sub(e.logical));
+                    let position = Some(f.base.saturating_add(e.physical));
+                    Pieces::new(local, e.logical, length, position, piece).for_each(|s| emit(s, 1));
+                }
             }
-            for e in extents {
-                let length = e.length.min(f.entry.size.saturating_sub(e.logical));
-                let position = Some(f.base.saturating_add(e.physical));
-                Pieces::new(local, e.logical, length, position, piece).for_each(|s| emit(s, 1));
-            }
-        }
-    };
+        };
     // Counted first, so the list is allocated once at its size: at a million files, the
     // schedule is a large part of the reader's memory.
     let mut located = 0usize;
-    each_located(&schedule, &mut |_, _| located += 1);
+    each_located(&schedule, true, &mut |_, _| located += 1);
     let mut steps: Vec<Step> = Vec::with_capacity(located);
     let mut steps_per_file = std::mem::take(&mut schedule.steps_per_file);
-    each_located(&schedule, &mut |s, n| {
+    each_located(&schedule, false, &mut |s, n| {
         steps_per_file[s.file as usize] += n;
         steps.push(s);
     });

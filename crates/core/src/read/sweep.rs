@@ -231,20 +231,21 @@ impl SweepRun<'_> {
             if guest {
                 let barrier = crosses_gap(disk_end, step.position(), self.gap_barrier);
                 if let Some(g) = guests.get_mut(&i) {
-                    let issued = g.slot.issued(step.length());
-                    if !issued {
+                    if g.slot.issued(step.length()) {
+                        g.remaining = g.remaining.saturating_sub(1);
+                        if step.length() > 0
+                            && self.prefetch
+                            && os::prefetch(&g.file, step.offset, step.length()).is_ok()
+                            && barrier
+                        {
+                            let _ = os::await_prefetch(&g.file, step.offset);
+                            self.gap_waits.fetch_add(1, Ordering::Relaxed);
+                        }
+                    } else {
                         // The file was read already: the rest of its pieces are not needed.
                         self.window.release(step.length());
-                        g.remaining = 1;
-                    } else if step.length() > 0
-                        && self.prefetch
-                        && os::prefetch(&g.file, step.offset, step.length()).is_ok()
-                        && barrier
-                    {
-                        let _ = os::await_prefetch(&g.file, step.offset);
-                        self.gap_waits.fetch_add(1, Ordering::Relaxed);
+                        g.remaining = 0;
                     }
-                    g.remaining = g.remaining.saturating_sub(1);
                     if g.remaining == 0 {
                         guests.remove(&i);
                         state[i as usize] = State::Done;
