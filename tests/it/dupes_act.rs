@@ -652,3 +652,178 @@ fn decisions_are_kept_by_content_until_undone() {
     );
     assert_exit(&dupes(&db, &["--undecide", &id]), 1);
 }
+
+/// A duplicate (or its keeper) rewritten in place after the check read it, its size and
+/// modification time put back (`touch -r`, `exiftool -P`): the fault hook
+/// `seekless-fault-retouch…` does it between the check and the act. Neither is moved,
+/// trashed or linked over: both byte sequences are still at their paths.
+#[test]
+fn an_edit_that_puts_its_modification_time_back_is_never_acted_on() {
+    let dir = scratch!();
+    let original = gif(9, 9);
+    let mut edited = original.clone();
+    *edited.last_mut().unwrap() ^= 0xff;
+    for act in ["hardlink", "move", "trash"] {
+        for edited_one in ["file", "keeper"] {
+            let case = dir.path().join(format!("{act}-{edited_one}"));
+            let photos = case.join("photos");
+            let (keeper_name, file_name) = match edited_one {
+                "file" => ("a.gif", "seekless-fault-retouch-a.gif"),
+                _ => ("seekless-fault-retouch-a.gif", "a.gif"),
+            };
+            let keeper = photos.join("keep").join(keeper_name);
+            let file = photos.join("copy").join(file_name);
+            put(&keeper, &original);
+            put(&file, &original);
+            let db = case.join("photos.db");
+            index(&db, &photos);
+            let journal = case.join("acts.journal");
+            let moved = case.join("moved");
+            let mut args = vec![
+                "--prefer".to_string(),
+                photos.join("keep").display().to_string(),
+                "--act".into(),
+                act.into(),
+                "--journal".into(),
+                journal.display().to_string(),
+            ];
+            if act == "move" {
+                args.extend(["--to".into(), moved.display().to_string()]);
+            }
+            let o = output_within(
+                seekless()
+                    .args(["dupes", "--db"])
+                    .arg(&db)
+                    .args(&args)
+                    .env("SEEKLESS_INJECT_FAULTS", "1"),
+                RUN_LIMIT,
+            );
+            let what = format!("{act}, {edited_one} edited");
+            assert_exit(&o, 1);
+            let err = stderr(&o);
+            assert!(
+                err.contains("skipped") && err.contains("status-change time"),
+                "{what}: {err}"
+            );
+            let (edited_path, other) = match edited_one {
+                "file" => (&file, &keeper),
+                _ => (&keeper, &file),
+            };
+            assert_eq!(std::fs::read(edited_path).unwrap(), edited, "{what}: {err}");
+            assert_eq!(std::fs::read(other).unwrap(), original, "{what}: {err}");
+            assert_ne!(ino(&file), ino(&keeper), "{what}: linked\n{err}");
+        }
+    }
+}
+
+/// `owner:group mode`, ACL and xattrs of `path`, as `stat` and `getfattr` tell them.
+fn looks(path: &Path) -> String {
+    let stat = run(Command::new("stat").args(["-c", "%U:%G %a"]).arg(path));
+    let attrs = run(Command::new("getfattr")
+        .args(["-d", "-m", "-", "--absolute-names"])
+        .arg(path));
+    format!(
+        "{} {}",
+        String::from_utf8_lossy(&stat.stdout).trim(),
+        String::from_utf8_lossy(&attrs.stdout)
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join(" ")
+    )
+}
+
+#[test]
+fn hard_links_join_only_files_that_look_the_same_to_their_user() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "setfacl") || !require_tool(test, "setfattr") {
+        return;
+    }
+    let dir = scratch!();
+    let photos = dir.path().join("photos");
+    // One pair per difference, the duplicate under copy/ told apart by one thing.
+    let changes: [(&str, &[&str]); 5] = [
+        ("owner", &["chown", "nobody"]),
+        ("group", &["chgrp", "nogroup"]),
+        ("mode", &["chmod", "0600"]),
+        ("acl", &["setfacl", "-m", "u:nobody:r"]),
+        ("xattr", &["setfattr", "-n", "user.note", "-v", "mine"]),
+    ];
+    for (i, (name, cmd)) in changes.iter().enumerate() {
+        let bytes = gif(20 + i as u16, 1);
+        put(&photos.join(format!("keep/{name}.gif")), &bytes);
+        let dup = photos.join(format!("copy/{name}.gif"));
+        put(&dup, &bytes);
+        run(Command::new(cmd[0]).args(&cmd[1..]).arg(&dup));
+    }
+    // And one that looks the same.
+    put(&photos.join("keep/same.gif"), &gif(30, 1));
+    put(&photos.join("copy/same.gif"), &gif(30, 1));
+    let db = dir.path().join("photos.db");
+    index(&db, &photos);
+    let keep = photos.join("keep").display().to_string();
+    let before: Vec<String> = changes
+        .iter()
+        .map(|(name, _)| looks(&photos.join(format!("copy/{name}.gif"))))
+        .collect();
+    let journal = dir.path().join("link.journal");
+    let o = dupes(
+        &db,
+        &[
+            "--prefer",
+            &keep,
+            "--act",
+            "hardlink",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    for (i, (name, _)) in changes.iter().enumerate() {
+        let dup = photos.join(format!("copy/{name}.gif"));
+        assert!(
+            err.contains(&format!("{}: skipped: its ", dup.display()))
+                && err.contains("--link-any-metadata"),
+            "{name}: {err}"
+        );
+        assert_ne!(
+            ino(&dup),
+            ino(&photos.join(format!("keep/{name}.gif"))),
+            "{name}"
+        );
+        assert_eq!(looks(&dup), before[i], "{name}");
+    }
+    assert_eq!(
+        ino(&photos.join("copy/same.gif")),
+        ino(&photos.join("keep/same.gif")),
+        "{err}"
+    );
+    // Allowed: linked, the keeper's metadata kept.
+    index(&db, &photos);
+    let journal = dir.path().join("any.journal");
+    let o = dupes(
+        &db,
+        &[
+            "--prefer",
+            &keep,
+            "--act",
+            "hardlink",
+            "--link-any-metadata",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    assert_exit(&o, 0);
+    for (name, _) in changes {
+        let (dup, keeper) = (
+            photos.join(format!("copy/{name}.gif")),
+            photos.join(format!("keep/{name}.gif")),
+        );
+        assert_eq!(ino(&dup), ino(&keeper), "{name}");
+        assert_eq!(looks(&dup), looks(&keeper), "{name}");
+    }
+    // Only with hardlink.
+    let o = dupes(&db, &["--act", "trash", "--link-any-metadata"]);
+    assert_exit(&o, 2);
+}

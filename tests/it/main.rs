@@ -26,6 +26,8 @@ mod check; // --check against GNU coreutils' sha256sum -c / md5sum -c
 #[cfg(target_os = "linux")]
 mod copy; // cp -a, rsync, diff -r, getfattr; the tree as cp -a makes it, incremental runs
 #[cfg(target_os = "linux")]
+mod copy_mounts; // --delete beside mounts and bind mounts (loop ext4), an unmounted source drive
+#[cfg(target_os = "linux")]
 mod copy_runs; // kill -9, full disks, --delete/--checksum/--verify/--manifest against rsync, b3sum
 #[cfg(target_os = "linux")]
 mod copy_safety; // what copy deletes, replaces or trusts: nobody via setpriv, SIGSTOP, strace

@@ -12,7 +12,10 @@
 //! - `seekless-fault-pause…`: its reader is held until a file of its name with `.go`
 //!   appended exists (two minutes at most: the test chooses the moment);
 //! - `seekless-fault-vanish…`: removed once a run has planned and before it reads (a name
-//!   deleted while the run goes on; its other hard-linked names stay).
+//!   deleted while the run goes on; its other hard-linked names stay);
+//! - `seekless-fault-retouch…`: rewritten in place once checked and before it is acted on
+//!   (`dupes --act`): its last byte changed, its size and modification time put back, as
+//!   `touch -r` or `exiftool -P` leave an edited photo.
 
 use std::path::Path;
 use std::sync::LazyLock;
@@ -78,6 +81,29 @@ pub fn before_read(path: &Path) {
         // release build.
         #[allow(clippy::disallowed_methods)]
         let _ = std::fs::remove_file(path);
+    }
+}
+
+/// Once a file (or a keeper) has been checked and before it is acted on.
+pub fn after_check(path: &Path) {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    if !(armed() && name.starts_with("seekless-fault-retouch")) {
+        return;
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        return;
+    };
+    let Ok(mut bytes) = std::fs::read(path) else {
+        return;
+    };
+    if let Some(last) = bytes.last_mut() {
+        *last ^= 0xff;
+    }
+    if let Ok(f) = std::fs::OpenOptions::new().write(true).open(path)
+        && std::io::Write::write_all(&mut &f, &bytes).is_ok()
+        && let Ok(mtime) = meta.modified()
+    {
+        let _ = f.set_modified(mtime);
     }
 }
 

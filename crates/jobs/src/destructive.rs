@@ -243,11 +243,18 @@ pub(super) fn identity(path: &Path) -> Option<(u64, u64)> {
         .map(|id| (id.dev, id.ino))
 }
 
-/// Removes what is under the directory `dest` but neither in `wanted` nor shielded by
-/// `clearance` (`copy --delete`). Returns how many entries were removed (a directory with
-/// its contents counts once); what could not be removed is reported and counted in
-/// `failed`.
+/// Removes what is under the directory `dest`, the copy of the directory `source`, but
+/// neither in `wanted` nor shielded by `clearance` (`copy --delete`). Returns how many
+/// entries were removed (a directory with its contents counts once); what could not be
+/// removed is reported and counted in `failed`.
+///
+/// A `source` that is an empty directory removes nothing from a `dest` that has entries
+/// (reported, counted in `failed`) unless `empty_source_allowed`: a drive that is not
+/// mounted leaves an empty directory where its files were, and a backup is not to be
+/// emptied because of it.
 pub(crate) fn remove_extra(
+    source: &Path,
+    empty_source_allowed: bool,
     dest: &Path,
     wanted: &HashSet<PathBuf>,
     clearance: &Clearance,
@@ -257,9 +264,39 @@ pub(crate) fn remove_extra(
     if clearance.shields(dest) {
         return 0;
     }
+    if !empty_source_allowed && is_empty_dir(source) && !is_empty_dir(dest) {
+        *failed += 1;
+        reporter.error(&Error::io(
+            dest,
+            io::Error::other(format!(
+                "nothing deleted: the source {} is an empty directory (a drive that is not \
+                 mounted?); --allow-empty-source deletes all the same",
+                source.display()
+            )),
+        ));
+        return 0;
+    }
+    // Everything removed is on the destination's own mount.
+    let mount = match os::mount_id(dest) {
+        Ok(mount) => mount,
+        Err(e) => {
+            *failed += 1;
+            reporter.error(&Error::io(dest, e));
+            return 0;
+        }
+    };
     let mut removed = 0;
     let mut stack = vec![dest.to_path_buf()];
     while let Some(dir) = stack.pop() {
+        // Another mount's contents are its own: never looked into (`--delete` must not
+        // empty a filesystem, or a bind-mounted folder, mounted inside the destination).
+        if dir != dest
+            && let Err(e) = on_mount(&dir, mount, "nothing deleted under it")
+        {
+            *failed += 1;
+            reporter.error(&e);
+            continue;
+        }
         // The contents of a source are the source's: never looked into.
         match os::symlink_metadata(&dir) {
             Ok(m) if !clearance.is_source(&dir, &m) => {}
@@ -309,7 +346,7 @@ pub(crate) fn remove_extra(
             if is_temp(&entry.file_name()) && !matches!(temp_state(&path), TempState::Dead(_)) {
                 continue;
             }
-            match remove_tree(&path, clearance) {
+            match remove_tree(&path, mount, clearance) {
                 Ok(()) => removed += 1,
                 Err(e) => {
                     *failed += 1;
@@ -321,21 +358,38 @@ pub(crate) fn remove_extra(
     removed
 }
 
-/// Removes `path` and, if it is a directory, everything in it, on its own filesystem only,
-/// sparing what `clearance` spares. Stops at the first entry it may not or cannot remove,
-/// and says which.
-fn remove_tree(path: &Path, clearance: &Clearance) -> Result<(), Error> {
+/// Whether `dir` is a directory that lists no entry (not one that cannot be listed).
+fn is_empty_dir(dir: &Path) -> bool {
+    os::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none())
+}
+
+/// Fails, naming `path`, unless `path` is on the mount `mount` (so it is not a mount point
+/// of another filesystem, nor a bind mount, nor under one): `what` says what was kept.
+fn on_mount(path: &Path, mount: u64, what: &str) -> Result<(), Error> {
+    let here = os::mount_id(path).map_err(|e| Error::io(path, e))?;
+    if here == mount {
+        return Ok(());
+    }
+    Err(Error::io(
+        path,
+        io::Error::other(format!(
+            "{what}: a filesystem is mounted here (a mount point is never removed or emptied)"
+        )),
+    ))
+}
+
+/// Removes `path` and, if it is a directory, everything in it, all of it on the mount
+/// `mount` (that of the tree it belongs to), sparing what `clearance` spares. Stops at
+/// the first entry it may not or cannot remove, and says which.
+fn remove_tree(path: &Path, mount: u64, clearance: &Clearance) -> Result<(), Error> {
     let meta = os::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
-    let dev = os::file_id(path, None, &meta)
-        .map_err(|e| Error::io(path, e))?
-        .dev;
-    remove_tree_on(path, meta, dev, clearance)
+    remove_tree_on(path, meta, mount, clearance)
 }
 
 fn remove_tree_on(
     path: &Path,
     meta: fs::Metadata,
-    dev: u64,
+    mount: u64,
     clearance: &Clearance,
 ) -> Result<(), Error> {
     let kept = |why: String| Error::io(path, io::Error::other(format!("not deleted: {why}")));
@@ -347,23 +401,19 @@ fn remove_tree_on(
             "it is the temporary of a run that may be alive".into(),
         ));
     }
+    // A file can be a mount point too (a bind mount of one file).
+    on_mount(path, mount, "not deleted")?;
     if !meta.is_dir() {
         // The one place a copy's extra file is removed.
         #[allow(clippy::disallowed_methods)]
         return os::with_path(path, |p| fs::remove_file(p)).map_err(|e| Error::io(path, e));
-    }
-    let here = os::file_id(path, None, &meta)
-        .map_err(|e| Error::io(path, e))?
-        .dev;
-    if here != dev {
-        return Err(kept("another filesystem is mounted here".into()));
     }
     let entries = os::read_dir(path).map_err(|e| Error::io(path, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(path, e))?;
         let child = path.join(entry.file_name());
         let meta = os::symlink_metadata(&child).map_err(|e| Error::io(&child, e))?;
-        remove_tree_on(&child, meta, dev, clearance)?;
+        remove_tree_on(&child, meta, mount, clearance)?;
     }
     // The one place a copy's extra directory is removed, once empty.
     #[allow(clippy::disallowed_methods)]
@@ -502,6 +552,49 @@ impl OwnTemp {
         Ok(())
     }
 
+    /// Puts the temporary in place over the file at its destination once `confirm`, shown
+    /// the file it replaces, accepts it; a refusal leaves the destination's file where it
+    /// is, and is the error. On Linux an atomic exchange (`renameat2(RENAME_EXCHANGE)`):
+    /// the replaced file stays whole, under the temporary's name, until `confirm` has
+    /// looked at it there, so what is removed is exactly what was confirmed; a refusal
+    /// exchanges the two back. Where the filesystem cannot exchange, `confirm` looks at
+    /// the destination just before a plain rename over it.
+    pub(crate) fn replace_confirmed(
+        mut self,
+        durable: Durable,
+        confirm: impl Fn(&Path) -> Result<(), String>,
+    ) -> io::Result<()> {
+        match rename_exchange(&self.path, &self.dest) {
+            Ok(()) => {
+                // `self.path` names what was at the destination now.
+                if let Err(why) = confirm(&self.path) {
+                    return match rename_exchange(&self.path, &self.dest) {
+                        Ok(()) => Err(io::Error::other(format!("{why}: left as it was"))),
+                        Err(e) => {
+                            // Never removed: it is what was at the destination.
+                            self.placed = true;
+                            Err(io::Error::other(format!(
+                                "{why}, and it could not be put back ({}): it is at {}",
+                                seekless_core::error::describe_io(&e),
+                                self.path.display()
+                            )))
+                        }
+                    };
+                }
+                self.placed = true;
+                // The replaced file, confirmed to be the one meant, under our temporary's
+                // name.
+                #[allow(clippy::disallowed_methods)]
+                os::with_path(&self.path, |p| fs::remove_file(p))
+            }
+            Err(e) if exchange_unsupported(&e) => {
+                confirm(&self.dest).map_err(io::Error::other)?;
+                self.put_in_place(durable)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Puts the temporary in place where a directory stands (`copy --delete`, a source
     /// file where the destination has a directory): the directory goes only with a
     /// clearance that does not shield it, and only once the replacement is on the disk.
@@ -516,7 +609,9 @@ impl OwnTemp {
             return Err(Error::io(&self.dest, io::Error::other(why)));
         }
         if os::symlink_metadata(&self.dest).is_ok_and(|m| m.is_dir()) {
-            remove_tree(&self.dest, clearance)?;
+            let parent = crate::atomic::parent_of(&self.dest);
+            let mount = os::mount_id(parent).map_err(|e| Error::io(parent, e))?;
+            remove_tree(&self.dest, mount, clearance)?;
         }
         let dest = self.dest.clone();
         self.put_in_place(durable).map_err(|e| Error::io(&dest, e))
@@ -531,6 +626,54 @@ impl Drop for OwnTemp {
             let _ = os::with_path(&self.path, |p| fs::remove_file(p));
         }
     }
+}
+
+/// Swaps the names `a` and `b` atomically (Linux `renameat2(RENAME_EXCHANGE)`; elsewhere
+/// unsupported).
+fn rename_exchange(a: &Path, b: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
+        let (a, b) = (os::sys_path(a)?, os::sys_path(b)?);
+        let a = CString::new(a.as_os_str().as_bytes())?;
+        let b = CString::new(b.as_os_str().as_bytes())?;
+        // SAFETY: both are NUL-terminated strings that live across the call; AT_FDCWD makes
+        // them relative to the working directory, as std's paths are.
+        #[allow(clippy::disallowed_methods)]
+        let r = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                a.as_ptr(),
+                libc::AT_FDCWD,
+                b.as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (a, b);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+}
+
+/// Whether a failed exchange says the filesystem or system cannot do it (rather than that
+/// a name is missing or not allowed).
+fn exchange_unsupported(e: &io::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    if matches!(
+        e.raw_os_error(),
+        Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
+    ) {
+        return true;
+    }
+    e.kind() == io::ErrorKind::Unsupported
 }
 
 /// A fresh temporary name beside `dest`, which must name a file.
@@ -571,6 +714,13 @@ pub(crate) fn make_directory(
                 return Err(io::Error::other(format!(
                     "a file is in the way of this directory; not replaced: {why}"
                 )));
+            }
+            // A file bind-mounted here is another mount's.
+            if os::mount_id(dest)? != os::mount_id(crate::atomic::parent_of(dest))? {
+                return Err(io::Error::other(
+                    "a file is in the way of this directory; not replaced: a filesystem is \
+                     mounted here (a mount point is never removed or emptied)",
+                ));
             }
             // The one place a file or link in the way of a directory is removed.
             #[allow(clippy::disallowed_methods)]
@@ -828,12 +978,47 @@ mod tests {
         w.error(&Error::io(root.join("prot"), io::Error::other("x")));
         let c = w.clearance(true).unwrap();
         let mut failed = 0;
-        let n = remove_extra(root, &wanted, &c, &Quiet, &mut failed);
+        let s = tempfile::tempdir().unwrap();
+        fs::write(s.path().join("f"), b"1").unwrap();
+        let src = s.path().to_path_buf();
+        let n = remove_extra(&src, false, root, &wanted, &c, &Quiet, &mut failed);
         assert_eq!((n, failed), (4, 0));
         assert!(root.join("keep/f").exists() && root.join("prot/inner/f").exists());
         for gone in ["gone", "x", "wanted_dir/extra", "wanted_dir/extra_dir"] {
             assert!(!root.join(gone).exists(), "{gone}");
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_empty_source_deletes_nothing_unless_allowed() {
+        let t = tempfile::tempdir().unwrap();
+        let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+        fs::create_dir_all(&src).unwrap();
+        fs::create_dir_all(dest.join("album")).unwrap();
+        fs::write(dest.join("album/a.jpg"), b"1").unwrap();
+        let mut failed = 0;
+        let none = HashSet::new();
+        assert_eq!(
+            remove_extra(&src, false, &dest, &none, &clear(), &Quiet, &mut failed),
+            0
+        );
+        assert_eq!(failed, 1);
+        assert!(dest.join("album/a.jpg").exists());
+        // A source with anything in it, or the user's leave, and extra entries go.
+        fs::write(src.join("b.jpg"), b"1").unwrap();
+        assert_eq!(
+            remove_extra(&src, false, &dest, &none, &clear(), &Quiet, &mut failed),
+            1
+        );
+        fs::remove_file(src.join("b.jpg")).unwrap();
+        fs::write(dest.join("c.jpg"), b"1").unwrap();
+        assert_eq!(
+            remove_extra(&src, true, &dest, &none, &clear(), &Quiet, &mut failed),
+            1
+        );
+        assert_eq!(failed, 1);
+        assert!(!dest.join("c.jpg").exists());
     }
 
     #[cfg(unix)]
@@ -848,12 +1033,23 @@ mod tests {
         let c = clear().sparing(std::slice::from_ref(&source));
         let mut failed = 0;
         // Nothing of the source is wanted under `dest`: only `old.jpg` may go.
-        let n = remove_extra(&dest, &HashSet::new(), &c, &Quiet, &mut failed);
+        let n = remove_extra(
+            &source,
+            false,
+            &dest,
+            &HashSet::new(),
+            &c,
+            &Quiet,
+            &mut failed,
+        );
         assert_eq!((n, failed), (1, 1));
         assert!(source.join("only-copy.jpg").exists() && !dest.join("old.jpg").exists());
         // Wanted all the way down, the source's own contents are still not looked into.
         let wanted: HashSet<PathBuf> = [dest.join("new"), source.clone()].into();
-        assert_eq!(remove_extra(&dest, &wanted, &c, &Quiet, &mut failed), 0);
+        assert_eq!(
+            remove_extra(&source, false, &dest, &wanted, &c, &Quiet, &mut failed),
+            0
+        );
         assert!(source.join("only-copy.jpg").exists());
     }
 
@@ -876,6 +1072,46 @@ mod tests {
         drop(file);
         temp.put_in_place_over_dir(durable, &clear()).unwrap();
         assert!(dest.is_file());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_replacement_removes_only_the_file_it_confirmed() {
+        let t = tempfile::tempdir().unwrap();
+        let (keeper, dup) = (t.path().join("keeper"), t.path().join("dup"));
+        fs::write(&keeper, b"same").unwrap();
+        fs::write(&dup, b"same").unwrap();
+        let ino = |p: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(p).unwrap());
+        let dup_ino = ino(&dup);
+        // Refused: the file stays at its name, the link goes, and `confirm` was shown the
+        // file that was at the destination.
+        let temp = OwnTemp::hard_link(&keeper, &dup).unwrap();
+        let shown = std::cell::Cell::new(0);
+        let r = temp.replace_confirmed(Durable::no_data(), |at| {
+            shown.set(ino(at));
+            Err("not the one".into())
+        });
+        assert!(r.unwrap_err().to_string().contains("not the one"));
+        assert_eq!(shown.get(), dup_ino);
+        assert_eq!(ino(&dup), dup_ino);
+        assert_eq!(
+            fs::read_dir(t.path()).unwrap().count(),
+            2,
+            "a temporary was left"
+        );
+        // Confirmed: the link is at the name, the old file gone.
+        let temp = OwnTemp::hard_link(&keeper, &dup).unwrap();
+        temp.replace_confirmed(Durable::no_data(), |at| {
+            assert_eq!(ino(at), dup_ino);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(ino(&dup), ino(&keeper));
+        assert_eq!(
+            fs::read_dir(t.path()).unwrap().count(),
+            2,
+            "a temporary was left"
+        );
     }
 
     #[cfg(unix)]

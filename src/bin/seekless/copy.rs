@@ -43,6 +43,12 @@ pub struct Args {
     #[arg(long, requires = "delete")]
     pub ignore_errors: bool,
 
+    /// With --delete: a SOURCE that is an empty directory empties its copy too. Without
+    /// it, an empty SOURCE directory (a drive that is not mounted looks like one) deletes
+    /// nothing from a DEST that has entries, and the run exits 1 saying so.
+    #[arg(long, requires = "delete")]
+    pub allow_empty_source: bool,
+
     /// After copying, read every file copied back from DEST (its cache dropped first) and
     /// compare it with the source's BLAKE3 hash.
     #[arg(long)]
@@ -111,6 +117,7 @@ pub fn run(mut args: Args) -> Result<Code> {
     opts.checksum = args.checksum;
     opts.delete = args.delete;
     opts.ignore_errors = args.ignore_errors;
+    opts.allow_empty_source = args.allow_empty_source;
     opts.verify = args.verify;
     opts.fsync = args.fsync;
     opts.sync = !args.no_sync;

@@ -82,6 +82,12 @@ pub struct Args {
     #[arg(long)]
     pub include_similar: bool,
 
+    /// `--act hardlink`: also link a duplicate whose owner, group, permissions, ACLs or
+    /// extended attributes differ from its keeper's; the keeper's win (the duplicate's
+    /// are lost). Without it such a file is left, with a message.
+    #[arg(long)]
+    pub link_any_metadata: bool,
+
     /// With --act: print what would be done, and do nothing.
     #[arg(long, requires = "act")]
     pub dry_run: bool,
@@ -178,9 +184,14 @@ pub fn run(args: Args) -> Result<Code> {
             }
         }
         Some("trash") => Some(Act::Trash),
-        Some("hardlink") => Some(Act::HardLink),
+        Some("hardlink") => Some(Act::HardLink {
+            metadata_may_differ: args.link_any_metadata,
+        }),
         Some(_) => Some(Act::Reflink),
     };
+    if args.link_any_metadata && !matches!(act, Some(Act::HardLink { .. })) {
+        return Err(UsageError("--link-any-metadata goes with --act hardlink".into()).into());
+    }
     if args.to.is_some() && !matches!(act, Some(Act::Move(_))) {
         return Err(UsageError("--to goes with --act move".into()).into());
     }
@@ -342,7 +353,7 @@ fn act_on(args: &Args, db: &Path, dupes: &Dupes, act: &Act, out: &mut impl Write
                 format!("move {file} -> {} (keeping {keeper})", name(&to))
             }
             Act::Trash => format!("trash {file} (keeping {keeper})"),
-            Act::HardLink => format!("hardlink {file} -> {keeper}"),
+            Act::HardLink { .. } => format!("hardlink {file} -> {keeper}"),
             Act::Reflink => format!("reflink {file} <- {keeper}"),
         }
     };

@@ -410,7 +410,7 @@ pub fn filefrag(path: &Path) -> (Option<u64>, u64) {
     (first, count)
 }
 
-/// A tmpfs mounted by the test, unmounted when dropped.
+/// A filesystem mounted by the test (tmpfs, a bind mount, mergerfs), unmounted when dropped.
 pub struct Mounted(pub PathBuf);
 
 impl Mounted {
@@ -424,6 +424,13 @@ impl Mounted {
 }
 
 impl Mounted {
+    /// `from` bind-mounted at `at` (made if missing).
+    pub fn bind(from: &Path, at: &Path) -> Mounted {
+        std::fs::create_dir_all(at).unwrap();
+        run(Command::new("mount").arg("--bind").arg(from).arg(at));
+        Mounted(at.to_path_buf())
+    }
+
     /// mergerfs over `branches` at `at` (no free space kept back: the default keeps 4 GiB,
     /// more than a test's loop filesystem has).
     pub fn mergerfs(at: &Path, branches: &[&Path]) -> Mounted {

@@ -143,34 +143,20 @@ pub fn run(
             identical: p.identical,
         })
         .collect();
-    let checked = resolve::check(candidates);
     let mut report = Report::default();
-    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(planned.len());
-    // Files that passed the check, by their index in `planned`.
-    let mut ok: Vec<resolve::Checked> = Vec::new();
-    let mut index_of: Vec<usize> = Vec::new();
-    for (i, c) in checked.into_iter().enumerate() {
-        match c {
-            Err(why) => outcomes.push(Some(Outcome::Skipped(why))),
-            Ok(c) => {
-                outcomes.push(None);
-                index_of.push(i);
-                ok.push(c);
-            }
-        }
-    }
+    let mut outcomes: Vec<Option<Outcome>> = (0..planned.len()).map(|_| None).collect();
     let mut gone: Vec<(i64, PathBuf)> = Vec::new();
-    let stopped = resolve::act_all(&ok, act, &mut journal, |k, r| {
-        let (i, c) = (index_of[k], &ok[k]);
+    let stopped = resolve::resolve(candidates, act, &mut journal, |i, r| {
         outcomes[i] = Some(match r {
-            Ok(to) => {
+            resolve::Outcome::Done { to, frees } => {
                 if to.is_some() {
-                    gone.push((planned[i].file.id, c.path().to_path_buf()));
+                    let p = &planned[i].file;
+                    gone.push((p.id, seekless_core::path_from_bytes(&p.path_bytes)));
                 }
-                report.freed += c.frees();
+                report.freed += frees;
                 Outcome::Done(to)
             }
-            Err(e) => Outcome::Skipped(e.to_string()),
+            resolve::Outcome::Skipped(why) => Outcome::Skipped(why),
         });
     });
     for (p, outcome) in planned.iter().zip(outcomes) {

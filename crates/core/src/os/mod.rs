@@ -6,7 +6,7 @@
 //! `Extent`, `Placement`, `Strategy`, `FsKind`, `Disk`): they report facts and make system
 //! calls; every policy (which strategy to try, what to cache) lives in the portable stages.
 //!
-//! - identity: [`file_id`], [`dir_entry_ino`];
+//! - identity: [`file_id`], [`dir_entry_ino`], [`mount_id`] (which mount a path is on);
 //! - listing: [`list_dir`] (names borrowed from a reused buffer, with their [`EntryType`]);
 //! - opening: [`open_to_locate`] (by name in an open directory: [`open_to_locate_in`],
 //!   [`open_dir_for_names`]), [`open_to_read`];
@@ -209,6 +209,14 @@ pub fn open_directory(path: &std::path::Path) -> std::io::Result<std::fs::File> 
 
 /// Filesystems over several devices are split into their members on Linux (btrfs; see
 /// `linux/btrfs.rs`); elsewhere a filesystem is on one disk.
+/// The mount `path` (not followed if it is a symlink) is reached through: here its
+/// device number (Linux: its mount id, which also tells bind mounts apart).
+#[cfg(not(target_os = "linux"))]
+pub fn mount_id(path: &std::path::Path) -> std::io::Result<u64> {
+    let meta = symlink_metadata(path)?;
+    file_id(path, None, &meta).map(|id| id.dev)
+}
+
 #[cfg(not(target_os = "linux"))]
 pub fn pool_members(_volume: &Volume) -> Vec<(crate::disk::Disk, u64)> {
     Vec::new()

@@ -126,6 +126,10 @@ pub struct CopyOptions {
     /// With `delete`: delete even after errors, but never at or under a path that failed
     /// or was left out (another filesystem, walked under another name).
     pub ignore_errors: bool,
+    /// With `delete`: a source root that is an empty directory empties its destination
+    /// too. Off: an empty source directory (what a drive that is not mounted looks like)
+    /// deletes nothing from a destination that has entries, and is reported as a failure.
+    pub allow_empty_source: bool,
     /// After the copy, read each file copied back from the destination (its cache dropped
     /// first) and compare its BLAKE3 hash with the source's.
     pub verify: bool,
@@ -151,6 +155,7 @@ impl Default for CopyOptions {
             checksum: false,
             delete: false,
             ignore_errors: false,
+            allow_empty_source: false,
             verify: false,
             hash: None,
             fast_path: true,
@@ -693,6 +698,8 @@ impl Run<'_> {
                 for root in roots {
                     if os::symlink_metadata(&root.source).is_ok_and(|m| m.is_dir()) {
                         self.summary.deleted += destructive::remove_extra(
+                            &root.source,
+                            self.opts.allow_empty_source,
                             &root.dest,
                             &self.wanted,
                             clearance,

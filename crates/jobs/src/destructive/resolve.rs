@@ -1,13 +1,17 @@
 //! Resolving duplicates (`seekless dupes --act`): moving a file away, putting it in the
 //! trash, replacing it with a hard link to its keeper, sharing its keeper's extents.
 //!
-//! Each act takes a [`Checked`], made only by [`check`]: the file and its keeper were read
-//! just now, in physical order, each found exactly as the catalog knew it (device, inode,
-//! size, modification time, and the content hash of the bytes read now), the file is not
-//! its keeper under another name, and, for an exact duplicate, the two read the same.
-//! Immediately before each act the file's identity is looked at again; any difference
-//! skips it. Every act is written to a [`Journal`] first (made durable before the act), so
-//! that a move or a trash can be undone ([`undo`]) after anything, a `kill -9` included.
+//! [`resolve`] works a batch at a time, and each act takes a [`Checked`], made only by
+//! the batch's check: the file and its keeper were read just now, in physical order, each
+//! found exactly as the catalog knew it (device, inode, size, modification time, and the
+//! content hash of the bytes read now), its status-change time the same before and after
+//! the read, the file is not its keeper under another name, and, for an exact duplicate,
+//! the two read the same. Immediately before each act the file and its keeper are looked
+//! at again (the status-change time too: a rewrite that puts the modification time back
+//! still moves it); any difference skips it. A move, a trash or a hard link then confirms
+//! that the file it took from its name is the one checked, and puts it back if not. Every
+//! act is written to a [`Journal`] first (made durable before the act), so that a move or
+//! a trash can be undone ([`undo`]) after anything, a `kill -9` included.
 //!
 //! Moves stay on the file's filesystem (a rename: nothing is copied, nothing can be half
 //! done); so does the trash (the freedesktop.org Trash specification: the home trash when
@@ -66,7 +70,7 @@ pub struct Candidate {
     pub identical: bool,
 }
 
-/// Evidence that a candidate may be acted on (made only by [`check`]).
+/// Evidence that a candidate may be acted on (made only by the check of [`resolve`]).
 #[derive(Debug)]
 pub struct Checked {
     file: Known,
@@ -74,7 +78,15 @@ pub struct Checked {
     identical: bool,
     /// The file is its keeper's, under another name (a hard link, a bind mount).
     same_file: bool,
+    /// The file's status-change time from before it was read: a writer that puts the
+    /// modification time back (`touch -r`, `exiftool -P`) still moves it.
+    file_ctime: Ctime,
+    /// The keeper's, likewise.
+    keeper_ctime: Ctime,
 }
+
+/// A status-change time (`st_ctime`: seconds, nanoseconds), where the system keeps one.
+type Ctime = Option<(i64, i64)>;
 
 impl Checked {
     /// The file.
@@ -95,9 +107,11 @@ impl Checked {
 
 /// Reads every candidate and its keeper now, in physical order (one sweep per disk, as
 /// `hash` reads), and returns, for each candidate in order, its evidence or why it is
-/// skipped. Each candidate's paths move into its evidence (one copy of each path).
-pub fn check(candidates: Vec<Candidate>) -> Vec<Result<Checked, String>> {
+/// skipped. Each candidate's paths move into its evidence (one copy of each path). The
+/// status-change time of each is taken before the read and must be the same after it.
+fn check(candidates: Vec<Candidate>) -> Vec<Result<Checked, String>> {
     let failures = Collect::default();
+    let mut before: HashMap<PathBuf, Ctime> = HashMap::new();
     let plan = {
         let mut seen: HashSet<&Path> = HashSet::new();
         let paths: Vec<&Path> = candidates
@@ -105,6 +119,11 @@ pub fn check(candidates: Vec<Candidate>) -> Vec<Result<Checked, String>> {
             .flat_map(|c| [c.file.path.as_path(), c.keeper.path.as_path()])
             .filter(|p| seen.insert(p))
             .collect();
+        for p in &paths {
+            if let Ok((_, ctime)) = identity(p) {
+                before.insert(p.to_path_buf(), ctime);
+            }
+        }
         Arc::new(Plan::build(&paths, &PlanOptions::default(), &failures))
     };
     // By file (device, inode): the plan reads one name of a file with several. The path
@@ -131,13 +150,19 @@ pub fn check(candidates: Vec<Candidate>) -> Vec<Result<Checked, String>> {
         },
     );
     let failures = std::mem::take(&mut *lock(&failures.0));
-    // The file at `k`'s path now (looked at without following a link), as read; its path
-    // left empty.
+    // The file at `k`'s path now (looked at without following a link), as read, and its
+    // status-change time, unmoved since before the read; its path left empty.
     let now = |k: &Known| {
-        let at =
+        let (at, ctime) =
             identity(&k.path).map_err(|e| format!("{}: {}", k.path.display(), describe_io(&e)))?;
+        if before.get(&k.path) != Some(&ctime) {
+            return Err(format!(
+                "{}: changed while it was read (status-change time)",
+                k.path.display()
+            ));
+        }
         match read.get(&(at.dev, at.ino)) {
-            Some(Ok(found)) => Ok(found.clone()),
+            Some(Ok(found)) => Ok((found.clone(), ctime)),
             Some(Err(why)) => Err(why.clone()),
             None => Err(failures
                 .get(&k.path)
@@ -148,7 +173,7 @@ pub fn check(candidates: Vec<Candidate>) -> Vec<Result<Checked, String>> {
     candidates
         .into_iter()
         .map(|c| {
-            let keeper =
+            let (keeper, keeper_ctime) =
                 now(&c.keeper).map_err(|why| format!("its keeper could not be read: {why}"))?;
             if let Some(what) = differs(&c.keeper, &keeper) {
                 return Err(format!(
@@ -156,7 +181,7 @@ pub fn check(candidates: Vec<Candidate>) -> Vec<Result<Checked, String>> {
                     c.keeper.path.display()
                 ));
             }
-            let file = now(&c.file)?;
+            let (file, file_ctime) = now(&c.file)?;
             // The keeper's own file under another name (linked already, whatever the
             // catalog remembers of it).
             let same_file = (file.dev, file.ino) == (keeper.dev, keeper.ino);
@@ -180,6 +205,8 @@ pub fn check(candidates: Vec<Candidate>) -> Vec<Result<Checked, String>> {
                 },
                 identical: c.identical,
                 same_file,
+                file_ctime,
+                keeper_ctime,
             })
         })
         .collect()
@@ -221,34 +248,60 @@ fn ns(t: SystemTime) -> i64 {
     }
 }
 
-/// The file at `path` as it is now (its content hash not read: `blake3` is empty).
-fn identity(path: &Path) -> io::Result<Known> {
+/// The file at `path` as it is now (its content hash not read: `blake3` is empty), and
+/// its status-change time.
+fn identity(path: &Path) -> io::Result<(Known, Ctime)> {
     let meta = os::symlink_metadata(path)?;
     if !meta.is_file() {
         return Err(io::Error::other("not a regular file any more"));
     }
     let id = os::file_id(path, None, &meta)?;
-    Ok(Known {
+    let known = Known {
         path: path.to_path_buf(),
         dev: id.dev,
         ino: id.ino,
         size: meta.len(),
         mtime_ns: meta.modified().map_or(i64::MIN, ns),
         blake3: String::new(),
-    })
+    };
+    Ok((known, os::change_time(&meta)))
 }
 
-/// Looks at `k`'s file again: it must still be the file read (else why not).
-fn still(k: &Known) -> Result<(), String> {
-    let now =
-        identity(&k.path).map_err(|e| format!("{}: {}", k.path.display(), describe_io(&e)))?;
+/// Looks at `k`'s file again: it must still be the file read, its status-change time
+/// still `ctime` (else why not, without its path). Returns the file as it is.
+fn still(k: &Known, ctime: Ctime) -> Result<Known, String> {
+    let (now, now_ctime) = identity(&k.path).map_err(|e| describe_io(&e))?;
     let known = Known {
         blake3: String::new(),
         ..k.clone()
     };
     match differs(&known, &now) {
+        None if now_ctime == ctime => Ok(now),
+        None => Err(
+            "changed just now (its status-change time moved: rewritten with its \
+                     modification time put back?)"
+                .into(),
+        ),
+        Some(what) => Err(format!("changed just now ({what})")),
+    }
+}
+
+/// Whether `at` holds the very file `k` (device, inode, size, modification time): what an
+/// act that moved or replaced a name confirms afterwards. The status-change time is not
+/// compared: the act itself moves it.
+fn is_the_file(at: &Path, k: &Known) -> Result<(), String> {
+    let (now, _) = identity(at).map_err(|e| format!("{}: {}", at.display(), describe_io(&e)))?;
+    let known = Known {
+        path: at.to_path_buf(),
+        blake3: String::new(),
+        ..k.clone()
+    };
+    match differs(&known, &now) {
         None => Ok(()),
-        Some(what) => Err(format!("{}: changed just now ({what})", k.path.display())),
+        Some(what) => Err(format!(
+            "not the file checked ({what}) was at {} when the act was done",
+            k.path.display()
+        )),
     }
 }
 
@@ -259,8 +312,13 @@ pub enum Act {
     Move(PathBuf),
     /// Put it in the trash.
     Trash,
-    /// Replace it with a hard link to its keeper.
-    HardLink,
+    /// Replace it with a hard link to its keeper: only where the two have the same owner,
+    /// group, permissions and extended attributes (ACLs among them), unless
+    /// `metadata_may_differ` (then the keeper's win: the duplicate's are lost).
+    HardLink {
+        /// Link files whose metadata differ from their keeper's.
+        metadata_may_differ: bool,
+    },
     /// Share its keeper's extents (`FIDEDUPERANGE`).
     Reflink,
 }
@@ -271,7 +329,7 @@ impl Act {
         match self {
             Act::Move(_) => "move",
             Act::Trash => "trash",
-            Act::HardLink => "hardlink",
+            Act::HardLink { .. } => "hardlink",
             Act::Reflink => "reflink",
         }
     }
@@ -394,9 +452,105 @@ fn stamp_value(k: &Known) -> Value {
     json!({ "dev": k.dev, "ino": k.ino, "size": k.size, "mtime_ns": k.mtime_ns, "blake3": k.blake3 })
 }
 
-/// Acts per journal flush, at most: one `fdatasync` makes a batch's intents durable before
-/// any of its acts, and each directory the batch changed is flushed once after it.
+/// Acts per batch, at most: each batch is read (checked) and then acted on before the next
+/// is read, so the time between a file's check and its act is one batch's read, not the
+/// whole run's; one `fdatasync` makes a batch's intents durable before any of its acts,
+/// and each directory the batch changed is flushed once after it.
 const BATCH: usize = 1024;
+
+/// Bytes of files and keepers read per batch, at most (a batch of large videos is read
+/// and acted on in a few seconds, not minutes).
+const BATCH_BYTES: u64 = 1 << 30;
+
+/// What became of one candidate.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Done: where the file is now (a move, the trash), and the bytes this freed (none
+    /// when it was its keeper's own file).
+    Done {
+        /// Where it went, for a move or the trash.
+        to: Option<PathBuf>,
+        /// Bytes freed.
+        frees: u64,
+    },
+    /// Left as it was, and why (it changed since it was indexed, its keeper did, …).
+    Skipped(String),
+}
+
+/// Does `act` to each candidate, telling `each` the index and the outcome of each, in
+/// order. Batch by batch (at most 1,024 candidates and about a gigabyte read): each
+/// candidate and its keeper are read again in physical order and compared with what the
+/// catalog knew ([`Checked`]); every act of the batch is made ready (a move's folders, a
+/// trash's `.trashinfo`, a hard link beside the file); the intents are written to
+/// `journal` and flushed to the disk; then, just before its act, each file and its keeper
+/// are looked at again (device, inode, size, modification and status-change times), the
+/// act is done, and an act that moved or replaced a name confirms that the file it took
+/// was the one checked (else it is put back). The directories changed are flushed after
+/// the batch. A journal that cannot be written stops the run (an error, nothing more is
+/// done).
+pub fn resolve(
+    candidates: Vec<Candidate>,
+    act: &Act,
+    journal: &mut Journal,
+    mut each: impl FnMut(usize, Outcome),
+) -> Result<(), Error> {
+    let mut places = Places::default();
+    let mut first = 0;
+    let mut rest = candidates.into_iter().peekable();
+    while rest.peek().is_some() {
+        let mut batch = Vec::new();
+        let mut bytes = 0u64;
+        while let Some(c) = rest.next_if(|c| {
+            batch.is_empty() || (batch.len() < BATCH && bytes + c.file.size <= BATCH_BYTES)
+        }) {
+            bytes += c.file.size + c.keeper.size;
+            batch.push(c);
+        }
+        let n = batch.len();
+        let mut checked = Vec::with_capacity(n);
+        let mut index_of = Vec::with_capacity(n);
+        for (k, c) in check(batch).into_iter().enumerate() {
+            match c {
+                Ok(c) => {
+                    #[cfg(feature = "test-hooks")]
+                    for p in [c.path(), c.keeper()] {
+                        seekless_core::test_hooks::after_check(p);
+                    }
+                    checked.push(c);
+                    index_of.push(first + k);
+                }
+                Err(why) => each(first + k, Outcome::Skipped(why)),
+            }
+        }
+        act_batch(&checked, act, journal, &mut places, |k, r| {
+            let outcome = match r {
+                Ok(to) => Outcome::Done {
+                    to,
+                    frees: checked[k].frees(),
+                },
+                // Said of the file: its path is not repeated.
+                Err(e) if e.path() == checked[k].path() => Outcome::Skipped(e.message()),
+                Err(e) => Outcome::Skipped(e.to_string()),
+            };
+            each(index_of[k], outcome);
+        })?;
+        first += n;
+    }
+    journal
+        .file
+        .sync_data()
+        .map_err(|e| journal_failed(journal, e))
+}
+
+fn journal_failed(journal: &Journal, e: io::Error) -> Error {
+    Error::io(
+        journal.path.clone(),
+        io::Error::other(format!(
+            "the journal cannot be written ({}): stopped",
+            describe_io(&e)
+        )),
+    )
+}
 
 /// An act made ready, everything it needs in place, nothing done to the file yet.
 enum Prepared {
@@ -408,144 +562,160 @@ enum Prepared {
     Reflink,
 }
 
-/// Does `act` to each of `checked`, in order, telling `each` the index and the outcome of
-/// each: where the file went (a move, the trash), or an error naming the path, the file
-/// then as it was. Batch by batch: every act is made ready (a move's folders, a trash's
-/// `.trashinfo`, a hard link beside the file), the batch's intents are written to
-/// `journal` and flushed to the disk, then each file is looked at again and acted on,
-/// its outcome recorded; the directories changed are flushed after the batch. A journal
-/// that cannot be written stops the run (an error, nothing more is done).
-pub fn act_all(
+/// One batch of [`resolve`]: `checked` made ready, journalled, and acted on.
+fn act_batch(
     checked: &[Checked],
     act: &Act,
     journal: &mut Journal,
+    places: &mut Places,
     mut each: impl FnMut(usize, Result<Option<PathBuf>, Error>),
 ) -> Result<(), Error> {
-    let journal_failed = |journal: &Journal, e: io::Error| {
-        Error::io(
-            journal.path.clone(),
-            io::Error::other(format!(
-                "the journal cannot be written ({}): stopped",
-                describe_io(&e)
-            )),
-        )
-    };
-    let mut places = Places::default();
-    for (b, batch) in checked.chunks(BATCH).enumerate() {
-        let mut ready: Vec<(usize, &Checked, Prepared, Value)> = Vec::with_capacity(batch.len());
-        for (k, c) in batch.iter().enumerate() {
-            let i = b * BATCH + k;
-            match prepare(c, act, &mut places) {
-                Ok(Prepared::Nothing) => each(i, Ok(None)),
-                Ok(p) => {
-                    let mut entry = json!({
-                        "act": act.name(),
-                        "from": path_value(c.path()),
-                        "keeper": path_value(c.keeper()),
-                        "file": stamp_value(&c.file),
-                    });
-                    match &p {
-                        Prepared::Move(to) => entry["to"] = path_value(to),
-                        Prepared::Trash(info, files) => {
-                            entry["to"] = path_value(files);
-                            entry["info"] = path_value(info.path());
-                        }
-                        _ => {}
-                    }
-                    ready.push((i, c, p, entry));
-                }
-                Err(e) => each(i, Err(e)),
-            }
-        }
-        if ready.is_empty() {
-            continue;
-        }
-        // The intents, and the `.trashinfo`s, on the disk before any act.
-        let mut numbers = Vec::with_capacity(ready.len());
-        for (_, _, _, entry) in &mut ready {
-            let n = journal
-                .intent(std::mem::take(entry))
-                .map_err(|e| journal_failed(journal, e))?;
-            numbers.push(n);
-        }
-        journal
-            .file
-            .sync_data()
-            .map_err(|e| journal_failed(journal, e))?;
-        let mut infos: Vec<&Path> = ready
-            .iter()
-            .filter_map(|(_, _, p, _)| match p {
-                Prepared::Trash(info, _) => info.path().parent(),
-                _ => None,
-            })
-            .collect();
-        infos.sort();
-        infos.dedup();
-        for dir in infos {
-            if let Err(e) = File::open(dir).and_then(|d| Durable::filesystem_synced(&d)) {
-                return Err(Error::io(dir, e));
-            }
-        }
-        let mut changed: Vec<PathBuf> = Vec::new();
-        for ((i, c, p, _), n) in ready.into_iter().zip(numbers) {
-            let path = c.path();
-            // Looked at again at the last moment.
-            let r = still(&c.file)
-                .map_err(io::Error::other)
-                .and_then(|()| match p {
-                    Prepared::Nothing => Ok(None),
-                    Prepared::Move(to) => match rename_noreplace(path, &to) {
-                        Ok(()) => Ok(Some(to)),
-                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                            Err(io::Error::other(format!(
-                                "{} is there already: not moved (never over another file)",
-                                to.display()
-                            )))
-                        }
-                        Err(e) => Err(e),
-                    },
-                    Prepared::Trash(info, files) => rename_noreplace(path, &files).map(|()| {
-                        info.keep();
-                        Some(files)
-                    }),
-                    Prepared::HardLink(temp) => {
-                        temp.put_in_place(Durable::no_data()).map(|()| None)
-                    }
-                    Prepared::Reflink => dedupe(c).map(|()| None),
+    let mut ready: Vec<(usize, &Checked, Prepared, Value)> = Vec::with_capacity(checked.len());
+    for (i, c) in checked.iter().enumerate() {
+        match prepare(c, act, places) {
+            Ok(Prepared::Nothing) => each(i, Ok(None)),
+            Ok(p) => {
+                let mut entry = json!({
+                    "act": act.name(),
+                    "from": path_value(c.path()),
+                    "keeper": path_value(c.keeper()),
+                    "file": stamp_value(&c.file),
                 });
-            let written = match &r {
-                Ok(_) => journal.outcome(n, true, None),
-                Err(e) => journal.outcome(n, false, Some(&describe_io(e))),
-            };
-            if let Ok(to) = &r {
-                changed.extend(path.parent().map(Path::to_path_buf));
-                changed.extend(to.as_deref().and_then(Path::parent).map(Path::to_path_buf));
+                match &p {
+                    Prepared::Move(to) => entry["to"] = path_value(to),
+                    Prepared::Trash(info, files) => {
+                        entry["to"] = path_value(files);
+                        entry["info"] = path_value(info.path());
+                    }
+                    _ => {}
+                }
+                ready.push((i, c, p, entry));
             }
-            each(i, r.map_err(|e| Error::io(path, e)));
-            written.map_err(|e| journal_failed(journal, e))?;
+            Err(e) => each(i, Err(e)),
         }
-        changed.sort();
-        changed.dedup();
-        // The renames on the disk (best effort: each is done; a power cut before this can
-        // only leave a file at its old name, which the journal's undo copes with).
-        for dir in &changed {
-            let _ = os::sync_directory(dir);
-        }
+    }
+    if ready.is_empty() {
+        return Ok(());
+    }
+    // The intents, and the `.trashinfo`s, on the disk before any act.
+    let mut numbers = Vec::with_capacity(ready.len());
+    for (_, _, _, entry) in &mut ready {
+        let n = journal
+            .intent(std::mem::take(entry))
+            .map_err(|e| journal_failed(journal, e))?;
+        numbers.push(n);
     }
     journal
         .file
         .sync_data()
-        .map_err(|e| journal_failed(journal, e))
+        .map_err(|e| journal_failed(journal, e))?;
+    let mut infos: Vec<&Path> = ready
+        .iter()
+        .filter_map(|(_, _, p, _)| match p {
+            Prepared::Trash(info, _) => info.path().parent(),
+            _ => None,
+        })
+        .collect();
+    infos.sort();
+    infos.dedup();
+    for dir in infos {
+        if let Err(e) = File::open(dir).and_then(|d| Durable::filesystem_synced(&d)) {
+            return Err(Error::io(dir, e));
+        }
+    }
+    let mut changed: Vec<PathBuf> = Vec::new();
+    for ((i, c, p, _), n) in ready.into_iter().zip(numbers) {
+        let path = c.path();
+        let r = act_now(c, p, places);
+        let written = match &r {
+            Ok(_) => journal.outcome(n, true, None),
+            Err(e) => journal.outcome(n, false, Some(&describe_io(e))),
+        };
+        if let Ok(to) = &r {
+            changed.extend(path.parent().map(Path::to_path_buf));
+            changed.extend(to.as_deref().and_then(Path::parent).map(Path::to_path_buf));
+        }
+        each(i, r.map_err(|e| Error::io(path, e)));
+        written.map_err(|e| journal_failed(journal, e))?;
+    }
+    changed.sort();
+    changed.dedup();
+    // The renames on the disk (best effort: each is done; a power cut before this can
+    // only leave a file at its old name, which the journal's undo copes with).
+    for dir in &changed {
+        let _ = os::sync_directory(dir);
+    }
+    Ok(())
+}
+
+/// Does the prepared act on `c`: the file and its keeper looked at again first (each
+/// must be as checked, its status-change time included), and, for an act that moved or
+/// replaced a name, the file taken confirmed as the one checked afterwards (else put
+/// back).
+fn act_now(c: &Checked, p: Prepared, places: &mut Places) -> io::Result<Option<PathBuf>> {
+    let path = c.path();
+    still(&c.file, c.file_ctime).map_err(io::Error::other)?;
+    let keeper_ctime = places.keeper_ctime(c);
+    still(&c.keeper, keeper_ctime)
+        .map_err(|why| io::Error::other(format!("its keeper {}: {why}", c.keeper().display())))?;
+    match p {
+        Prepared::Nothing => Ok(None),
+        Prepared::Move(to) => match rename_noreplace(path, &to) {
+            Ok(()) => {
+                confirm_moved(path, &to, &c.file)?;
+                Ok(Some(to))
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(io::Error::other(format!(
+                "{} is there already: not moved (never over another file)",
+                to.display()
+            ))),
+            Err(e) => Err(e),
+        },
+        Prepared::Trash(info, files) => {
+            rename_noreplace(path, &files)?;
+            confirm_moved(path, &files, &c.file)?;
+            info.keep();
+            Ok(Some(files))
+        }
+        Prepared::HardLink(temp) => {
+            let replaced =
+                temp.replace_confirmed(Durable::no_data(), |at| is_the_file(at, &c.file));
+            // Linking moved the keeper's status-change time: this run's own change.
+            places.keeper_changed(c, path);
+            replaced.map(|()| None)
+        }
+        Prepared::Reflink => dedupe(c).map(|()| None),
+    }
+}
+
+/// After a rename of `from` to `to`: `to` must hold the file checked; if it does not (the
+/// name was given to another file between the last look and the rename), it goes back.
+fn confirm_moved(from: &Path, to: &Path, file: &Known) -> io::Result<()> {
+    let Err(why) = is_the_file(to, file) else {
+        return Ok(());
+    };
+    match rename_noreplace(to, from) {
+        Ok(()) => Err(io::Error::other(format!("{why}: put back"))),
+        Err(e) => Err(io::Error::other(format!(
+            "{why}, and it could not be put back ({}): it is at {}",
+            describe_io(&e),
+            to.display()
+        ))),
+    }
 }
 
 /// What the acts of a run share, looked up once: each folder's device (a move's
-/// destination and the folders made under it), and the trash of each folder's files.
+/// destination and the folders made under it), the trash of each folder's files, and the
+/// keepers' status-change times as this run's own acts left them.
 #[derive(Default)]
 struct Places {
     devices: HashMap<PathBuf, u64>,
     /// By the folder a trashed file is in (the same device can be mounted twice, and a
     /// file goes to the trash of the mount it is reached through).
     trashes: HashMap<PathBuf, Result<trash::Place, String>>,
+    /// By keeper (device, inode): its status-change time after this run linked to it
+    /// (each link moves it).
+    keepers: HashMap<(u64, u64), Ctime>,
 }
 
 impl Places {
@@ -561,6 +731,26 @@ impl Places {
         let dev = os::file_id(dir, None, &meta)?.dev;
         self.devices.insert(dir.to_path_buf(), dev);
         Ok(dev)
+    }
+
+    /// The status-change time `c`'s keeper should have now: as checked, or as this run's
+    /// last link to it left it.
+    fn keeper_ctime(&self, c: &Checked) -> Ctime {
+        let id = (c.keeper.dev, c.keeper.ino);
+        self.keepers.get(&id).copied().unwrap_or(c.keeper_ctime)
+    }
+
+    /// This run just linked to `c`'s keeper (the link is at `at`): remembers the keeper's
+    /// status-change time as that left it, if `at` is still the keeper.
+    fn keeper_changed(&mut self, c: &Checked, at: &Path) {
+        let id = (c.keeper.dev, c.keeper.ino);
+        match identity(at) {
+            Ok((now, ctime)) if (now.dev, now.ino) == id => {
+                self.keepers.insert(id, ctime);
+            }
+            // Not the keeper's there: whatever it is now, nothing links to it unseen.
+            _ => {}
+        }
     }
 }
 
@@ -578,7 +768,7 @@ fn prepare(checked: &Checked, act: &Act, places: &mut Places) -> Result<Prepared
     if checked.same_file {
         return match act {
             // Done already.
-            Act::HardLink | Act::Reflink => Ok(Prepared::Nothing),
+            Act::HardLink { .. } | Act::Reflink => Ok(Prepared::Nothing),
             _ => Err(fail(format!(
                 "it is its keeper {} under another name (a hard link or a bind mount): left, removing it would free nothing",
                 checked.keeper().display()
@@ -622,25 +812,60 @@ fn prepare(checked: &Checked, act: &Act, places: &mut Places) -> Result<Prepared
             let (info, files) = place.reserve(path).map_err(fail)?;
             Ok(Prepared::Trash(info, files))
         }
-        Act::HardLink => {
-            still(&checked.keeper).map_err(fail)?;
+        Act::HardLink {
+            metadata_may_differ,
+        } => {
+            still(&checked.keeper, places.keeper_ctime(checked))
+                .map_err(|why| fail(format!("its keeper {}: {why}", checked.keeper().display())))?;
             if checked.keeper.dev != checked.file.dev {
                 return Err(fail(
                     "its keeper is on another filesystem: no hard link".into(),
                 ));
             }
+            if !metadata_may_differ && let Some(what) = metadata_differs(path, checked.keeper()) {
+                return Err(fail(format!(
+                    "its {what} differ from its keeper's {}: not linked (a link has one \
+                     owner, mode and set of attributes; --link-any-metadata links all the \
+                     same, the keeper's winning)",
+                    checked.keeper().display()
+                )));
+            }
             let temp =
                 OwnTemp::hard_link(checked.keeper(), path).map_err(|e| fail(describe_io(&e)))?;
             // The link is to the file that was read as the keeper, unchanged (its name
             // could have been given to another file since it was looked at).
-            let linked = Known {
-                path: temp.path().to_path_buf(),
-                ..checked.keeper.clone()
-            };
-            still(&linked).map_err(|why| fail(format!("its keeper changed just now: {why}")))?;
+            is_the_file(temp.path(), &checked.keeper)
+                .map_err(|why| fail(format!("its keeper changed just now: {why}")))?;
+            places.keeper_changed(checked, temp.path());
             Ok(Prepared::HardLink(temp))
         }
         Act::Reflink => Ok(Prepared::Reflink),
+    }
+}
+
+/// What of a file's metadata a user sees that differs from `keeper`'s, if anything:
+/// owner, group, permission bits, extended attributes (ACLs among them).
+fn metadata_differs(file: &Path, keeper: &Path) -> Option<&'static str> {
+    let attrs = |p: &Path| os::symlink_metadata(p).map(|m| os::attrs(&m));
+    let (Ok(a), Ok(b)) = (attrs(file), attrs(keeper)) else {
+        return Some("owner and mode (they could not be read)");
+    };
+    if (a.uid, a.gid) != (b.uid, b.gid) {
+        return Some("owner or group");
+    }
+    if a.mode & 0o7777 != b.mode & 0o7777 {
+        return Some("permissions");
+    }
+    let sorted = |p: &Path| {
+        os::xattrs(p).map(|mut x| {
+            x.sort();
+            x
+        })
+    };
+    match (sorted(file), sorted(keeper)) {
+        (Ok(x), Ok(y)) if x == y => None,
+        (Ok(_), Ok(_)) => Some("extended attributes or ACLs"),
+        _ => Some("extended attributes (they could not be read)"),
     }
 }
 
@@ -896,7 +1121,7 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
             blake3: String::new(),
         };
         match identity(&to) {
-            Ok(now) if differs(&expect, &now).is_none() => {}
+            Ok((now, _)) if differs(&expect, &now).is_none() => {}
             Ok(_) => {
                 out.failed += 1;
                 reporter.error(&Error::io(

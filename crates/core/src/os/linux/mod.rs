@@ -374,6 +374,36 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// The mount `path` (not followed if it is a symlink) is reached through: `statx`'s
+/// `stx_mnt_id` (Linux 5.8+), which tells apart two mounts of one filesystem (a bind
+/// mount) where the device number cannot. On an older kernel, the device number.
+/// Removals compare it with their tree's, so that nothing on another mount is emptied.
+pub fn mount_id(path: &Path) -> io::Result<u64> {
+    let path = CString::new(sys_path(path)?.as_os_str().as_bytes())?;
+    // SAFETY: statx is plain integers, for which all zeroes is a valid value.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated and `stx` a statx buffer, both live across the
+    // call; the kernel writes only into `stx`.
+    let r = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW | libc::AT_NO_AUTOMOUNT | libc::AT_STATX_DONT_SYNC,
+            libc::STATX_MNT_ID,
+            &mut stx,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if stx.stx_mask & libc::STATX_MNT_ID != 0 {
+        // Mount ids are small numbers; the top bit keeps them apart from device numbers.
+        Ok(stx.stx_mnt_id | 1 << 63)
+    } else {
+        Ok(libc::makedev(stx.stx_dev_major, stx.stx_dev_minor))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -87,7 +87,7 @@ pub(super) fn place_for(path: &Path, dev: u64) -> Result<Place, String> {
 impl Place {
     /// Writes the `.trashinfo` of `path` under a name free in both `info/` and `files/`
     /// (`a.jpg`, else `a.2.jpg`, `a.3.jpg`, …); returns it and the path the file is to be
-    /// renamed to. The caller flushes it before the rename (`act_all`: its filesystem once
+    /// renamed to. The caller flushes it before the rename (`act_batch`: its filesystem once
     /// per batch).
     pub(super) fn reserve(&self, path: &Path) -> Result<(Info, PathBuf), String> {
         let name = path.file_name().ok_or_else(|| "no file name".to_string())?;

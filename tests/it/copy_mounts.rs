@@ -1,0 +1,153 @@
+//! What `copy --delete` may remove when the destination has mounts inside it or the
+//! source is a drive that is not mounted: another filesystem, or a bind mount of a folder
+//! of the same one, mounted anywhere under the destination is never removed or emptied,
+//! whichever path would have reached it (an extra entry, a directory in the way of a
+//! file, `--ignore-errors`, `-x`, a directory the source has too); a source root that is
+//! an empty directory deletes nothing from a backup that has files, unless
+//! `--allow-empty-source`.
+
+use std::fs;
+use std::path::Path;
+
+use crate::common::copying::*;
+use crate::common::*;
+// copy's own (nothing on stdout either), not common's.
+use crate::common::copying::assert_exit;
+
+/// Every name under `root`, with its bytes for files.
+fn tree(root: &Path) -> Vec<(String, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().display().to_string();
+            if fs::symlink_metadata(&p).unwrap().is_dir() {
+                out.push((rel, None));
+                stack.push(p);
+            } else {
+                out.push((rel, Some(fs::read(&p).unwrap())));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The run failed (exit 1) and said, naming `mount`, that a filesystem is mounted there.
+fn refused_at(o: &std::process::Output, mount: &Path) {
+    assert_exit(o, 1);
+    let err = stderr(o);
+    assert!(
+        err.contains(&format!("{}: ", mount.display()))
+            && err.contains("a filesystem is mounted here"),
+        "no message naming {}:\n{err}",
+        mount.display()
+    );
+}
+
+#[test]
+fn delete_never_empties_a_filesystem_or_a_bind_mount_inside_the_destination() {
+    let test = test_name!();
+    if !require_root(test) {
+        return;
+    }
+    let t = scratch!();
+    let other = LoopFs::new(test, "ext4", 16);
+    put(&other.mnt, b"photos/only-copy.jpg", b"the other disk's");
+    let unrelated = t.path().join("unrelated");
+    put(
+        &unrelated,
+        b"notes/keep.txt",
+        b"a folder bind-mounted into the backup",
+    );
+    let other_before = tree(&other.mnt);
+    let unrelated_before = tree(&unrelated);
+
+    // (what is mounted, where under DEST, extra arguments, what SOURCE has at that name)
+    let cases: [(&Path, &str, &[&str], Option<&str>); 7] = [
+        (&other.mnt, "sub", &[], None),
+        (&unrelated, "sub", &[], None),
+        (&unrelated, "deep/sub", &[], None),
+        (&other.mnt, "sub", &[], Some("file")),
+        (&unrelated, "sub", &["-x", "--ignore-errors"], None),
+        (&unrelated, "sub", &["--ignore-errors"], Some("file")),
+        (&other.mnt, "sub", &[], Some("dir")),
+    ];
+    for (i, (from, at, extra, in_source)) in cases.into_iter().enumerate() {
+        let case = t.path().join(format!("case{i}"));
+        let (src, dest) = (case.join("src"), case.join("dest"));
+        put(&src, b"a.jpg", b"a");
+        put(&dest, b"a.jpg", b"a");
+        put(&dest, b"extra.jpg", b"extra");
+        match in_source {
+            Some("file") => put(&src, at.as_bytes(), b"a file where DEST has a mount"),
+            // The source has that folder too, with what the other disk has: copied into
+            // the mount, but nothing else there (its lost+found) is deleted.
+            Some(_) => put(
+                &src,
+                format!("{at}/photos/only-copy.jpg").as_bytes(),
+                b"the other disk's",
+            ),
+            None => {}
+        }
+        let mount = dest.join(at);
+        let mounted = Mounted::bind(from, &mount);
+        let mut args = vec![os("--delete")];
+        args.extend(extra.iter().map(|a| os(a)));
+        let src_arg = slash(&src);
+        args.extend([src_arg.as_os_str(), arg(&dest)]);
+        let o = copy(&args);
+        refused_at(&o, &mount);
+        drop(mounted);
+        assert_eq!(tree(&other.mnt), other_before, "case {i}: {}", stderr(&o));
+        assert_eq!(
+            tree(&unrelated),
+            unrelated_before,
+            "case {i}: {}",
+            stderr(&o)
+        );
+        // The rest of the destination was still brought in line.
+        assert!(!dest.join("extra.jpg").exists(), "case {i}: {}", stderr(&o));
+        assert_eq!(fs::read(dest.join("a.jpg")).unwrap(), b"a");
+    }
+}
+
+#[test]
+fn an_empty_source_deletes_nothing_from_its_backup_unless_allowed() {
+    let t = scratch!();
+    // A drive that is not mounted: its mount point is an empty directory.
+    let (src, dest) = (t.path().join("media/photos"), t.path().join("backup"));
+    fs::create_dir_all(&src).unwrap();
+    put(&dest, b"2024/a.jpg", b"the only copy now");
+    put(&dest, b"b.jpg", b"b");
+    let before = tree(&dest);
+    let src_arg = slash(&src);
+    let o = copy(&[os("--delete"), src_arg.as_os_str(), arg(&dest)]);
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "{}: nothing deleted: the source {} is an empty directory",
+            dest.display(),
+            Path::new(&src_arg).display()
+        )) && err.contains("--allow-empty-source"),
+        "{err}"
+    );
+    assert_eq!(tree(&dest), before);
+    // Without --delete nothing is deleted anyway, and nothing is said.
+    let o = copy(&[src_arg.as_os_str(), arg(&dest)]);
+    assert_exit(&o, 0);
+    // Asked for: the backup follows its empty source.
+    let o = copy(&[
+        os("--delete"),
+        os("--allow-empty-source"),
+        src_arg.as_os_str(),
+        arg(&dest),
+    ]);
+    assert_exit(&o, 0);
+    assert_eq!(tree(&dest), vec![]);
+    // Usage: it goes with --delete.
+    let o = copy(&[os("--allow-empty-source"), src_arg.as_os_str(), arg(&dest)]);
+    crate::common::assert_exit(&o, 2);
+}
