@@ -558,3 +558,38 @@ fn a_full_destination_stops_the_reading_too() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_live_temporary_of_another_job_is_not_backed_up() {
+    let t = scratch!();
+    let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+    put(&src, b"a.jpg", b"a");
+    // Another seekless job's temporary, alive (its lock held), and a dead one.
+    let live = src.join(".b.jpg.seekless-tmp-00000001deadbeef-1");
+    let dead = src.join(".c.jpg.seekless-tmp-00000001deadbeef-2");
+    fs::write(&live, b"half made").unwrap();
+    fs::write(&dead, b"left by a killed run").unwrap();
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for p in [&live, &dead] {
+        fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(an_hour_ago)
+            .unwrap();
+    }
+    let held = fs::File::open(&live).unwrap();
+    held.try_lock().unwrap();
+    let o = copy(&[slash(&src).as_os_str(), arg(&dest)]);
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("{}: ", live.display())) && err.contains("may be alive"),
+        "{err}"
+    );
+    assert!(!dest.join(live.file_name().unwrap()).exists(), "{err}");
+    assert_eq!(fs::read(dest.join("a.jpg")).unwrap(), b"a");
+    // A dead one is a file like any other here (a name alone proves nothing).
+    assert!(dest.join(dead.file_name().unwrap()).exists(), "{err}");
+    drop(held);
+}

@@ -827,3 +827,132 @@ fn hard_links_join_only_files_that_look_the_same_to_their_user() {
     let o = dupes(&db, &["--act", "trash", "--link-any-metadata"]);
     assert_exit(&o, 2);
 }
+
+/// Starts `dupes ARGS` with the fault hooks armed, waits (by looking, a minute at most)
+/// until `landed` says the run is held where the test means, kills it (SIGKILL) and
+/// reaps it.
+fn killed_when(db: &Path, args: &[&str], env: &[(&str, &Path)], landed: impl Fn() -> bool) {
+    let child = seekless()
+        .envs(env.iter().copied())
+        .args(["dupes", "--db"])
+        .arg(db)
+        .args(args)
+        .env("SEEKLESS_INJECT_FAULTS", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut run = Running(child);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !landed() {
+        assert!(
+            run.0.try_wait().unwrap().is_none(),
+            "the run ended before it was held where the test meant"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never got there"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    signal(&run.0, libc::SIGKILL);
+    let _ = run.0.wait();
+}
+
+/// The seekless temporaries under `dir`.
+fn temporaries_in(dir: &Path) -> Vec<PathBuf> {
+    snapshot(dir)
+        .into_keys()
+        .filter(|p| p.to_string_lossy().contains(".seekless-tmp-"))
+        .collect()
+}
+
+#[test]
+fn a_killed_act_leaves_nothing_that_the_next_act_or_undo_does_not_remove() {
+    let dir = scratch!();
+    let photos = dir.path().join("photos");
+    let keep = photos.join("keep");
+    // The act on the second copy is held (`seekless-fault-pause…`) until killed.
+    put(&keep.join("a.gif"), &gif(1, 2));
+    put(&photos.join("copy/a.gif"), &gif(1, 2));
+    put(&keep.join("seekless-fault-pause-b.gif"), &gif(2, 2));
+    put(&photos.join("copy/seekless-fault-pause-b.gif"), &gif(2, 2));
+    let db = dir.path().join("photos.db");
+    index(&db, &photos);
+    let keep_arg = keep.display().to_string();
+
+    // Hard links: killed with the link to the keeper made beside the held file.
+    let held = photos.join("copy/seekless-fault-pause-b.gif");
+    let held_ino = ino(&held);
+    let copies = photos.join("copy");
+    killed_when(
+        &db,
+        &["--prefer", &keep_arg, "--act", "hardlink"],
+        &[],
+        || !temporaries_in(&copies).is_empty(),
+    );
+    assert_eq!(
+        temporaries_in(&copies).len(),
+        1,
+        "the kill landed elsewhere"
+    );
+    assert_eq!(ino(&held), held_ino, "the held file was acted on");
+    // The next act (its journal beside the catalog) removes it, and does the rest.
+    let pause_go = |p: &Path| {
+        let mut go = p.as_os_str().to_owned();
+        go.push(".go");
+        PathBuf::from(go)
+    };
+    std::fs::write(pause_go(&held), b"").unwrap();
+    index(&db, &photos);
+    let o = dupes(&db, &["--prefer", &keep_arg, "--act", "hardlink"]);
+    assert_exit(&o, 0);
+    assert!(
+        stderr(&o).contains("removed what killed runs left: 1 hard link temporaries"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(temporaries_in(&photos), Vec::<PathBuf>::new());
+    assert_eq!(ino(&held), ino(&keep.join("seekless-fault-pause-b.gif")));
+    std::fs::remove_file(pause_go(&held)).unwrap();
+
+    // The trash: killed with the `.trashinfo` written and the file not moved yet.
+    // The home trash, on the photos' filesystem.
+    let data = dir.path().join("data");
+    let trash = data.join("Trash");
+    let held = photos.join("copy/seekless-fault-pause-c.gif");
+    put(&keep.join("seekless-fault-pause-c.gif"), &gif(3, 2));
+    put(&held, &gif(3, 2));
+    index(&db, &photos);
+    let journal = dir.path().join("trash.journal");
+    let infos = || {
+        snapshot(&trash.join("info"))
+            .into_keys()
+            .filter(|p| p.to_string_lossy().contains("seekless-fault-pause-c"))
+            .count()
+    };
+    std::fs::create_dir_all(trash.join("info")).unwrap();
+    killed_when(
+        &db,
+        &[
+            "--prefer",
+            &keep_arg,
+            "--act",
+            "trash",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+        &[("XDG_DATA_HOME", &data)],
+        || infos() == 1,
+    );
+    assert!(held.exists(), "the kill landed after the move");
+    let o = undo(&journal);
+    assert_exit(&o, 0);
+    assert!(
+        stderr(&o).contains("0 hard link temporaries, 1 .trashinfo files"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(infos(), 0);
+    assert!(held.exists());
+}

@@ -527,7 +527,18 @@ impl OwnTemp {
 
     /// A hard link to `first` beside `dest`.
     pub(crate) fn hard_link(first: &Path, dest: &Path) -> io::Result<OwnTemp> {
-        let path = temp_beside(dest);
+        Self::hard_link_named(first, temp_beside(dest), dest)
+    }
+
+    /// A hard link to `first` beside `dest`, under `path`, a name [`temp_beside`] gave
+    /// for `dest` (recorded before the link is made: `dupes --act hardlink`'s journal).
+    pub(crate) fn hard_link_named(first: &Path, path: PathBuf, dest: &Path) -> io::Result<OwnTemp> {
+        if !crate::atomic::is_temp_of(dest, path.file_name().unwrap_or_default()) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a temporary name for this file",
+            ));
+        }
         os::with_paths(first, &path, |a, b| fs::hard_link(a, b))?;
         Ok(OwnTemp::new(path, dest))
     }
@@ -759,6 +770,12 @@ pub(crate) fn remove_dead_temps(dir: &Path, which: impl Fn(&OsStr) -> bool) -> V
 }
 
 /// What a temporary's lock says of it.
+/// Whether `path` is named as a seekless temporary whose run may be alive (its lock is
+/// held, or cannot be tried): another job's file, half made.
+pub(crate) fn may_be_live_temp(path: &Path) -> bool {
+    path.file_name().is_some_and(is_temp) && !matches!(temp_state(path), TempState::Dead(_))
+}
+
 enum TempState {
     /// Its run has ended; we hold its lock now.
     Dead(File),

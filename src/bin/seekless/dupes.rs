@@ -370,7 +370,10 @@ fn act_on(args: &Args, db: &Path, dupes: &Dupes, act: &Act, out: &mut impl Write
         );
         return Ok(Code::Ok);
     }
-    let journal = args.journal.clone().unwrap_or_else(|| default_journal(db));
+    let journal = args
+        .journal
+        .clone()
+        .unwrap_or_else(|| act::default_journal(db));
     let mut failed = false;
     let report = act::run(db, &planned, act, &journal, |p, outcome| {
         let r = match outcome {
@@ -388,6 +391,7 @@ fn act_on(args: &Args, db: &Path, dupes: &Dupes, act: &Act, out: &mut impl Write
     })
     .map_err(refusal)?;
     out.flush()?;
+    cleaned(&report.cleaned);
     eprintln!(
         "seekless: dupes: {} files acted on ({} freed), {} skipped; {} catalog rows forgotten; journal {}{}",
         report.done,
@@ -404,19 +408,20 @@ fn act_on(args: &Args, db: &Path, dupes: &Dupes, act: &Act, out: &mut impl Write
     Ok(Code::from_errors(report.skipped + u64::from(failed)))
 }
 
-/// `DB.dupes-YYYYMMDDTHHMMSSZ.journal`, beside the catalog.
-fn default_journal(db: &Path) -> PathBuf {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let mut name = db.as_os_str().to_owned();
-    name.push(format!(".dupes-{secs}.journal"));
-    PathBuf::from(name)
+/// Says what a killed run's leftovers were removed, if any.
+fn cleaned(c: &act::Cleaned) {
+    if c.temps + c.infos > 0 {
+        eprintln!(
+            "seekless: dupes: removed what killed runs left: {} hard link temporaries, {} .trashinfo files",
+            c.temps, c.infos
+        );
+    }
 }
 
 fn undo(journal: &Path) -> Result<Code> {
     let reporter = crate::progress::Console::new(false);
     let undone = act::undo(journal, &reporter)?;
+    cleaned(&undone.cleaned);
     eprintln!(
         "seekless: dupes: {} files put back, {} already undone, {} failed{}",
         undone.restored,

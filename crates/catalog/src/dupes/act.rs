@@ -41,7 +41,7 @@ use seekless_core::Quiet;
 use seekless_jobs::destructive::resolve::{self, Candidate, Journal, Known};
 use seekless_jobs::destructive::{Forget, Witness};
 
-pub use resolve::{Act, Undone, undo};
+pub use resolve::{Act, Cleaned, Undone, undo};
 
 use super::{Dupes, DupesError, GroupKind, Member};
 use crate::index::catalog::WriterLock;
@@ -98,6 +98,64 @@ pub struct Report {
     pub skipped: u64,
     /// Catalog rows forgotten (files moved away or put in the trash).
     pub forgotten: u64,
+    /// What killed runs on this catalog left behind, removed first (see
+    /// [`resolve::clean_up`]): from the journals beside it named as
+    /// [`default_journal`] names them.
+    pub cleaned: resolve::Cleaned,
+}
+
+/// `DB.dupes-SECONDS.journal` (`DB.dupes-SECONDS-N.journal` when a run of the same second
+/// has that name), beside the catalog: where a run's journal goes unless told otherwise,
+/// and where the next run looks for what a killed run left behind.
+pub fn default_journal(db: &Path) -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let named = |suffix: String| {
+        let mut name = db.as_os_str().to_owned();
+        name.push(format!(".dupes-{secs}{suffix}.journal"));
+        PathBuf::from(name)
+    };
+    let mut path = named(String::new());
+    let mut n = 2;
+    while std::fs::symlink_metadata(&path).is_ok() {
+        path = named(format!("-{n}"));
+        n += 1;
+    }
+    path
+}
+
+/// The journals beside `db` named as [`default_journal`] names them.
+fn journals_beside(db: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (db.parent(), db.file_name()) else {
+        return Vec::new();
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = seekless_core::path_to_bytes(Path::new(name)).into_owned();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let n = seekless_core::path_to_bytes(Path::new(&n));
+            n.strip_prefix(&prefix[..])
+                .and_then(|rest| rest.strip_prefix(b".dupes-"))
+                .and_then(|rest| rest.strip_suffix(b".journal"))
+                .is_some_and(|secs| {
+                    secs.first().is_some_and(u8::is_ascii_digit)
+                        && secs.iter().all(|b| b.is_ascii_digit() || *b == b'-')
+                })
+        })
+        .map(|e| dir.join(e.file_name()))
+        .collect();
+    found.sort();
+    found
 }
 
 fn known(m: &Member) -> Known {
@@ -134,6 +192,15 @@ pub fn run(
         "to": act.destination(Path::new("/")).map(|p| p.to_string_lossy().into_owned()),
         "files": planned.len(),
     });
+    // What killed runs left (each journal's own lock proves its run ended; this run's
+    // lock on the catalog keeps any other from starting meanwhile).
+    let mut cleaned = resolve::Cleaned::default();
+    for j in journals_beside(db) {
+        if let Ok(c) = resolve::clean_up(&j, &Quiet) {
+            cleaned.temps += c.temps;
+            cleaned.infos += c.infos;
+        }
+    }
     let mut journal = Journal::create(journal_path, about).map_err(write_err)?;
     let candidates: Vec<Candidate> = planned
         .iter()
@@ -143,7 +210,10 @@ pub fn run(
             identical: p.identical,
         })
         .collect();
-    let mut report = Report::default();
+    let mut report = Report {
+        cleaned,
+        ..Report::default()
+    };
     let mut outcomes: Vec<Option<Outcome>> = (0..planned.len()).map(|_| None).collect();
     let mut gone: Vec<(i64, PathBuf)> = Vec::new();
     let stopped = resolve::resolve(candidates, act, &mut journal, |i, r| {

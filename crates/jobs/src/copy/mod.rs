@@ -343,6 +343,18 @@ pub fn copy_with(
 /// The plan without the files this run writes itself ([`CopyOptions::outputs`]: its
 /// manifest inside a source), each named once, as a path the run left out.
 fn leave_out_outputs(plan: Plan, opts: &CopyOptions, reporter: &dyn Reporter) -> Plan {
+    // Another job's temporary that may be alive is that job's, half made: not a file of
+    // the source to back up.
+    let plan = plan.retain(|_, f| {
+        if destructive::may_be_live_temp(&f.entry.path) {
+            // Left out (so `delete` keeps what the destination has there), and said.
+            let why = "the temporary of a seekless run that may be alive; not copied";
+            reporter.skipped(&f.entry.path, why);
+            reporter.warning(Some(&f.entry.path), why);
+            return false;
+        }
+        true
+    });
     if opts.outputs.iter().all(|o| o.ids.is_empty()) {
         return plan;
     }

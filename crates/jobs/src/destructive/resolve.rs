@@ -376,6 +376,9 @@ impl Journal {
             .append(true)
             .create_new(true)
             .open(path)?;
+        // Held while the run lives: what [`clean_up`] and [`undo`] take for proof that it
+        // ended. Where there are no locks, nothing is ever taken for a dead run's.
+        let _ = file.try_lock();
         let mut j = Journal {
             file,
             path: path.to_path_buf(),
@@ -558,7 +561,8 @@ enum Prepared {
     Nothing,
     Move(PathBuf),
     Trash(trash::Info, PathBuf),
-    HardLink(OwnTemp),
+    /// The name the link to the keeper gets beside the file (journalled before it is made).
+    HardLink(PathBuf),
     Reflink,
 }
 
@@ -586,6 +590,10 @@ fn act_batch(
                     Prepared::Trash(info, files) => {
                         entry["to"] = path_value(files);
                         entry["info"] = path_value(info.path());
+                    }
+                    Prepared::HardLink(temp) => {
+                        entry["temp"] = path_value(temp);
+                        entry["keeper_file"] = stamp_value(&c.keeper);
                     }
                     _ => {}
                 }
@@ -658,6 +666,10 @@ fn act_now(c: &Checked, p: Prepared, places: &mut Places) -> io::Result<Option<P
     let keeper_ctime = places.keeper_ctime(c);
     still(&c.keeper, keeper_ctime)
         .map_err(|why| io::Error::other(format!("its keeper {}: {why}", c.keeper().display())))?;
+    #[cfg(feature = "test-hooks")]
+    if !matches!(p, Prepared::HardLink(_)) {
+        seekless_core::test_hooks::at_start(path);
+    }
     match p {
         Prepared::Nothing => Ok(None),
         Prepared::Move(to) => match rename_noreplace(path, &to) {
@@ -677,10 +689,19 @@ fn act_now(c: &Checked, p: Prepared, places: &mut Places) -> io::Result<Option<P
             info.keep();
             Ok(Some(files))
         }
-        Prepared::HardLink(temp) => {
+        Prepared::HardLink(name) => {
+            let temp = OwnTemp::hard_link_named(c.keeper(), name, path)?;
+            #[cfg(feature = "test-hooks")]
+            seekless_core::test_hooks::at_start(path);
+            // Linking moves the keeper's status-change time: this run's own change.
+            places.keeper_changed(c, temp.path());
+            // The link is to the file that was read as the keeper (its name could have
+            // been given to another file since it was looked at).
+            is_the_file(temp.path(), &c.keeper).map_err(|why| {
+                io::Error::other(format!("its keeper {}: {why}", c.keeper().display()))
+            })?;
             let replaced =
                 temp.replace_confirmed(Durable::no_data(), |at| is_the_file(at, &c.file));
-            // Linking moved the keeper's status-change time: this run's own change.
             places.keeper_changed(c, path);
             replaced.map(|()| None)
         }
@@ -830,14 +851,9 @@ fn prepare(checked: &Checked, act: &Act, places: &mut Places) -> Result<Prepared
                     checked.keeper().display()
                 )));
             }
-            let temp =
-                OwnTemp::hard_link(checked.keeper(), path).map_err(|e| fail(describe_io(&e)))?;
-            // The link is to the file that was read as the keeper, unchanged (its name
-            // could have been given to another file since it was looked at).
-            is_the_file(temp.path(), &checked.keeper)
-                .map_err(|why| fail(format!("its keeper changed just now: {why}")))?;
-            places.keeper_changed(checked, temp.path());
-            Ok(Prepared::HardLink(temp))
+            // Made just before the act, under this name, journalled first: a run killed
+            // in between leaves a name its journal gives (see `clean_up`).
+            Ok(Prepared::HardLink(crate::atomic::temp_beside(path)))
         }
         Act::Reflink => Ok(Prepared::Reflink),
     }
@@ -1006,6 +1022,140 @@ fn dedupe(_checked: &Checked) -> io::Result<()> {
     ))
 }
 
+/// What [`clean_up`] removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Cleaned {
+    /// Hard links' temporaries (`.NAME.seekless-tmp-RUN-N` beside a file).
+    pub temps: u64,
+    /// `.trashinfo` files whose file never went to the trash.
+    pub infos: u64,
+}
+
+/// Opens the journal at `path` and takes its lock: proof that the run that wrote it has
+/// ended (its lock is released with it, however it ended). The lock is held while the
+/// returned file is open.
+fn open_ended(path: &Path) -> Result<File, Error> {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => Err(Error::io(
+            path,
+            io::Error::other("its run is still going (its journal is locked)"),
+        )),
+        // No locks here: nothing proves the run ended.
+        Err(fs::TryLockError::Error(e)) => Err(Error::io(path, e)),
+    }
+}
+
+/// Removes what a run of the journal at `path` left behind when it was killed, once that
+/// run has provably ended (the journal's lock is free; else an error, nothing touched):
+///
+/// - a hard link's temporary, named in its act's intent: removed when it is a name of
+///   the keeper that was checked (with another name left), or the file the act replaced
+///   (the one checked, the same bytes as its keeper, whose own path now names the keeper);
+///   anything else under that name is left, with a message;
+/// - a trash's `.trashinfo` whose file is not in the trash (it never went): removed if it
+///   names the act's file, as each is written.
+///
+/// Nothing else is touched: every path comes from the journal, and a name alone proves
+/// nothing.
+pub fn clean_up(path: &Path, reporter: &dyn Reporter) -> Result<Cleaned, Error> {
+    let _lock = open_ended(path)?;
+    let text = fs::read(path).map_err(|e| Error::io(path, e))?;
+    let read = parse_journal(&text).map_err(|why| Error::io(path, io::Error::other(why)))?;
+    let mut out = Cleaned::default();
+    for e in &read.acts {
+        match e["act"].as_str() {
+            Some("hardlink") => {
+                let (Some(temp), Some(from)) = (path_of(&e["temp"]), path_of(&e["from"])) else {
+                    continue;
+                };
+                match leftover_link(&temp, &from, &e["keeper_file"], &e["file"]) {
+                    Ok(true) => {
+                        // A temporary of this journal's run, ended: a second name of the
+                        // keeper, or the replaced duplicate (its bytes the keeper's).
+                        #[allow(clippy::disallowed_methods)]
+                        match os::with_path(&temp, |p| fs::remove_file(p)) {
+                            Ok(()) => out.temps += 1,
+                            Err(err) => reporter.error(&Error::io(&temp, err)),
+                        }
+                    }
+                    Ok(false) => {}
+                    Err(why) => reporter.warning(Some(&temp), &why),
+                }
+            }
+            Some("trash") => {
+                let (Some(info), Some(to), Some(from)) =
+                    (path_of(&e["info"]), path_of(&e["to"]), path_of(&e["from"]))
+                else {
+                    continue;
+                };
+                let in_trash = os::symlink_metadata(&to).is_ok();
+                if !in_trash && os::symlink_metadata(&info).is_ok() {
+                    trash::forget_info(&info, &from);
+                    if os::symlink_metadata(&info).is_err() {
+                        out.infos += 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the hard link temporary `temp` of an ended run may go: `Ok(false)` when there
+/// is nothing there, `Err` (why not) when something is there that is neither the keeper
+/// (`keeper`, with another name) nor the replaced file (`file`, its path `from` now the
+/// keeper's).
+fn leftover_link(temp: &Path, from: &Path, keeper: &Value, file: &Value) -> Result<bool, String> {
+    let Ok(meta) = os::symlink_metadata(temp) else {
+        return Ok(false);
+    };
+    let id_of = |p: &Path, m: &fs::Metadata| {
+        os::file_id(p, None, m)
+            .ok()
+            .map_or((None, None), |id| (Some(id.dev), Some(id.ino)))
+    };
+    #[cfg(unix)]
+    let links = std::os::unix::fs::MetadataExt::nlink(&meta);
+    // Not known here: never taken for a second name.
+    #[cfg(not(unix))]
+    let links = 1;
+    let stamp = |v: &Value| {
+        (
+            v["dev"].as_u64(),
+            v["ino"].as_u64(),
+            v["size"].as_u64(),
+            v["mtime_ns"].as_i64(),
+        )
+    };
+    let (k, f) = (stamp(keeper), stamp(file));
+    let id = id_of(temp, &meta);
+    let is = |s: (Option<u64>, Option<u64>, Option<u64>, Option<i64>)| {
+        meta.is_file()
+            && id == (s.0, s.1)
+            && Some(meta.len()) == s.2
+            && meta.modified().ok().map(ns) == s.3
+    };
+    if is(k) && links > 1 {
+        return Ok(true);
+    }
+    let from_is_keeper = os::symlink_metadata(from).is_ok_and(|m| id_of(from, &m) == (k.0, k.1));
+    if is(f) && from_is_keeper {
+        return Ok(true);
+    }
+    Err(
+        "left: a temporary name of a killed `dupes --act hardlink`, holding neither the \
+         keeper nor the file it replaced"
+            .into(),
+    )
+}
+
 /// What [`undo`] did.
 #[derive(Debug, Default)]
 pub struct Undone {
@@ -1017,6 +1167,8 @@ pub struct Undone {
     pub kept: u64,
     /// Acts whose file could not be put back (reported).
     pub failed: u64,
+    /// What the run left behind when it was killed, removed first ([`clean_up`]).
+    pub cleaned: Cleaned,
 }
 
 /// A journal as read: its acts, and the numbers of those undone or failed.
@@ -1077,6 +1229,8 @@ pub fn parse_journal(text: &[u8]) -> Result<JournalRead, String> {
 /// its file is found moved. Each undo is recorded in the journal, so a second `--undo`
 /// does nothing.
 pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
+    // Never while its run goes on; what a killed run left goes first.
+    let cleaned = clean_up(path, reporter)?;
     let text = fs::read(path).map_err(|e| Error::io(path, e))?;
     let JournalRead {
         acts: entries,
@@ -1087,7 +1241,10 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
     for line in passed_over {
         reporter.warning(Some(path), &format!("line {line}: not JSON, passed over"));
     }
-    let mut out = Undone::default();
+    let mut out = Undone {
+        cleaned,
+        ..Undone::default()
+    };
     let mut journal = fs::OpenOptions::new()
         .append(true)
         .open(path)
