@@ -956,3 +956,136 @@ fn a_killed_act_leaves_nothing_that_the_next_act_or_undo_does_not_remove() {
     assert_eq!(infos(), 0);
     assert!(held.exists());
 }
+
+/// `dupes --act move --to DIR --journal J` (more arguments after).
+fn move_with(db: &Path, to: &Path, journal: &Path, more: &[&str]) -> Output {
+    let mut args = vec![
+        "--act",
+        "move",
+        "--to",
+        to.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ];
+    args.extend(more);
+    dupes(db, &args)
+}
+
+#[test]
+fn the_move_folder_is_made_only_by_a_move_and_undo_removes_what_it_made() {
+    let dir = scratch!();
+    let lib = library(dir.path());
+    let before = snapshot(&lib.photos);
+    let moved = dir.path().join("moved/deeper");
+    // A usage error makes nothing.
+    let not_a_catalog = dir.path().join("notes.txt");
+    std::fs::write(&not_a_catalog, b"my notes").unwrap();
+    let o = move_with(&not_a_catalog, &moved, &dir.path().join("j0"), &[]);
+    assert!(o.status.code() != Some(0), "{}", stderr(&o));
+    assert!(!dir.path().join("moved").exists(), "{}", stderr(&o));
+    // A move makes the folders it needs; its undo removes them all, once empty.
+    let journal = dir.path().join("j1");
+    let o = move_with(&lib.db, &moved, &journal, &[]);
+    assert_exit(&o, 0);
+    assert!(moved.exists());
+    let o = undo(&journal);
+    assert_exit(&o, 0);
+    assert_eq!(snapshot(&lib.photos), before);
+    assert!(!dir.path().join("moved").exists(), "{}", stderr(&o));
+    // A folder the user put something in stays.
+    index(&lib.db, &lib.photos);
+    let journal = dir.path().join("j2");
+    assert_exit(&move_with(&lib.db, &moved, &journal, &[]), 0);
+    put(&moved.join("mine.txt"), b"mine");
+    assert_exit(&undo(&journal), 0);
+    assert_eq!(snapshot(&lib.photos), before);
+    assert_eq!(std::fs::read(moved.join("mine.txt")).unwrap(), b"mine");
+    if !require_root(test_name!()) {
+        return;
+    }
+    // Another filesystem mounted inside DIR where the moves would go: nothing made on it.
+    index(&lib.db, &lib.photos);
+    let inside = moved.join(lib.photos.strip_prefix("/").unwrap().iter().next().unwrap());
+    let other = Mounted::tmpfs(&inside, "size=4m");
+    let o = move_with(&lib.db, &moved, &dir.path().join("j3"), &[]);
+    assert_exit(&o, 1);
+    assert!(
+        stderr(&o).contains("is on another filesystem"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_dir(&other.0).unwrap().count(), 0);
+    assert_eq!(snapshot(&lib.photos), before);
+}
+
+#[test]
+fn undo_goes_through_no_link_put_in_place_of_a_folder() {
+    let dir = scratch!();
+    let lib = library(dir.path());
+    let moved = dir.path().join("moved");
+    let journal = dir.path().join("j");
+    assert_exit(&move_with(&lib.db, &moved, &journal, &[]), 0);
+    // The folder the copies came from is replaced by a link to somewhere else.
+    let copies = lib.photos.join("copies");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::rename(&copies, dir.path().join("copies-was")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &copies).unwrap();
+    let o = undo(&journal);
+    assert_exit(&o, 1);
+    assert!(
+        stderr(&o).contains(&format!(
+            "{} is a symbolic link now: not put back through it",
+            copies.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // Each file still where the move put it.
+    let under = |p: &Path| moved.join(p.strip_prefix("/").unwrap());
+    assert!(under(&copies.join("a.gif")).exists());
+}
+
+#[test]
+fn undo_finds_a_moved_file_by_its_content_where_the_pool_renumbers_inodes() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "mergerfs") {
+        return;
+    }
+    let dir = scratch!();
+    let branch = dir.path().join("branch");
+    std::fs::create_dir(&branch).unwrap();
+    let at = dir.path().join("pool");
+    // Inode numbers from the paths' hashes, as the pool's users configure it.
+    let options = "use_ino,inodecalc=path-hash";
+    let pool = Mounted::mergerfs_with(&at, &[&branch], options);
+    let photos = at.join("photos");
+    put(&photos.join("a.gif"), &gif(1, 3));
+    put(&photos.join("copy/a.gif"), &gif(1, 3));
+    put(&photos.join("b.gif"), &gif(2, 3));
+    put(&photos.join("copy/b.gif"), &gif(2, 3));
+    let db = dir.path().join("photos.db");
+    index(&db, &photos);
+    let before = snapshot(&photos);
+    let moved = at.join("moved");
+    let journal = dir.path().join("j");
+    let ino_before = ino(&photos.join("copy/a.gif"));
+    let o = move_with(&db, &moved, &journal, &["--keep", "shortest-path"]);
+    assert_exit(&o, 0);
+    assert!(!photos.join("copy/a.gif").exists() && !photos.join("copy/b.gif").exists());
+    // Mounted again (a reboot): nothing cached; the file has its new path's number.
+    drop(pool);
+    let pool = Mounted::mergerfs_with(&at, &[&branch], options);
+    let there = moved.join(photos.join("copy/a.gif").strip_prefix("/").unwrap());
+    assert_ne!(
+        ino(&there),
+        ino_before,
+        "the pool kept its number: not the case meant"
+    );
+    let o = undo(&journal);
+    assert_exit(&o, 0);
+    assert!(stderr(&o).contains("2 files put back"), "{}", stderr(&o));
+    assert_eq!(snapshot(&photos), before);
+    drop(pool);
+}

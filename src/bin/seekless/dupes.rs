@@ -141,6 +141,40 @@ fn folder(option: &str, dir: &Path) -> Result<PathBuf> {
     })
 }
 
+/// `--to DIR` as an absolute path without links: the nearest folder of it that exists,
+/// which must be a folder, made canonical, and the rest of DIR below it.
+fn move_folder(dir: &Path) -> Result<PathBuf> {
+    let usage = |e: std::io::Error| -> anyhow::Error {
+        UsageError(format!(
+            "--to {}: {}",
+            dir.display(),
+            seekless::error::describe_io(&e)
+        ))
+        .into()
+    };
+    let abs = std::path::absolute(dir).map_err(usage)?;
+    let mut rest = Vec::new();
+    let mut at = abs.as_path();
+    loop {
+        match std::fs::metadata(at) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => {
+                return Err(usage(std::io::Error::from(
+                    std::io::ErrorKind::NotADirectory,
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                rest.push(at.file_name().ok_or_else(|| usage(e))?.to_owned());
+                at = at.parent().expect("absolute, not the root");
+            }
+            Err(e) => return Err(usage(e)),
+        }
+    }
+    let mut out = std::fs::canonicalize(at).map_err(usage)?;
+    out.extend(rest.iter().rev());
+    Ok(out)
+}
+
 pub fn run(args: Args) -> Result<Code> {
     if let Some(journal) = &args.undo {
         return undo(journal);
@@ -167,21 +201,9 @@ pub fn run(args: Args) -> Result<Code> {
             let Some(to) = &args.to else {
                 return Err(UsageError("--act move needs --to DIR".into()).into());
             };
-            // A dry run makes nothing, not even the folder.
-            if args.dry_run && !to.exists() {
-                let to = std::path::absolute(to)
-                    .map_err(|e| UsageError(format!("--to {}: {e}", to.display())))?;
-                Some(Act::Move(to))
-            } else {
-                std::fs::create_dir_all(to).map_err(|e| {
-                    UsageError(format!(
-                        "--to {}: {}",
-                        to.display(),
-                        seekless::error::describe_io(&e)
-                    ))
-                })?;
-                Some(Act::Move(folder("--to", to)?))
-            }
+            // Nothing is made here, not even the folder: each move makes what it needs,
+            // on its file's filesystem, once the file has been checked.
+            Some(Act::Move(move_folder(to)?))
         }
         Some("trash") => Some(Act::Trash),
         Some("hardlink") => Some(Act::HardLink {

@@ -221,10 +221,47 @@ fn differs(known: &Known, now: &Known) -> Option<&'static str> {
     } else if known.mtime_ns != now.mtime_ns {
         Some("modification time")
     } else if (known.dev, known.ino) != (now.dev, now.ino) {
-        Some("another file at that path")
+        Some(ANOTHER_FILE)
     } else {
         None
     }
+}
+
+/// What [`differs`] says of a file of the same size and modification time under another
+/// device or inode number.
+const ANOTHER_FILE: &str = "another file at that path";
+
+/// Whether the file `now`, found at `at`, is `k`'s (its content hash `k.blake3`, if known):
+/// the same device, inode, size and modification time; or, where a filesystem gives a
+/// file another inode number when it is renamed (mergerfs, some FUSE and network
+/// filesystems), the same size, modification time and content, read now. Else what
+/// differs.
+fn same_file(at: &Path, k: &Known, now: &Known) -> Result<(), &'static str> {
+    let known = Known {
+        blake3: String::new(),
+        ..k.clone()
+    };
+    match differs(&known, now) {
+        None => Ok(()),
+        Some(ANOTHER_FILE)
+            if !k.blake3.is_empty() && content_hash(at).as_deref() == Some(&k.blake3) =>
+        {
+            Ok(())
+        }
+        Some(what) => Err(what),
+    }
+}
+
+/// BLAKE3 (hex) of the regular file at `path`, read now without following a link.
+fn content_hash(path: &Path) -> Option<String> {
+    let mut opts = fs::OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut opts, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let mut file = os::with_path(path, |p| opts.open(p)).ok()?;
+    let mut hasher = blake3::Hasher::new();
+    io::copy(&mut file, &mut hasher).ok()?;
+    Some(hasher.finalize().to_hex().to_string())
 }
 
 /// Errors of the check's walk and reads, by path.
@@ -291,18 +328,22 @@ fn still(k: &Known, ctime: Ctime) -> Result<Known, String> {
 /// compared: the act itself moves it.
 fn is_the_file(at: &Path, k: &Known) -> Result<(), String> {
     let (now, _) = identity(at).map_err(|e| format!("{}: {}", at.display(), describe_io(&e)))?;
-    let known = Known {
-        path: at.to_path_buf(),
-        blake3: String::new(),
-        ..k.clone()
-    };
-    match differs(&known, &now) {
-        None => Ok(()),
-        Some(what) => Err(format!(
+    match same_file(at, k, &now) {
+        Ok(()) => Ok(()),
+        Err(what) => Err(format!(
             "not the file checked ({what}) was at {} when the act was done",
             k.path.display()
         )),
     }
+}
+
+/// Whether a folder on the way to `path` (below the root) is a symbolic link now: a path
+/// through it leads elsewhere than the one recorded.
+fn through_a_link(path: &Path) -> Option<&Path> {
+    path.ancestors()
+        .skip(1)
+        .filter(|a| a.parent().is_some())
+        .find(|a| os::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()))
 }
 
 /// What to do with each duplicate.
@@ -605,7 +646,13 @@ fn act_batch(
     if ready.is_empty() {
         return Ok(());
     }
-    // The intents, and the `.trashinfo`s, on the disk before any act.
+    // The folders made for moves, the intents, and the `.trashinfo`s, on the disk before
+    // any act.
+    for folder in std::mem::take(&mut places.made) {
+        journal
+            .line(&json!({ "made": path_value(&folder) }))
+            .map_err(|e| journal_failed(journal, e))?;
+    }
     let mut numbers = Vec::with_capacity(ready.len());
     for (_, _, _, entry) in &mut ready {
         let n = journal
@@ -737,21 +784,72 @@ struct Places {
     /// By keeper (device, inode): its status-change time after this run linked to it
     /// (each link moves it).
     keepers: HashMap<(u64, u64), Ctime>,
+    /// Folders made for moves and not yet journalled.
+    made: Vec<PathBuf>,
+}
+
+/// Makes `dir` and the folders missing above it, one at a time from the nearest one that
+/// exists, which must be on `dev` and, like every folder made, a real directory (not a
+/// link): returns the folders made, outermost first. Nothing is made where that fails.
+fn make_folders_on(dir: &Path, dev: u64) -> Result<Vec<PathBuf>, String> {
+    let say = |at: &Path, e: io::Error| format!("{}: {}", at.display(), describe_io(&e));
+    let mut missing = Vec::new();
+    let mut at = dir;
+    let existing = loop {
+        match os::symlink_metadata(at) {
+            Ok(meta) => break (at, meta),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                missing.push(at.to_path_buf());
+                at = at.parent().ok_or_else(|| say(at, e))?;
+            }
+            Err(e) => return Err(say(at, e)),
+        }
+    };
+    let on_dev = |at: &Path, meta: &fs::Metadata| -> Result<(), String> {
+        if !meta.is_dir() {
+            return Err(format!(
+                "{}: not a folder (a link or a file): nothing made or moved there",
+                at.display()
+            ));
+        }
+        match os::file_id(at, None, meta) {
+            Ok(id) if id.dev == dev => Ok(()),
+            Ok(_) => Err(format!(
+                "{} is on another filesystem: not moved (a move here is a rename, never a copy)",
+                at.display()
+            )),
+            Err(e) => Err(say(at, e)),
+        }
+    };
+    on_dev(existing.0, &existing.1)?;
+    let mut made = Vec::new();
+    for folder in missing.into_iter().rev() {
+        match os::with_path(&folder, |p| fs::create_dir(p)) {
+            Ok(()) => made.push(folder.clone()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(say(&folder, e)),
+        }
+        let meta = os::symlink_metadata(&folder).map_err(|e| say(&folder, e))?;
+        on_dev(&folder, &meta)?;
+    }
+    Ok(made)
 }
 
 impl Places {
-    /// The device of the folder `dir` (made first when `make`), once per folder.
-    fn device(&mut self, dir: &Path, make: bool) -> io::Result<u64> {
-        if let Some(&dev) = self.devices.get(dir) {
-            return Ok(dev);
+    /// Makes the folder `dir` and those missing above it, each on the device `dev` and none
+    /// a symbolic link; nothing is made when the nearest folder that exists is elsewhere
+    /// or a link (a move never leaves its filesystem, nor goes through a mount or a link
+    /// below its folder). Folders known on `dev` from earlier calls are not looked at
+    /// again; the folders made are remembered in `made` (the journal lists them, and an
+    /// undo removes them once empty).
+    fn folder_on(&mut self, dir: &Path, dev: u64) -> Result<(), String> {
+        if self.devices.get(dir) == Some(&dev) {
+            return Ok(());
         }
-        if make {
-            os::with_path(dir, |p| fs::create_dir_all(p))?;
-        }
-        let meta = os::metadata(dir)?;
-        let dev = os::file_id(dir, None, &meta)?.dev;
+        let made = make_folders_on(dir, dev)?;
         self.devices.insert(dir.to_path_buf(), dev);
-        Ok(dev)
+        self.made.extend(made);
+        Ok(())
     }
 
     /// The status-change time `c`'s keeper should have now: as checked, or as this run's
@@ -800,26 +898,9 @@ fn prepare(checked: &Checked, act: &Act, places: &mut Places) -> Result<Prepared
         Act::Move(dir) => {
             let to = under(dir, path);
             let parent = to.parent().unwrap_or(dir);
-            let refuse = || {
-                fail(format!(
-                    "{} is on another filesystem: not moved (a move here is a rename, never a copy)",
-                    dir.display()
-                ))
-            };
-            let io_fail =
-                |at: &Path, e: io::Error| fail(format!("{}: {}", at.display(), describe_io(&e)));
             // Nothing is made under a folder on another filesystem; nor moved across a
-            // mount point inside it.
-            if places.device(dir, false).map_err(|e| io_fail(dir, e))? != checked.file.dev {
-                return Err(refuse());
-            }
-            if places
-                .device(parent, true)
-                .map_err(|e| io_fail(parent, e))?
-                != checked.file.dev
-            {
-                return Err(refuse());
-            }
+            // mount point or a link inside it.
+            places.folder_on(parent, checked.file.dev).map_err(fail)?;
             Ok(Prepared::Move(to))
         }
         Act::Trash => {
@@ -1182,6 +1263,8 @@ pub struct JournalRead {
     pub failed: HashSet<u64>,
     /// Lines that are not JSON (1-based): a last line cut short by a crash.
     pub passed_over: Vec<usize>,
+    /// Folders the run made for its moves, outermost first.
+    pub made: Vec<PathBuf>,
 }
 
 /// Reads a journal's bytes. Its first line must be a seekless journal's header; a line
@@ -1214,6 +1297,8 @@ pub fn parse_journal(text: &[u8]) -> Result<JournalRead, String> {
             read.failed.insert(n);
         } else if v.get("act").is_some() && v.get("n").and_then(Value::as_u64).is_some() {
             read.acts.push(v);
+        } else if let Some(folder) = v.get("made").and_then(path_of) {
+            read.made.push(folder);
         }
     }
     if !header {
@@ -1237,6 +1322,7 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
         undone,
         failed,
         passed_over,
+        made,
     } = parse_journal(&text).map_err(|why| Error::io(path, io::Error::other(why)))?;
     for line in passed_over {
         reporter.warning(Some(path), &format!("line {line}: not JSON, passed over"));
@@ -1275,10 +1361,23 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
             ino: stamp["ino"].as_u64().unwrap_or(0),
             size: stamp["size"].as_u64().unwrap_or(0),
             mtime_ns: stamp["mtime_ns"].as_i64().unwrap_or(0),
-            blake3: String::new(),
+            blake3: stamp["blake3"].as_str().unwrap_or("").to_string(),
         };
-        match identity(&to) {
-            Ok((now, _)) if differs(&expect, &now).is_none() => {}
+        // Every folder on both paths as recorded: a link put in place of one since would
+        // take the file elsewhere.
+        if let Some(link) = through_a_link(&from).or_else(|| through_a_link(&to)) {
+            out.failed += 1;
+            reporter.error(&Error::io(
+                &to,
+                io::Error::other(format!(
+                    "{} is a symbolic link now: not put back through it",
+                    link.display()
+                )),
+            ));
+            continue;
+        }
+        let dev = match identity(&to) {
+            Ok((now, _)) if same_file(&to, &expect, &now).is_ok() => now.dev,
             Ok(_) => {
                 out.failed += 1;
                 reporter.error(&Error::io(
@@ -1301,12 +1400,14 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
                 reporter.error(&Error::io(&to, err));
                 continue;
             }
-        }
+        };
+        // Its old folder made again where it went, on the file's filesystem, through no
+        // link.
         if let Some(dir) = from.parent()
-            && let Err(err) = os::with_path(dir, |d| fs::create_dir_all(d))
+            && let Err(why) = make_folders_on(dir, dev)
         {
             out.failed += 1;
-            reporter.error(&Error::io(dir, err));
+            reporter.error(&Error::io(dir, io::Error::other(why)));
             continue;
         }
         if let Err(err) = rename_noreplace(&to, &from) {
@@ -1335,6 +1436,17 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
             .write_all(&line)
             .and_then(|()| journal.sync_data())
             .map_err(|e| Error::io(path, e))?;
+    }
+    // The folders the run made for its moves, deepest first, once empty (a folder with
+    // anything in it stays).
+    for folder in made.iter().rev() {
+        if through_a_link(folder).is_none()
+            && os::symlink_metadata(folder).is_ok_and(|m| m.is_dir())
+        {
+            // The one place a folder a move made goes: only empty (`rmdir`).
+            #[allow(clippy::disallowed_methods)]
+            let _ = os::with_path(folder, |p| fs::remove_dir(p));
+        }
     }
     Ok(out)
 }
