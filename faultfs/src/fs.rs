@@ -144,6 +144,38 @@ impl FaultFs {
         }
     }
 
+    /// Rewrites the backing file in place once a read has reached its end, if the spec says
+    /// so: every byte changed, the size and modification time put back. The reader has
+    /// the old bytes; the file holds others, its status-change time alone moved.
+    fn rewrite_after_read(&self, rel: &[u8], reached: u64, len: u64) {
+        if len == 0 || reached < len || !self.spec.strikes(Kind::Rewrite, rel) {
+            return;
+        }
+        if !lock(&self.changed).insert(rel.to_vec()) {
+            return;
+        }
+        let path = self.nodes.backing(rel);
+        let done = (|| -> io::Result<()> {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)?;
+            let meta = file.metadata()?;
+            let mut bytes = vec![0; meta.len() as usize];
+            file.read_exact_at(&mut bytes, 0)?;
+            for b in &mut bytes {
+                *b ^= 0xa5;
+            }
+            file.write_all_at(&bytes, 0)?;
+            file.set_modified(meta.modified()?)
+        })();
+        match done {
+            Ok(()) => self.log.fault(Kind::Rewrite, rel, Some(len)),
+            Err(e) => eprintln!("faultfs: rewriting {}: {e}", String::from_utf8_lossy(rel)),
+        }
+    }
+
     /// Faults that strike a write of `len` bytes to `rel`.
     fn write_faults(&self, rel: &[u8], len: u64) -> Result<(), Errno> {
         let key = write_key(rel);
@@ -554,6 +586,8 @@ impl Filesystem for FaultFs {
                 }
             }
             buf.truncate(got);
+            let len = file.metadata().map_err(errno)?.len();
+            self.rewrite_after_read(rel, offset + got as u64, len);
             Ok(buf)
         });
         match data {

@@ -43,7 +43,7 @@ struct Args {
     #[arg(long, default_value_t = 0)]
     rate: u32,
     /// Fault kinds, comma-separated: read-eio, readdir-eio, eacces, vanish, appear,
-    /// change-type, grow, shrink, enospc, write-eio.
+    /// change-type, grow, shrink, rewrite, enospc, write-eio.
     #[arg(long, value_delimiter = ',')]
     faults: Vec<Kind>,
     /// Every write fails with ENOSPC once this many bytes were written through the mount.

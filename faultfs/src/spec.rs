@@ -25,13 +25,17 @@ pub enum Kind {
     Grow,
     /// The file is truncated to half at its first read (the backing file really changes).
     Shrink,
+    /// The file is rewritten in place as its last bytes are read: every byte changed, its
+    /// size and modification time put back, as `touch -r` or `exiftool -P` leave an edited
+    /// file (the backing file really changes; only its status-change time tells).
+    Rewrite,
     /// `write` to the file fails with ENOSPC (destination mounts).
     Enospc,
     /// `write` and `fsync` of the file fail with EIO (destination mounts).
     WriteEio,
 }
 
-pub const ALL: [Kind; 10] = [
+pub const ALL: [Kind; 11] = [
     Kind::ReadEio,
     Kind::ReaddirEio,
     Kind::Eacces,
@@ -40,6 +44,7 @@ pub const ALL: [Kind; 10] = [
     Kind::ChangeType,
     Kind::Grow,
     Kind::Shrink,
+    Kind::Rewrite,
     Kind::Enospc,
     Kind::WriteEio,
 ];
@@ -55,6 +60,7 @@ impl Kind {
             Kind::ChangeType => "change-type",
             Kind::Grow => "grow",
             Kind::Shrink => "shrink",
+            Kind::Rewrite => "rewrite",
             Kind::Enospc => "enospc",
             Kind::WriteEio => "write-eio",
         }

@@ -151,3 +151,30 @@ fn an_empty_source_deletes_nothing_from_its_backup_unless_allowed() {
     let o = copy(&[os("--allow-empty-source"), src_arg.as_os_str(), arg(&dest)]);
     crate::common::assert_exit(&o, 2);
 }
+
+#[test]
+fn a_file_bind_mounted_in_the_way_of_a_directory_is_not_replaced() {
+    let test = test_name!();
+    if !require_root(test) {
+        return;
+    }
+    let t = scratch!();
+    let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+    put(&src, b"sub/a.jpg", b"a");
+    // DEST has a file where SOURCE has a directory, and that file is a mount point.
+    let outside = t.path().join("outside.txt");
+    fs::write(&outside, b"someone else's file").unwrap();
+    put(&dest, b"sub", b"");
+    crate::common::run(
+        std::process::Command::new("mount")
+            .arg("--bind")
+            .arg(&outside)
+            .arg(dest.join("sub")),
+    );
+    let o = copy(&[os("--delete"), slash(&src).as_os_str(), arg(&dest)]);
+    let _ = std::process::Command::new("umount")
+        .arg(dest.join("sub"))
+        .status();
+    refused_at(&o, &dest.join("sub"));
+    assert_eq!(fs::read(&outside).unwrap(), b"someone else's file");
+}

@@ -831,7 +831,13 @@ fn hard_links_join_only_files_that_look_the_same_to_their_user() {
 /// Starts `dupes ARGS` with the fault hooks armed, waits (by looking, a minute at most)
 /// until `landed` says the run is held where the test means, kills it (SIGKILL) and
 /// reaps it.
-fn killed_when(db: &Path, args: &[&str], env: &[(&str, &Path)], landed: impl Fn() -> bool) {
+fn killed_when(
+    db: &Path,
+    args: &[&str],
+    env: &[(&str, &Path)],
+    landed: impl Fn() -> bool,
+    while_held: impl FnOnce(),
+) {
     let child = seekless()
         .envs(env.iter().copied())
         .args(["dupes", "--db"])
@@ -855,6 +861,7 @@ fn killed_when(db: &Path, args: &[&str], env: &[(&str, &Path)], landed: impl Fn(
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    while_held();
     signal(&run.0, libc::SIGKILL);
     let _ = run.0.wait();
 }
@@ -881,23 +888,34 @@ fn a_killed_act_leaves_nothing_that_the_next_act_or_undo_does_not_remove() {
     index(&db, &photos);
     let keep_arg = keep.display().to_string();
 
-    // Hard links: killed with the link to the keeper made beside the held file.
+    // Hard links: killed with the link to the keeper made beside the held file, twice.
     let held = photos.join("copy/seekless-fault-pause-b.gif");
     let held_ino = ino(&held);
     let copies = photos.join("copy");
-    killed_when(
-        &db,
-        &["--prefer", &keep_arg, "--act", "hardlink"],
-        &[],
-        || !temporaries_in(&copies).is_empty(),
-    );
+    let kill = |count: usize| {
+        killed_when(
+            &db,
+            &["--prefer", &keep_arg, "--act", "hardlink"],
+            &[],
+            || temporaries_in(&copies).len() == count,
+            || {},
+        )
+    };
+    kill(1);
+    let first = temporaries_in(&copies);
+    assert_eq!(first.len(), 1, "the kill landed elsewhere");
+    assert_eq!(ino(&held), held_ino, "the held file was acted on");
+    // Someone's own file put under the first one's name: the name alone proves nothing.
+    std::fs::remove_file(&first[0]).unwrap();
+    std::fs::write(&first[0], b"not seekless's").unwrap();
+    kill(2);
     assert_eq!(
         temporaries_in(&copies).len(),
-        1,
+        2,
         "the kill landed elsewhere"
     );
-    assert_eq!(ino(&held), held_ino, "the held file was acted on");
-    // The next act (its journal beside the catalog) removes it, and does the rest.
+    // The next act (the journals beside the catalog) removes the second, not the other
+    // file, and does the rest.
     let pause_go = |p: &Path| {
         let mut go = p.as_os_str().to_owned();
         go.push(".go");
@@ -912,7 +930,9 @@ fn a_killed_act_leaves_nothing_that_the_next_act_or_undo_does_not_remove() {
         "{}",
         stderr(&o)
     );
-    assert_eq!(temporaries_in(&photos), Vec::<PathBuf>::new());
+    assert_eq!(temporaries_in(&photos), first);
+    assert_eq!(std::fs::read(&first[0]).unwrap(), b"not seekless's");
+    std::fs::remove_file(&first[0]).unwrap();
     assert_eq!(ino(&held), ino(&keep.join("seekless-fault-pause-b.gif")));
     std::fs::remove_file(pause_go(&held)).unwrap();
 
@@ -944,6 +964,17 @@ fn a_killed_act_leaves_nothing_that_the_next_act_or_undo_does_not_remove() {
         ],
         &[("XDG_DATA_HOME", &data)],
         || infos() == 1,
+        || {
+            // Its journal is locked while it lives: no undo, no cleaning up.
+            let o = undo(&journal);
+            assert_exit(&o, 1);
+            assert!(
+                stderr(&o).contains("its run is still going"),
+                "{}",
+                stderr(&o)
+            );
+            assert_eq!(infos(), 1);
+        },
     );
     assert!(held.exists(), "the kill landed after the move");
     let o = undo(&journal);
@@ -1088,4 +1119,53 @@ fn undo_finds_a_moved_file_by_its_content_where_the_pool_renumbers_inodes() {
     assert!(stderr(&o).contains("2 files put back"), "{}", stderr(&o));
     assert_eq!(snapshot(&photos), before);
     drop(pool);
+}
+
+/// Another file put in a duplicate's place between the last look and the act
+/// (`seekless-fault-swap…`): a move or trash confirms the file it took and puts it back; a
+/// hard link's exchange confirms the file it replaced and exchanges it back. Nothing is
+/// lost, and the file in place is said.
+#[test]
+fn an_act_that_took_another_file_than_the_one_checked_puts_it_back() {
+    let dir = scratch!();
+    for act in ["move", "trash", "hardlink"] {
+        let case = dir.path().join(act);
+        let photos = case.join("photos");
+        let keeper = photos.join("keep/a.gif");
+        let file = photos.join("copy/seekless-fault-swap-a.gif");
+        put(&keeper, &gif(8, 8));
+        put(&file, &gif(8, 8));
+        let db = case.join("photos.db");
+        index(&db, &photos);
+        let data = case.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let keep = photos.join("keep").display().to_string();
+        let journal = case.join("j").display().to_string();
+        let moved = case.join("moved").display().to_string();
+        let mut args = vec!["--prefer", &keep, "--act", act, "--journal", &journal];
+        if act == "move" {
+            args.extend(["--to", &moved]);
+        }
+        let o = output_within(
+            seekless()
+                .args(["dupes", "--db"])
+                .arg(&db)
+                .args(&args)
+                .env("SEEKLESS_INJECT_FAULTS", "1")
+                .env("XDG_DATA_HOME", &data),
+            RUN_LIMIT,
+        );
+        assert_exit(&o, 1);
+        let err = stderr(&o);
+        assert!(err.contains("not the file checked"), "{act}: {err}");
+        // The file put there by someone else is at its path, whole; the keeper too.
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            b"another file, put here by the test",
+            "{act}: {err}"
+        );
+        assert_eq!(std::fs::read(&keeper).unwrap(), gif(8, 8));
+        assert_ne!(ino(&file), ino(&keeper), "{act}");
+        assert_eq!(temporaries_in(&photos), Vec::<PathBuf>::new(), "{act}");
+    }
 }

@@ -3,9 +3,14 @@
 //! `copy --delete --ignore-errors`, `copy`, `tar -f`, `index`, `index --rehash`) run over
 //! faultfs, a FUSE passthrough injecting the faults the seed picks (EIO on read or
 //! listing, EACCES, entries vanishing, appearing or changing type, files growing or
-//! shrinking while read, ENOSPC and EIO on the destination), sometimes killed with SIGKILL
-//! once it has opened its k-th file. After the run, and after a clean re-run without
-//! faults, the checks below must hold; a violation names the seed, which replays it:
+//! shrinking while read, files rewritten in place as their last bytes are read with their
+//! size and modification time put back, ENOSPC and EIO on the destination), sometimes
+//! killed with SIGKILL once it has opened its k-th file. Copies sometimes run with a folder
+//! of other files bind-mounted inside the destination, or from a source that is an empty
+//! directory (a drive not mounted); the index sometimes has a filesystem mounted in its
+//! tree that the faulty run finds unmounted. After the run, and after a clean re-run
+//! without faults, the checks below must hold; a violation names the seed, which replays
+//! it:
 //!
 //! - (a) no destination entry is deleted unless the run had no error (or, with
 //!   `--ignore-errors`, it lies outside every failed path) and the source has no such
@@ -17,7 +22,10 @@
 //! - (d) every file under a final name (copy, archive member) equals a version of its
 //!   source byte for byte;
 //! - (e) after the clean re-run the destination equals `cp -a` of the source, the archive
-//!   `tar -x` does, and the catalog equals a fresh one.
+//!   `tar -x` does, and the catalog equals a fresh one;
+//! - (f) nothing on a mount inside the destination changes, and a `--delete` that deleted
+//!   says it kept the mount point; an empty source directory deletes nothing (exit 1
+//!   with `--delete`).
 //!
 //! `SEEKLESS_FAULT_SEEDS=A..B` (or `A,B,C`) replaces the CI set ([`CI_SEEDS`]);
 //! `bench/faults-soak.sh FROM TO` runs a long range.
@@ -106,7 +114,8 @@ const SOURCE_FAULTS: [&str; 8] = [
 ];
 
 /// Faults a run must have seen as errors when faultfs logged them (they were returned).
-const ERRORS: [&str; 6] = [
+const ERRORS: [&str; 7] = [
+    "rewrite",
     "read-eio",
     "readdir-eio",
     "eacces",
@@ -117,7 +126,8 @@ const ERRORS: [&str; 6] = [
 
 /// Faults after which the run must not have trusted the path (errors, and a listing or
 /// content that was not what the disk holds).
-const FAILING: [&str; 9] = [
+const FAILING: [&str; 10] = [
+    "rewrite",
     "read-eio",
     "readdir-eio",
     "eacces",
@@ -142,6 +152,11 @@ struct Scenario {
     /// Copy only: another seekless run (a `tar -f` into the destination) is alive, frozen,
     /// with its temporary there, while the copy runs.
     live_temp: bool,
+    /// Copy only, the destination without faults: a folder of other files bind-mounted
+    /// inside the destination (at a name the source never has) during the faulty run.
+    dest_mount: bool,
+    /// Copy only: the faulty run's source is an empty directory (a drive not mounted).
+    empty_source: bool,
 }
 
 fn scenario(seed: u64) -> Scenario {
@@ -154,6 +169,10 @@ fn scenario(seed: u64) -> Scenario {
         .collect();
     if kinds.is_empty() {
         kinds.push(SOURCE_FAULTS[rng.below(SOURCE_FAULTS.len() as u64) as usize]);
+    }
+    // From a generator of its own, so that adding it changed no other seed's scenario.
+    if Rng::new(seed ^ 0x2e_a417e).below(4) == 0 {
+        kinds.push("rewrite");
     }
     let rate = [30, 60, 120, 250][rng.below(4) as usize];
     let source = FaultArgs {
@@ -194,6 +213,13 @@ fn scenario(seed: u64) -> Scenario {
         job,
         Job::CopyDelete | Job::CopyDeleteIgnoreErrors | Job::Copy
     ) && Rng::new(seed ^ 0x11fe_7e40).below(4) == 0;
+    let copies = matches!(
+        job,
+        Job::CopyDelete | Job::CopyDeleteIgnoreErrors | Job::Copy
+    );
+    // (Through a FUSE destination a mount below it is a plain folder: nothing can tell.)
+    let dest_mount = copies && dest.is_none() && Rng::new(seed ^ 0xb1d_3a7).below(4) == 0;
+    let empty_source = copies && Rng::new(seed ^ 0xe3_7750).below(10) == 0;
     Scenario {
         seed,
         job,
@@ -202,6 +228,8 @@ fn scenario(seed: u64) -> Scenario {
         kill_at,
         sub_mount,
         live_temp,
+        dest_mount,
+        empty_source,
     }
 }
 
@@ -216,8 +244,10 @@ fn run_scenario(seed: u64, strict: bool) -> Vec<String> {
         Job::Index | Job::IndexRehash => h.index(),
     };
     eprintln!(
-        "faults: seed {seed} {:?}: exit {:?}{}, faults {:?}: {}",
+        "faults: seed {seed} {:?}{}{}: exit {:?}{}, faults {:?}: {}",
         s.job,
+        if s.dest_mount { " +mount-in-dest" } else { "" },
+        if s.empty_source { " +empty-source" } else { "" },
         f.ended.code,
         if f.ended.killed { " (killed)" } else { "" },
         fault_list(&f),
@@ -649,7 +679,7 @@ impl<'a> Harness<'a> {
         found: &mut Vec<String>,
     ) {
         // What the faults changed, and the other names of those files (hard links).
-        let mut changed = f.paths(&["appear", "grow", "shrink"]);
+        let mut changed = f.paths(&["appear", "grow", "shrink", "rewrite"]);
         let inodes: BTreeSet<u64> = changed
             .iter()
             .filter_map(|p| before.get(p).map(|e| e.ino))
@@ -688,7 +718,8 @@ impl<'a> Harness<'a> {
                     .zip(before.get(rel))
                     .is_some_and(|(a, b)| a.ino == b.ino)
         };
-        let changed = f.paths(&["shrink"]).iter().any(shrunk);
+        // A file rewritten in place after it was read: only what it holds now.
+        let changed = f.paths(&["shrink", "rewrite"]).iter().any(shrunk);
         let mut v: Vec<[u8; 32]> = after.get(rel).and_then(|e| e.hash).into_iter().collect();
         if !changed {
             v.extend(before.get(rel).and_then(|e| e.hash));
@@ -720,17 +751,90 @@ impl<'a> Harness<'a> {
         });
         let live = self.s.live_temp.then(|| self.start_live_tar(&dst));
         let dst_before = snapshot(&dst);
+        // Another folder mounted inside the destination for the faulty run: never emptied,
+        // whatever the run.
+        let mounted = self.s.dest_mount.then(|| {
+            let folder = self.t.join("back/mounted");
+            build_tree(&folder, &mut Rng::new(self.s.seed ^ 0xb1d));
+            let before = snapshot(&folder);
+            (
+                Mounted::bind(&folder, &dst.join("zz-mounted")),
+                folder,
+                before,
+            )
+        });
+        // A drive not mounted: its mount point is an empty directory.
+        let empty = self.t.join("empty-mount-point");
+        if self.s.empty_source {
+            fs::create_dir_all(&empty).unwrap();
+        }
 
         let mut args = flags.clone();
-        let from = slash(&self.fsrc);
+        let from = if self.s.empty_source {
+            slash(&empty)
+        } else {
+            slash(&self.fsrc)
+        };
         let to = self.out_seen().join("dst");
         args.push(&from);
         args.push(to.as_os_str());
         let f = self.faulty_run(&args, self.t);
+        if let Some((mount, folder, before)) = mounted {
+            // (f) nothing on another mount inside the destination changes.
+            compare_trees(
+                &snapshot(&folder),
+                &before,
+                false,
+                &Snapshot::default(),
+                true,
+                "(f) the folder mounted inside the destination",
+                &mut found,
+            );
+            // A run that deleted at all met the mount, and says so.
+            let refused = f.ended.stderr.contains("a filesystem is mounted here");
+            if deletes && !self.s.empty_source && !f.ended.killed && !f.had_error() && !refused {
+                found.push(format!(
+                    "(f) --delete said nothing of the mount inside the destination: {}",
+                    f.ended.stderr
+                ));
+            }
+            drop(mount);
+            let _ = fs::remove_dir(dst.join("zz-mounted"));
+        }
         let src_after = snapshot(&self.src);
         let dst_after = snapshot(&dst);
         f.common_checks(&mut found);
         self.check_source(&src_before, &src_after, &f, &mut found);
+        if self.s.empty_source {
+            // (a) an empty source directory deletes nothing from a backup that has files.
+            let names = |s: &Snapshot| s.entries.keys().cloned().collect::<BTreeSet<_>>();
+            let gone: Vec<String> = names(&dst_before)
+                .difference(&names(&dst_after))
+                .map(|rel| show(rel))
+                .collect();
+            if !gone.is_empty() {
+                found.push(format!(
+                    "(a) deleted because the source was an empty directory: {gone:?}"
+                ));
+            }
+            let want = if deletes { Some(1) } else { Some(0) };
+            if !f.ended.killed && f.ended.code != want {
+                found.push(format!(
+                    "an empty source exited {:?}, not {want:?}: {}",
+                    f.ended.code, f.ended.stderr
+                ));
+            }
+            return (found, f);
+        }
+
+        // A run whose one error was the mount it kept (exit 1) saw everything else.
+        let only_the_mount_refused = self.s.dest_mount
+            && !f.had_error()
+            && f.ended.code == Some(1)
+            && f.ended
+                .stderr
+                .lines()
+                .all(|l| l.trim().is_empty() || l.contains("a filesystem is mounted here"));
 
         // (a), (d)
         let failed = f.paths(&FAILING);
@@ -767,6 +871,7 @@ impl<'a> Harness<'a> {
                 None => {
                     let allowed = deletes
                         && (f.clean()
+                            || only_the_mount_refused
                             || (self.s.job == Job::CopyDeleteIgnoreErrors
                                 && !failed
                                     .iter()

@@ -8,6 +8,8 @@
 //! - `seekless-test-sweep-panics-here` ([`PANIC_ON_OPEN`]): the sweep that opens it panics;
 //! - `seekless-fault-shrink…` / `seekless-fault-grow…`: cut to half its size / 1000 bytes
 //!   longer, right after its header is written (tar), its temporary made (copy);
+//! - `seekless-fault-swap…`: another file renamed over it (`dupes --act`: after the last
+//!   look before the act, so that only the act's own confirmation can tell);
 //! - `seekless-fault-stall…`: its reader is held for two minutes (index: a slow file);
 //! - `seekless-fault-pause…`: its reader is held until a file of its name with `.go`
 //!   appended exists (two minutes at most: the test chooses the moment);
@@ -61,6 +63,17 @@ pub fn at_start(path: &Path) {
         && let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path)
     {
         let _ = std::io::Write::write_all(&mut f, &[b'+'; 1000]);
+    } else if name.starts_with("seekless-fault-swap") {
+        // Another file put in its place under its name (a new inode, other bytes).
+        let mut other = path.as_os_str().to_owned();
+        other.push(".swapped-in");
+        let other = std::path::PathBuf::from(other);
+        if std::fs::write(&other, b"another file, put here by the test").is_ok() {
+            // A test's own file, renamed over to stand for someone else replacing it;
+            // never a release build.
+            #[allow(clippy::disallowed_methods)]
+            let _ = std::fs::rename(&other, path);
+        }
     } else if name.starts_with("seekless-fault-stall") {
         std::thread::sleep(std::time::Duration::from_secs(120));
     } else if name.starts_with("seekless-fault-pause") {
