@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Planted bugs in the code that decides what is deleted, replaced or trusted.
+
+Each mutant below is one deliberate bug (a check turned off, a comparison that always
+passes) in the destructive owner (crates/jobs/src/destructive.rs, destructive/resolve.rs),
+the reader's change check (crates/core/src/read/mod.rs), copy's finish
+(crates/jobs/src/copy/content.rs) and tree removal. For each, the script plants it,
+builds, runs the tests named beside it, and puts the file back. A mutant is *killed* when
+a test fails; one that survives is a safety check no test holds to account.
+
+    sudo python3 ci/mutants.py            # every mutant (about 20 minutes on 2 CPUs)
+    sudo python3 ci/mutants.py mount ctime   # those whose name contains a word
+
+Root is required: the tests that kill most mutants make loop filesystems, bind mounts
+and FUSE mounts, and a test that skips would let its mutant survive unseen. The results
+(and why a mutant that survives is equivalent, where one is) are in docs/faults.md.
+Exit status: 0 when every mutant was killed, 1 otherwise.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+D = "crates/jobs/src/destructive.rs"
+R = "crates/jobs/src/destructive/resolve.rs"
+C = "crates/jobs/src/copy/content.rs"
+READ = "crates/core/src/read/mod.rs"
+
+IT = ["--test", "it", "--"]
+JOBS = ["-p", "seekless-jobs", "--lib", "--"]
+FAULTS = IT + ["faults::seeded"]
+
+# (name, file, text as it is, text with the bug, the tests that must catch it)
+MUTANTS = [
+    # Tree removal and copy --delete (issue 41 items 1, 2).
+    ("mount check always passes (remove_tree, remove_extra)", D,
+     "    if here == mount {", "    if true {",
+     [IT + ["copy_mounts"], FAULTS]),
+    ("remove_extra looks into a mount it meets", D,
+     "            && let Err(e) = on_mount(&dir, mount, \"nothing deleted under it\")",
+     "            && let Err(e) = on_mount(&dir, os::mount_id(&dir).unwrap_or(mount), \"nothing deleted under it\")",
+     [IT + ["copy_mounts"]]),
+    ("a file in the way of a directory replaced though it is a mount", D,
+     "            if os::mount_id(dest)? != os::mount_id(crate::atomic::parent_of(dest))? {",
+     "            if false {",
+     [IT + ["copy_mounts"]]),
+    ("an empty source empties the backup", D,
+     "    if !empty_source_allowed && is_empty_dir(source) && !is_empty_dir(dest) {",
+     "    if false {",
+     [IT + ["copy_mounts"], FAULTS]),
+    # The evidence of a run (issue 41 item 7: "deleting after read errors").
+    ("deletes after errors (no clearance withheld)", D,
+     "        if errors > 0 && !ignore_errors {", "        if false {",
+     [FAULTS, IT + ["copy_safety"]]),
+    ("nothing shielded under failed paths", D,
+     "        self.everything\n            || (!self.shielded.is_empty()",
+     "        false && self.everything\n            || (!self.shielded.is_empty()",
+     [JOBS + ["destructive"], FAULTS]),
+    ("a source (or what holds it) removed", D,
+     "            Some(id) if self.sources.contains(&id) => Some(\"it is a source of this run\"),",
+     "            Some(id) if false && self.sources.contains(&id) => Some(\"it is a source of this run\"),",
+     [JOBS + ["destructive"], IT + ["copy"]]),
+    ("a live temporary removed with a tree", D,
+     "    if path.file_name().is_some_and(is_temp) && !matches!(temp_state(path), TempState::Dead(_)) {",
+     "    if false {",
+     [FAULTS, IT + ["copy_safety"]]),
+    ("a live run's temporary taken for dead (the young-file rule)", D,
+     "        Ok(()) if just_made_by_a_running_process(path, &file) => TempState::Alive,",
+     "        Ok(()) if false => TempState::Alive,",
+     [JOBS + ["destructive"]]),
+    ("copy backs up a live temporary of another job", D,
+     "    path.file_name().is_some_and(is_temp) && !matches!(temp_state(path), TempState::Dead(_))\n}",
+     "    false && path.file_name().is_some_and(is_temp)\n}",
+     [IT + ["copy_safety::a_live_temporary"]]),
+    ("index forgets rows it could not see", D,
+     "                .filter(|(_, path)| !clearance.shields(path) && absent(path))",
+     "                .filter(|(_, path)| absent(path))",
+     [JOBS + ["destructive"], FAULTS]),
+    ("a replacement removes what it did not confirm", D,
+     "                if let Err(why) = confirm(&self.path) {",
+     "                if let Err(why) = confirm(&self.path).or(Ok::<(), String>(())) {",
+     [JOBS + ["destructive"], IT + ["dupes_act"]]),
+    # What is read (issue 41 item 7: the reader's and copy's checks).
+    ("the reader's 'unchanged while read' always passes", READ,
+     "            Some(how) => Err(Error::new(&*entry.path, ErrorKind::Changed(how))),",
+     "            Some(_) => Ok(()),",
+     [FAULTS]),
+    ("copy puts in place what was not read whole and unchanged", C,
+     "        if !intact {", "        if false {",
+     [FAULTS]),
+    # The duplicate acts (issue 41 items 3-6).
+    ("the act's last look at the file always passes", R,
+     "    still(&c.file, c.file_ctime).map_err(io::Error::other)?;",
+     "    let _ = still(&c.file, c.file_ctime);",
+     [IT + ["dupes_act"]]),
+    ("the act's last look at the keeper always passes", R,
+     "    still(&c.keeper, keeper_ctime)\n",
+     "    Ok::<Known, String>(c.keeper.clone())\n",
+     [IT + ["dupes_act"]]),
+    ("the status-change time is not compared", R,
+     "        None if now_ctime == ctime => Ok(now),",
+     "        None if now_ctime == ctime || true => Ok(now),",
+     [IT + ["dupes_act"]]),
+    ("a change while the check read is not seen", R,
+     "        if before.get(&k.path) != Some(&ctime) {",
+     "        if false {",
+     [IT + ["dupes_act"]]),
+    ("an exact duplicate need not read as its keeper", R,
+     "            if c.identical && file.blake3 != keeper.blake3 {",
+     "            if false {",
+     [IT + ["dupes_act"]]),
+    ("a file similar but not identical is replaced", R,
+     "    if !checked.identical && !act.keeps_the_bytes() {",
+     "    if false {",
+     [IT + ["dupes"]]),
+    ("hard links whatever the metadata", R,
+     "            if !metadata_may_differ && let Some(what) = metadata_differs(path, checked.keeper()) {",
+     "            if false && let Some(what) = metadata_differs(path, checked.keeper()) {",
+     [IT + ["dupes_act"]]),
+    ("a move or trash never confirms what it took", R,
+     "    let Err(why) = is_the_file(to, file) else {",
+     "    let Err(why) = Ok::<(), String>(()) else {",
+     [IT + ["dupes_act"]]),
+    ("a hard link never confirms what it replaced", R,
+     "                temp.replace_confirmed(Durable::no_data(), |at| is_the_file(at, &c.file));",
+     "                temp.replace_confirmed(Durable::no_data(), |_| Ok(()));",
+     [IT + ["dupes_act"]]),
+    ("a moved file recognised by identity only (no content fallback)", R,
+     "            if !k.blake3.is_empty() && content_hash(at).as_deref() == Some(&k.blake3) =>",
+     "            if false =>",
+     [IT + ["dupes_act"]]),
+    ("cleaning up a killed run removes anything under a temporary's name", R,
+     "    Err(\n        \"left: a temporary name of a killed",
+     "    if true {\n        return Ok(true);\n    }\n    Err(\n        \"left: a temporary name of a killed",
+     [IT + ["dupes_act"]]),
+    ("cleaning up a killed run removes nothing", R,
+     "    if is(k) && links > 1 {",
+     "    if false {",
+     [IT + ["dupes_act"]]),
+    ("a journal whose run lives is taken for a dead run's", R,
+     "        Err(fs::TryLockError::WouldBlock) => Err(Error::io(",
+     "        Err(fs::TryLockError::WouldBlock) => Ok(file),\n        #[allow(unreachable_code)]\n        Err(fs::TryLockError::WouldBlock) => Err(Error::io(",
+     [IT + ["dupes_act"]]),
+]
+
+
+def cargo(args, log):
+    env = dict(os.environ)
+    env["SEEKLESS_REQUIRE_ROOT_TESTS"] = "1"
+    env.pop("SEEKLESS_ALLOW_SKIP", None)
+    return subprocess.run(["cargo"] + args, cwd=ROOT, env=env, stdout=log,
+                          stderr=subprocess.STDOUT).returncode
+
+
+def main():
+    if os.geteuid() != 0:
+        print("mutants: needs root (loop devices, bind mounts, FUSE): sudo python3 ci/mutants.py",
+              file=sys.stderr)
+        return 2
+    words = sys.argv[1:]
+    chosen = [m for m in MUTANTS if not words or any(w in m[0] for w in words)]
+    for name, rel, find, _, _ in chosen:
+        if open(os.path.join(ROOT, rel)).read().count(find) != 1:
+            print(f"mutants: {rel}: the text of '{name}' is not there once: update ci/mutants.py",
+                  file=sys.stderr)
+            return 2
+    os.makedirs(os.path.join(ROOT, "target"), exist_ok=True)
+    log_path = os.path.join(ROOT, "target", "mutants.log")
+    survived, results = [], []
+    with open(log_path, "w") as log:
+        for name, rel, find, bug, tests in chosen:
+            path = os.path.join(ROOT, rel)
+            text = open(path).read()
+            if text.count(find) != 1:
+                print(f"mutants: {rel}: the text of '{name}' is not there once: update ci/mutants.py",
+                      file=sys.stderr)
+                return 2
+            start = time.time()
+            try:
+                open(path, "w").write(text.replace(find, bug, 1))
+                log.write(f"\n===== {name}\n")
+                log.flush()
+                if cargo(["test", "--workspace", "--no-run", "-q"], log) != 0:
+                    verdict = "unviable"
+                else:
+                    verdict = "SURVIVED"
+                    for t in tests:
+                        log.write(f"----- cargo test {' '.join(t)}\n")
+                        log.flush()
+                        if cargo(["test", "-q"] + t, log) != 0:
+                            verdict = "killed by " + " ".join(t[-1:])
+                            break
+            finally:
+                open(path, "w").write(text)
+            secs = time.time() - start
+            results.append((name, verdict))
+            print(f"{verdict:<40} {secs:5.0f} s  {name}", flush=True)
+            if verdict in ("SURVIVED", "unviable"):
+                survived.append(name)
+    killed = sum(1 for _, v in results if v.startswith("killed"))
+    print(f"mutants: {killed} of {len(results)} killed; log: {log_path}")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
