@@ -303,7 +303,7 @@ fn a_move_never_replaces_a_file_and_never_leaves_its_filesystem() {
     );
     assert_exit(&o, 1);
     assert!(
-        stderr(&o).contains("is on another filesystem: not moved"),
+        stderr(&o).contains("is on another filesystem or mount: not moved"),
         "{}",
         stderr(&o)
     );
@@ -1047,6 +1047,21 @@ fn the_move_folder_is_made_only_by_a_move_and_undo_removes_what_it_made() {
     );
     assert_eq!(std::fs::read_dir(&other.0).unwrap().count(), 0);
     assert_eq!(snapshot(&lib.photos), before);
+    drop(other);
+    // A folder of the same filesystem bind-mounted there: a rename never crosses a mount.
+    let folder = dir.path().join("bound");
+    std::fs::create_dir(&folder).unwrap();
+    let bound = Mounted::bind(&folder, &inside);
+    let o = move_with(&lib.db, &moved, &dir.path().join("j4"), &[]);
+    assert_exit(&o, 1);
+    assert!(
+        stderr(&o).contains("is on another filesystem or mount"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_dir(&folder).unwrap().count(), 0);
+    assert_eq!(snapshot(&lib.photos), before);
+    drop(bound);
 }
 
 #[test]

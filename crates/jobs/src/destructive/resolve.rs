@@ -772,12 +772,12 @@ fn confirm_moved(from: &Path, to: &Path, file: &Known) -> io::Result<()> {
     }
 }
 
-/// What the acts of a run share, looked up once: each folder's device (a move's
+/// What the acts of a run share, looked up once: each folder's mount (a move's
 /// destination and the folders made under it), the trash of each folder's files, and the
 /// keepers' status-change times as this run's own acts left them.
 #[derive(Default)]
 struct Places {
-    devices: HashMap<PathBuf, u64>,
+    mounts: HashMap<PathBuf, u64>,
     /// By the folder a trashed file is in (the same device can be mounted twice, and a
     /// file goes to the trash of the mount it is reached through).
     trashes: HashMap<PathBuf, Result<trash::Place, String>>,
@@ -789,9 +789,11 @@ struct Places {
 }
 
 /// Makes `dir` and the folders missing above it, one at a time from the nearest one that
-/// exists, which must be on `dev` and, like every folder made, a real directory (not a
-/// link): returns the folders made, outermost first. Nothing is made where that fails.
-fn make_folders_on(dir: &Path, dev: u64) -> Result<Vec<PathBuf>, String> {
+/// exists, which must be on the mount `mount` (`os::mount_id`: a rename never crosses
+/// one, not even a bind mount of the same filesystem) and, like every folder made, a real
+/// directory (not a link): returns the folders made, outermost first. Nothing is made
+/// where that fails.
+fn make_folders_on(dir: &Path, mount: u64) -> Result<Vec<PathBuf>, String> {
     let say = |at: &Path, e: io::Error| format!("{}: {}", at.display(), describe_io(&e));
     let mut missing = Vec::new();
     let mut at = dir;
@@ -812,10 +814,11 @@ fn make_folders_on(dir: &Path, dev: u64) -> Result<Vec<PathBuf>, String> {
                 at.display()
             ));
         }
-        match os::file_id(at, None, meta) {
-            Ok(id) if id.dev == dev => Ok(()),
+        match os::mount_id(at) {
+            Ok(here) if here == mount => Ok(()),
             Ok(_) => Err(format!(
-                "{} is on another filesystem: not moved (a move here is a rename, never a copy)",
+                "{} is on another filesystem or mount: not moved (a move here is a rename, \
+                 never a copy)",
                 at.display()
             )),
             Err(e) => Err(say(at, e)),
@@ -836,18 +839,18 @@ fn make_folders_on(dir: &Path, dev: u64) -> Result<Vec<PathBuf>, String> {
 }
 
 impl Places {
-    /// Makes the folder `dir` and those missing above it, each on the device `dev` and none
+    /// Makes the folder `dir` and those missing above it, each on the mount `mount` and none
     /// a symbolic link; nothing is made when the nearest folder that exists is elsewhere
     /// or a link (a move never leaves its filesystem, nor goes through a mount or a link
-    /// below its folder). Folders known on `dev` from earlier calls are not looked at
+    /// below its folder). Folders known on `mount` from earlier calls are not looked at
     /// again; the folders made are remembered in `made` (the journal lists them, and an
     /// undo removes them once empty).
-    fn folder_on(&mut self, dir: &Path, dev: u64) -> Result<(), String> {
-        if self.devices.get(dir) == Some(&dev) {
+    fn folder_on(&mut self, dir: &Path, mount: u64) -> Result<(), String> {
+        if self.mounts.get(dir) == Some(&mount) {
             return Ok(());
         }
-        let made = make_folders_on(dir, dev)?;
-        self.devices.insert(dir.to_path_buf(), dev);
+        let made = make_folders_on(dir, mount)?;
+        self.mounts.insert(dir.to_path_buf(), mount);
         self.made.extend(made);
         Ok(())
     }
@@ -900,7 +903,8 @@ fn prepare(checked: &Checked, act: &Act, places: &mut Places) -> Result<Prepared
             let parent = to.parent().unwrap_or(dir);
             // Nothing is made under a folder on another filesystem; nor moved across a
             // mount point or a link inside it.
-            places.folder_on(parent, checked.file.dev).map_err(fail)?;
+            let mount = os::mount_id(path).map_err(|e| fail(describe_io(&e)))?;
+            places.folder_on(parent, mount).map_err(fail)?;
             Ok(Prepared::Move(to))
         }
         Act::Trash => {
@@ -1404,7 +1408,9 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
         // Its old folder made again where it went, on the file's filesystem, through no
         // link.
         if let Some(dir) = from.parent()
-            && let Err(why) = make_folders_on(dir, dev)
+            && let Err(why) = os::mount_id(&to)
+                .map_err(|e| describe_io(&e))
+                .and_then(|mount| make_folders_on(dir, mount))
         {
             out.failed += 1;
             reporter.error(&Error::io(dir, io::Error::other(why)));
