@@ -1380,8 +1380,8 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
             ));
             continue;
         }
-        let dev = match identity(&to) {
-            Ok((now, _)) if same_file(&to, &expect, &now).is_ok() => now.dev,
+        match identity(&to) {
+            Ok((now, _)) if same_file(&to, &expect, &now).is_ok() => {}
             Ok(_) => {
                 out.failed += 1;
                 reporter.error(&Error::io(
@@ -1404,8 +1404,8 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
                 reporter.error(&Error::io(&to, err));
                 continue;
             }
-        };
-        // Its old folder made again where it went, on the file's filesystem, through no
+        }
+        // Its old folder made again where it went, on the file's own mount, through no
         // link.
         if let Some(dir) = from.parent()
             && let Err(why) = os::mount_id(&to)
