@@ -41,7 +41,7 @@ MUTANTS = [
      [IT + ["copy_mounts"], FAULTS]),
     ("remove_extra looks into a mount it meets", D,
      "            && let Err(e) = on_mount(&dir, mount, \"nothing deleted under it\")",
-     "            && let Err(e) = on_mount(&dir, os::mount_id(&dir).unwrap_or(mount), \"nothing deleted under it\")",
+     "            && let Err(e) = on_mount(&dir, Lies::at(&dir).unwrap_or(mount), \"nothing deleted under it\")",
      [IT + ["copy_mounts"]]),
     ("a file in the way of a directory replaced though it is a mount", D,
      "            if os::mount_id(dest)? != os::mount_id(crate::atomic::parent_of(dest))? {",

@@ -178,3 +178,51 @@ fn a_file_bind_mounted_in_the_way_of_a_directory_is_not_replaced() {
     refused_at(&o, &dest.join("sub"));
     assert_eq!(fs::read(&outside).unwrap(), b"someone else's file");
 }
+
+#[test]
+fn delete_keeps_bind_mounts_on_xfs_and_btrfs_and_a_btrfs_subvolume() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "btrfs") {
+        return;
+    }
+    for kind in ["xfs", "btrfs"] {
+        let fs_ = LoopFs::new(test, kind, 320);
+        let (src, dest) = (fs_.path("src"), fs_.path("dest"));
+        put(&src, b"a.jpg", b"a");
+        put(&dest, b"a.jpg", b"a");
+        put(&dest, b"extra.jpg", b"extra");
+        // A folder of the same filesystem bind-mounted inside the destination.
+        let folder = fs_.path("elsewhere");
+        put(
+            &folder,
+            b"keep.txt",
+            b"a folder bind-mounted into the backup",
+        );
+        let mount = dest.join("bound");
+        let mounted = Mounted::bind(&folder, &mount);
+        // On btrfs, a subvolume inside the destination: another filesystem as far as its
+        // device number goes (rsync -x stops there too), on the same mount.
+        let vol = dest.join("vol");
+        if kind == "btrfs" {
+            crate::common::run(
+                std::process::Command::new("btrfs")
+                    .args(["subvolume", "create"])
+                    .arg(&vol),
+            );
+            put(&vol, b"in-subvolume.jpg", b"kept");
+        }
+        let o = copy(&[os("--delete"), slash(&src).as_os_str(), arg(&dest)]);
+        refused_at(&o, &mount);
+        if kind == "btrfs" {
+            refused_at(&o, &vol);
+            assert_eq!(fs::read(vol.join("in-subvolume.jpg")).unwrap(), b"kept");
+        }
+        drop(mounted);
+        assert_eq!(
+            fs::read(folder.join("keep.txt")).unwrap(),
+            b"a folder bind-mounted into the backup",
+            "{kind}"
+        );
+        assert!(!dest.join("extra.jpg").exists(), "{kind}: {}", stderr(&o));
+    }
+}

@@ -277,7 +277,7 @@ pub(crate) fn remove_extra(
         return 0;
     }
     // Everything removed is on the destination's own mount.
-    let mount = match os::mount_id(dest) {
+    let mount = match Lies::at(dest) {
         Ok(mount) => mount,
         Err(e) => {
             *failed += 1;
@@ -363,25 +363,46 @@ fn is_empty_dir(dir: &Path) -> bool {
     os::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none())
 }
 
-/// Fails, naming `path`, unless `path` is on the mount `mount` (so it is not a mount point
-/// of another filesystem, nor a bind mount, nor under one): `what` says what was kept.
-fn on_mount(path: &Path, mount: u64, what: &str) -> Result<(), Error> {
-    let here = os::mount_id(path).map_err(|e| Error::io(path, e))?;
+/// Where an entry lies, for a removal: its mount ([`os::mount_id`], which tells a bind
+/// mount of the same filesystem apart) and its filesystem (the device number: a btrfs
+/// subvolume has one of its own, on its parent's mount). A removal stays where the tree
+/// it belongs to lies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Lies {
+    mount: u64,
+    dev: u64,
+}
+
+impl Lies {
+    fn at(path: &Path) -> io::Result<Lies> {
+        let mount = os::mount_id(path)?;
+        let meta = os::symlink_metadata(path)?;
+        let dev = os::file_id(path, None, &meta)?.dev;
+        Ok(Lies { mount, dev })
+    }
+}
+
+/// Fails, naming `path`, unless `path` lies where `mount` says (so it is not a mount point
+/// of another filesystem, nor a bind mount, nor a btrfs subvolume, nor under one): `what`
+/// says what was kept.
+fn on_mount(path: &Path, mount: Lies, what: &str) -> Result<(), Error> {
+    let here = Lies::at(path).map_err(|e| Error::io(path, e))?;
     if here == mount {
         return Ok(());
     }
     Err(Error::io(
         path,
         io::Error::other(format!(
-            "{what}: a filesystem is mounted here (a mount point is never removed or emptied)"
+            "{what}: a filesystem is mounted here, or another begins here (a btrfs \
+             subvolume): a mount point is never removed or emptied"
         )),
     ))
 }
 
-/// Removes `path` and, if it is a directory, everything in it, all of it on the mount
-/// `mount` (that of the tree it belongs to), sparing what `clearance` spares. Stops at
+/// Removes `path` and, if it is a directory, everything in it, all of it where `mount`
+/// says (where the tree it belongs to lies), sparing what `clearance` spares. Stops at
 /// the first entry it may not or cannot remove, and says which.
-fn remove_tree(path: &Path, mount: u64, clearance: &Clearance) -> Result<(), Error> {
+fn remove_tree(path: &Path, mount: Lies, clearance: &Clearance) -> Result<(), Error> {
     let meta = os::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
     remove_tree_on(path, meta, mount, clearance)
 }
@@ -389,7 +410,7 @@ fn remove_tree(path: &Path, mount: u64, clearance: &Clearance) -> Result<(), Err
 fn remove_tree_on(
     path: &Path,
     meta: fs::Metadata,
-    mount: u64,
+    mount: Lies,
     clearance: &Clearance,
 ) -> Result<(), Error> {
     let kept = |why: String| Error::io(path, io::Error::other(format!("not deleted: {why}")));
@@ -621,7 +642,7 @@ impl OwnTemp {
         }
         if os::symlink_metadata(&self.dest).is_ok_and(|m| m.is_dir()) {
             let parent = crate::atomic::parent_of(&self.dest);
-            let mount = os::mount_id(parent).map_err(|e| Error::io(parent, e))?;
+            let mount = Lies::at(parent).map_err(|e| Error::io(parent, e))?;
             remove_tree(&self.dest, mount, clearance)?;
         }
         let dest = self.dest.clone();
