@@ -1089,6 +1089,15 @@ mod tests {
             0
         );
         assert!(source.join("only-copy.jpg").exists());
+        // Its holder wanted (looked into), the source itself not: still never removed.
+        let wanted: HashSet<PathBuf> = [dest.join("new")].into();
+        let mut failed = 0;
+        assert_eq!(
+            remove_extra(&source, false, &dest, &wanted, &c, &Quiet, &mut failed),
+            0
+        );
+        assert_eq!(failed, 1);
+        assert!(source.join("only-copy.jpg").exists());
     }
 
     #[cfg(unix)]
