@@ -34,6 +34,8 @@ pub struct FaultFs {
     pub log: FaultLog,
     /// Files already grown or shrunk (each changes once).
     changed: Mutex<HashSet<Vec<u8>>>,
+    /// Files rewritten in place, and how many times.
+    rewritten: Mutex<std::collections::HashMap<Vec<u8>, u32>>,
     written: AtomicU64,
 }
 
@@ -61,6 +63,7 @@ impl FaultFs {
             spec,
             log,
             changed: Mutex::new(HashSet::new()),
+            rewritten: Mutex::new(std::collections::HashMap::new()),
             written: AtomicU64::new(0),
         }
     }
@@ -145,14 +148,21 @@ impl FaultFs {
     }
 
     /// Rewrites the backing file in place once a read has reached its end, if the spec says
-    /// so: every byte changed, the size and modification time put back. The reader has
-    /// the old bytes; the file holds others, its status-change time alone moved.
+    /// so: every byte changed, the size and modification time put back. The reader has the
+    /// old bytes; the file holds others, its status-change time alone moved. At the first
+    /// two reads that get there: a reader whose prefetch (`readahead`, through the page
+    /// cache) read the file first meets it again at its own last read.
     fn rewrite_after_read(&self, rel: &[u8], reached: u64, len: u64) {
         if len == 0 || reached < len || !self.spec.strikes(Kind::Rewrite, rel) {
             return;
         }
-        if !lock(&self.changed).insert(rel.to_vec()) {
-            return;
+        {
+            let mut done = lock(&self.rewritten);
+            let times = done.entry(rel.to_vec()).or_default();
+            if *times >= 2 {
+                return;
+            }
+            *times += 1;
         }
         let path = self.nodes.backing(rel);
         let done = (|| -> io::Result<()> {
@@ -165,7 +175,7 @@ impl FaultFs {
             let mut bytes = vec![0; meta.len() as usize];
             file.read_exact_at(&mut bytes, 0)?;
             for b in &mut bytes {
-                *b ^= 0xa5;
+                *b = b.wrapping_add(0x5b);
             }
             file.write_all_at(&bytes, 0)?;
             file.set_modified(meta.modified()?)
