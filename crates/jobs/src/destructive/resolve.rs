@@ -1461,6 +1461,54 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
 mod tests {
     use super::*;
 
+    // Through the library, where no command line stands between a caller and the acts.
+    #[cfg(unix)]
+    #[test]
+    fn only_bytes_read_the_same_as_the_keepers_are_linked() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let at = |n: &str| t.path().join(n);
+        for (name, bytes) in [("keeper", "one"), ("differs", "two"), ("similar", "one")] {
+            fs::write(at(name), bytes).unwrap();
+        }
+        let known = |p: &Path| {
+            let (k, _) = identity(p).unwrap();
+            Known {
+                blake3: content_hash(p).unwrap(),
+                ..k
+            }
+        };
+        let candidates = vec![
+            // Said to be identical, its bytes differ.
+            Candidate {
+                file: known(&at("differs")),
+                keeper: known(&at("keeper")),
+                identical: true,
+            },
+            // Not said to be identical: never replaced.
+            Candidate {
+                file: known(&at("similar")),
+                keeper: known(&at("keeper")),
+                identical: false,
+            },
+        ];
+        let mut journal = Journal::create(&at("journal"), json!({})).unwrap();
+        let mut out = Vec::new();
+        let link = Act::HardLink {
+            metadata_may_differ: true,
+        };
+        resolve(candidates, &link, &mut journal, |_, o| out.push(o)).unwrap();
+        let why = |o: &Outcome| match o {
+            Outcome::Skipped(why) => why.clone(),
+            other => panic!("acted: {other:?}"),
+        };
+        assert!(why(&out[0]).contains("its bytes differ"), "{:?}", out[0]);
+        assert!(why(&out[1]).contains("not identical"), "{:?}", out[1]);
+        let ino = |n: &str| fs::metadata(at(n)).unwrap().ino();
+        assert!(ino("differs") != ino("keeper") && ino("similar") != ino("keeper"));
+        assert_eq!(fs::read(at("differs")).unwrap(), b"two");
+    }
+
     #[test]
     fn a_move_keeps_the_whole_path_under_its_folder() {
         assert_eq!(
