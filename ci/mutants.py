@@ -66,7 +66,7 @@ MUTANTS = [
     ("a live temporary removed with a tree", D,
      "    if path.file_name().is_some_and(is_temp) && !matches!(temp_state(path), TempState::Dead(_)) {",
      "    if false {",
-     [FAULTS, IT + ["copy_safety"]]),
+     [JOBS + ["destructive"], FAULTS]),
     ("a live run's temporary taken for dead (the young-file rule)", D,
      "        Ok(()) if just_made_by_a_running_process(path, &file) => TempState::Alive,",
      "        Ok(()) if false => TempState::Alive,",

@@ -1163,6 +1163,35 @@ mod tests {
 
     #[cfg(unix)]
     #[test]
+    fn a_live_temporary_keeps_the_folder_it_is_in() {
+        let t = tempfile::tempdir().unwrap();
+        let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+        fs::create_dir_all(&src).unwrap();
+        fs::write(src.join("kept.jpg"), b"1").unwrap();
+        // An extra folder of the destination, with another run's live temporary in it.
+        let extra = dest.join("extra");
+        fs::create_dir_all(&extra).unwrap();
+        fs::write(extra.join("old.jpg"), b"1").unwrap();
+        let (live, _held) = OwnTemp::create_file(&extra.join("new.tar"), None).unwrap();
+        let mut failed = 0;
+        let n = remove_extra(
+            &src,
+            false,
+            &dest,
+            &HashSet::new(),
+            &clear(),
+            &Quiet,
+            &mut failed,
+        );
+        assert_eq!((n, failed), (0, 1));
+        assert!(
+            live.path().exists(),
+            "a live temporary was removed with its folder"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
     fn only_dead_temporaries_of_ours_are_removed() {
         let t = tempfile::tempdir().unwrap();
         let dest = t.path().join("a.tar");
