@@ -32,6 +32,7 @@ READ = "crates/core/src/read/mod.rs"
 IT = ["--test", "it", "--"]
 JOBS = ["-p", "seekless-jobs", "--lib", "--"]
 FAULTS = IT + ["faults::seeded"]
+ACTS = IT + ["faults_acts"]
 
 # (name, file, text as it is, text with the bug, the tests that must catch it)
 MUTANTS = [
@@ -95,19 +96,19 @@ MUTANTS = [
     ("the act's last look at the file always passes", R,
      "    still(&c.file, c.file_ctime).map_err(io::Error::other)?;",
      "    let _ = still(&c.file, c.file_ctime);",
-     [IT + ["dupes_act"]]),
+     [ACTS, IT + ["dupes_act"]]),
     ("the act's last look at the keeper always passes", R,
      "    still(&c.keeper, keeper_ctime)\n",
      "    Ok::<Known, String>(c.keeper.clone())\n",
-     [IT + ["dupes_act"]]),
+     [ACTS, IT + ["dupes_act"]]),
     ("the status-change time is not compared", R,
      "        None if now_ctime == ctime => Ok(now),",
      "        None if now_ctime == ctime || true => Ok(now),",
-     [IT + ["dupes_act"]]),
+     [ACTS, IT + ["dupes_act"]]),
     ("a change while the check read is not seen", R,
      "        if before.get(&k.path) != Some(&ctime) {",
      "        if false {",
-     [IT + ["dupes_act"]],
+     [ACTS, IT + ["dupes_act"]],
      # Equivalent: a change between this look and the reader's open is read whole (so
      # its BLAKE3 differs from the catalog's and the file is skipped, or it is the same
      # content), and one during the read is the reader's own change check's to see.
@@ -123,31 +124,31 @@ MUTANTS = [
     ("hard links whatever the metadata", R,
      "            if !metadata_may_differ && let Some(what) = metadata_differs(path, checked.keeper()) {",
      "            if false && let Some(what) = metadata_differs(path, checked.keeper()) {",
-     [IT + ["dupes_act"]]),
+     [ACTS, IT + ["dupes_act"]]),
     ("a move or trash never confirms what it took", R,
      "    let Err(why) = is_the_file(to, file) else {",
      "    let Err(why) = Ok::<(), String>(()) else {",
-     [IT + ["dupes_act"]]),
+     [ACTS, IT + ["dupes_act"]]),
     ("a hard link never confirms what it replaced", R,
      "                temp.replace_confirmed(Durable::no_data(), |at| is_the_file(at, &c.file));",
      "                temp.replace_confirmed(Durable::no_data(), |_| Ok(()));",
-     [IT + ["dupes_act"]]),
+     [ACTS, IT + ["dupes_act"]]),
     ("a moved file recognised by identity only (no content fallback)", R,
      "            if !k.blake3.is_empty() && content_hash(at).as_deref() == Some(&k.blake3) =>",
      "            if false =>",
-     [IT + ["dupes_act"]]),
+     [ACTS, IT + ["dupes_act"]]),
     ("cleaning up a killed run removes anything under a temporary's name", R,
      "    Err(\n        \"left: a temporary name of a killed",
      "    if true {\n        return Ok(true);\n    }\n    Err(\n        \"left: a temporary name of a killed",
-     [IT + ["dupes_act"]]),
+     [ACTS, IT + ["dupes_act"]]),
     ("cleaning up a killed run removes nothing", R,
      "    if is(k) && links > 1 {",
      "    if false {",
-     [IT + ["dupes_act"]]),
+     [ACTS, IT + ["dupes_act"]]),
     ("a journal whose run lives is taken for a dead run's", R,
      "        Err(fs::TryLockError::WouldBlock) => Err(Error::io(",
      "        Err(fs::TryLockError::WouldBlock) => Ok(file),\n        #[allow(unreachable_code)]\n        Err(fs::TryLockError::WouldBlock) => Err(Error::io(",
-     [IT + ["dupes_act"]]),
+     [ACTS, IT + ["dupes_act"]]),
 ]
 
 

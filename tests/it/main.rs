@@ -44,6 +44,8 @@ mod examples; // the library's example programs, against b3sum
 #[cfg(target_os = "linux")]
 mod faults; // invariants over seeded faults: faultfs (FUSE) under copy, tar and index; kill -9
 #[cfg(target_os = "linux")]
+mod faults_acts; // dupes --act under seeded edits, swaps and kill -9: every byte sequence stays reachable
+#[cfg(target_os = "linux")]
 mod hash; // loop devices, coreutils, /proc and sysfs files, tmpfs
 #[cfg(target_os = "linux")]
 mod index; // exiftool, sqlite3, b3sum, Pillow; SIGSTOP and /proc to freeze a run mid-write

@@ -9,7 +9,8 @@
 //! - `seekless-fault-shrink…` / `seekless-fault-grow…`: cut to half its size / 1000 bytes
 //!   longer, right after its header is written (tar), its temporary made (copy);
 //! - `seekless-fault-swap…`: another file renamed over it (`dupes --act`: after the last
-//!   look before the act, so that only the act's own confirmation can tell);
+//!   look before the act, so that only the act's own confirmation can tell;
+//!   `NAME.swapped` then says so);
 //! - `seekless-fault-stall…`: its reader is held for two minutes (index: a slow file);
 //! - `seekless-fault-pause…`: its reader is held until a file of its name with `.go`
 //!   appended exists (two minutes at most: the test chooses the moment);
@@ -17,7 +18,7 @@
 //!   deleted while the run goes on; its other hard-linked names stay);
 //! - `seekless-fault-retouch…`: rewritten in place once checked and before it is acted on
 //!   (`dupes --act`): its last byte changed, its size and modification time put back, as
-//!   `touch -r` or `exiftool -P` leave an edited photo.
+//!   `touch -r` or `exiftool -P` leave an edited photo (`NAME.retouched` then says so);
 
 use std::path::Path;
 use std::sync::LazyLock;
@@ -72,7 +73,9 @@ pub fn at_start(path: &Path) {
             // A test's own file, renamed over to stand for someone else replacing it;
             // never a release build.
             #[allow(clippy::disallowed_methods)]
-            let _ = std::fs::rename(&other, path);
+            if std::fs::rename(&other, path).is_ok() {
+                let _ = std::fs::write(marked(path, ".swapped"), b"");
+            }
         }
     } else if name.starts_with("seekless-fault-stall") {
         std::thread::sleep(std::time::Duration::from_secs(120));
@@ -100,7 +103,10 @@ pub fn before_read(path: &Path) {
 /// Once a file (or a keeper) has been checked and before it is acted on.
 pub fn after_check(path: &Path) {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    if !(armed() && name.starts_with("seekless-fault-retouch")) {
+    // Once: a keeper of several copies is checked once for each.
+    if !(armed() && name.starts_with("seekless-fault-retouch"))
+        || marked(path, ".retouched").exists()
+    {
         return;
     }
     let Ok(meta) = std::fs::metadata(path) else {
@@ -117,7 +123,16 @@ pub fn after_check(path: &Path) {
         && let Ok(mtime) = meta.modified()
     {
         let _ = f.set_modified(mtime);
+        // Said beside it, for a test that must know the edit happened.
+        let _ = std::fs::write(marked(path, ".retouched"), b"");
     }
+}
+
+/// `path` with `suffix` appended to its name.
+fn marked(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(suffix);
+    std::path::PathBuf::from(p)
 }
 
 /// Runs `f` on a thread of its own and returns its panic's message; fails if it returns

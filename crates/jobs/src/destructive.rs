@@ -664,34 +664,39 @@ impl Drop for OwnTemp {
 /// unsupported).
 fn rename_exchange(a: &Path, b: &Path) -> io::Result<()> {
     #[cfg(target_os = "linux")]
-    {
-        use std::ffi::CString;
-        use std::os::unix::ffi::OsStrExt;
-        let (a, b) = (os::sys_path(a)?, os::sys_path(b)?);
-        let a = CString::new(a.as_os_str().as_bytes())?;
-        let b = CString::new(b.as_os_str().as_bytes())?;
-        // SAFETY: both are NUL-terminated strings that live across the call; AT_FDCWD makes
-        // them relative to the working directory, as std's paths are.
-        #[allow(clippy::disallowed_methods)]
-        let r = unsafe {
-            libc::renameat2(
-                libc::AT_FDCWD,
-                a.as_ptr(),
-                libc::AT_FDCWD,
-                b.as_ptr(),
-                libc::RENAME_EXCHANGE,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    }
+    return renameat2(a, b, libc::RENAME_EXCHANGE);
     #[cfg(not(target_os = "linux"))]
     {
         let _ = (a, b);
         Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
+}
+
+/// `renameat2(2)` of `from` to `to` with `flags` (`RENAME_NOREPLACE`, `RENAME_EXCHANGE`):
+/// the one call behind the renames of this module that must not replace blindly.
+#[cfg(target_os = "linux")]
+fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<()> {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let (from, to) = (os::sys_path(from)?, os::sys_path(to)?);
+    let a = CString::new(from.as_os_str().as_bytes())?;
+    let b = CString::new(to.as_os_str().as_bytes())?;
+    // SAFETY: both are NUL-terminated strings that live across the call; AT_FDCWD makes
+    // them relative to the working directory, as std's paths are.
+    #[allow(clippy::disallowed_methods)]
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            flags,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
     }
 }
 

@@ -100,7 +100,7 @@ pub struct Report {
     pub forgotten: u64,
     /// What killed runs on this catalog left behind, removed first (see
     /// [`resolve::clean_up`]): from the journals beside it named as
-    /// [`default_journal`] names them.
+    /// [`default_journal`] names them, and those listed in `DB.dupes-journals`.
     pub cleaned: resolve::Cleaned,
 }
 
@@ -123,6 +123,49 @@ pub fn default_journal(db: &Path) -> PathBuf {
         n += 1;
     }
     path
+}
+
+/// `DB.dupes-journals`: the journals of the runs on `db` written elsewhere than
+/// [`default_journal`] puts them (`--journal FILE`), a path a line, for the next run to
+/// clean up after a killed one.
+fn journal_list(db: &Path) -> PathBuf {
+    let mut name = db.as_os_str().to_owned();
+    name.push(".dupes-journals");
+    PathBuf::from(name)
+}
+
+/// Adds `journal` to `db`'s list of journals, on the disk before any act. A path with a
+/// newline cannot be listed: its run is cleaned up after by `--undo` only.
+fn list_journal(db: &Path, journal: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let journal = std::path::absolute(journal)?;
+    let mut line = seekless_core::path_to_bytes(&journal).into_owned();
+    if line.contains(&b'\n') {
+        return Ok(());
+    }
+    line.push(b'\n');
+    let mut list = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(journal_list(db))?;
+    list.write_all(&line)?;
+    list.sync_data()
+}
+
+/// The journals of runs on `db`: those beside it named as [`default_journal`] names them,
+/// and those its list names.
+fn journals_of(db: &Path) -> Vec<PathBuf> {
+    let mut found = journals_beside(db);
+    if let Ok(list) = std::fs::read(journal_list(db)) {
+        found.extend(
+            list.split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(seekless_core::path_from_bytes),
+        );
+    }
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// The journals beside `db` named as [`default_journal`] names them.
@@ -195,13 +238,14 @@ pub fn run(
     // What killed runs left (each journal's own lock proves its run ended; this run's
     // lock on the catalog keeps any other from starting meanwhile).
     let mut cleaned = resolve::Cleaned::default();
-    for j in journals_beside(db) {
+    for j in journals_of(db) {
         if let Ok(c) = resolve::clean_up(&j, &Quiet) {
             cleaned.temps += c.temps;
             cleaned.infos += c.infos;
         }
     }
     let mut journal = Journal::create(journal_path, about).map_err(write_err)?;
+    list_journal(db, journal_path).map_err(write_err)?;
     let candidates: Vec<Candidate> = planned
         .iter()
         .map(|p| Candidate {

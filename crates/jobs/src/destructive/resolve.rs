@@ -981,30 +981,9 @@ fn sync_parents(from: &Path, to: &Path) {
 /// that is missing, a hard link then the old name's removal, which fails the same way).
 fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     #[cfg(target_os = "linux")]
-    {
-        use std::ffi::CString;
-        use std::os::unix::ffi::OsStrExt;
-        let a = CString::new(from.as_os_str().as_bytes())?;
-        let b = CString::new(to.as_os_str().as_bytes())?;
-        // SAFETY: both are NUL-terminated strings that live across the call; AT_FDCWD makes
-        // them relative to the working directory, as std's paths are.
-        #[allow(clippy::disallowed_methods)]
-        let r = unsafe {
-            libc::renameat2(
-                libc::AT_FDCWD,
-                a.as_ptr(),
-                libc::AT_FDCWD,
-                b.as_ptr(),
-                libc::RENAME_NOREPLACE,
-            )
-        };
-        if r == 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINVAL) && e.raw_os_error() != Some(libc::ENOSYS) {
-            return Err(e);
-        }
+    match super::renameat2(from, to, libc::RENAME_NOREPLACE) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {}
+        done => return done,
     }
     // No RENAME_NOREPLACE here: a link fails if the name is taken; then the old name goes
     // (the file has both names for an instant, never neither).

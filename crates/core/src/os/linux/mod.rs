@@ -379,7 +379,9 @@ pub fn is_root() -> bool {
 /// mount) where the device number cannot. On an older kernel, the device number.
 /// Removals compare it with their tree's, so that nothing on another mount is emptied.
 pub fn mount_id(path: &Path) -> io::Result<u64> {
-    let path = CString::new(sys_path(path)?.as_os_str().as_bytes())?;
+    // Held to the end: a long path is reached through a directory it keeps open.
+    let sys = sys_path(path)?;
+    let path = CString::new(sys.as_os_str().as_bytes())?;
     // SAFETY: statx is plain integers, for which all zeroes is a valid value.
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: `path` is NUL-terminated and `stx` a statx buffer, both live across the
