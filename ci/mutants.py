@@ -147,7 +147,7 @@ MUTANTS = [
      [ACTS, IT + ["dupes_act"]]),
     ("a journal whose run lives is taken for a dead run's", R,
      "        Err(fs::TryLockError::WouldBlock) => Err(Error::io(",
-     "        Err(fs::TryLockError::WouldBlock) => Ok(file),\n        #[allow(unreachable_code)]\n        Err(fs::TryLockError::WouldBlock) => Err(Error::io(",
+     "        Err(fs::TryLockError::WouldBlock) => Ok(Some(file)),\n        #[allow(unreachable_code)]\n        Err(fs::TryLockError::WouldBlock) => Err(Error::io(",
      [ACTS, IT + ["dupes_act"]]),
 ]
 

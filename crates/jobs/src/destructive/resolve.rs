@@ -1097,21 +1097,21 @@ pub struct Cleaned {
 
 /// Opens the journal at `path` and takes its lock: proof that the run that wrote it has
 /// ended (its lock is released with it, however it ended). The lock is held while the
-/// returned file is open.
-fn open_ended(path: &Path) -> Result<File, Error> {
+/// returned file is open. `None` where the filesystem has no locks: nothing proves the
+/// run ended, nor that it goes on.
+fn open_ended(path: &Path) -> Result<Option<File>, Error> {
     let file = fs::OpenOptions::new()
         .read(true)
         .append(true)
         .open(path)
         .map_err(|e| Error::io(path, e))?;
     match file.try_lock() {
-        Ok(()) => Ok(file),
+        Ok(()) => Ok(Some(file)),
         Err(fs::TryLockError::WouldBlock) => Err(Error::io(
             path,
             io::Error::other("its run is still going (its journal is locked)"),
         )),
-        // No locks here: nothing proves the run ended.
-        Err(fs::TryLockError::Error(e)) => Err(Error::io(path, e)),
+        Err(fs::TryLockError::Error(_)) => Ok(None),
     }
 }
 
@@ -1128,7 +1128,10 @@ fn open_ended(path: &Path) -> Result<File, Error> {
 /// Nothing else is touched: every path comes from the journal, and a name alone proves
 /// nothing.
 pub fn clean_up(path: &Path, reporter: &dyn Reporter) -> Result<Cleaned, Error> {
-    let _lock = open_ended(path)?;
+    // Without locks nothing is taken for a dead run's (an undo still puts files back).
+    let Some(_lock) = open_ended(path)? else {
+        return Ok(Cleaned::default());
+    };
     let text = fs::read(path).map_err(|e| Error::io(path, e))?;
     let read = parse_journal(&text).map_err(|why| Error::io(path, io::Error::other(why)))?;
     let mut out = Cleaned::default();
