@@ -19,6 +19,8 @@
 //! - `seekless-fault-retouch…`: rewritten in place once checked and before it is acted on
 //!   (`dupes --act`): its last byte changed, its size and modification time put back, as
 //!   `touch -r` or `exiftool -P` leave an edited photo (`NAME.retouched` then says so);
+//! - `seekless-fault-lateedit…`: the same, once read by the check and before the check
+//!   looks at it again (`dupes --act`).
 
 use std::path::Path;
 use std::sync::LazyLock;
@@ -102,11 +104,19 @@ pub fn before_read(path: &Path) {
 
 /// Once a file (or a keeper) has been checked and before it is acted on.
 pub fn after_check(path: &Path) {
+    retouch_if_named(path, "seekless-fault-retouch");
+}
+
+/// Once a file has been read for a check, before the check looks at it again.
+pub fn after_read(path: &Path) {
+    retouch_if_named(path, "seekless-fault-lateedit");
+}
+
+/// Rewrites `path` in place (its last byte changed, its size and mtime put back) if its
+/// name starts with `prefix`, once: a keeper of several copies is checked once for each.
+fn retouch_if_named(path: &Path, prefix: &str) {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    // Once: a keeper of several copies is checked once for each.
-    if !(armed() && name.starts_with("seekless-fault-retouch"))
-        || marked(path, ".retouched").exists()
-    {
+    if !(armed() && name.starts_with(prefix)) || marked(path, ".retouched").exists() {
         return;
     }
     let Ok(meta) = std::fs::metadata(path) else {

@@ -288,30 +288,30 @@ pub(crate) fn remove_extra(
     let mut removed = 0;
     let mut stack = vec![dest.to_path_buf()];
     while let Some(dir) = stack.pop() {
+        let meta = match os::symlink_metadata(&dir) {
+            Ok(m) => m,
+            Err(e) => {
+                *failed += 1;
+                reporter.error(&Error::io(&dir, e));
+                continue;
+            }
+        };
         // Another mount's contents are its own: never looked into (`--delete` must not
         // empty a filesystem, or a bind-mounted folder, mounted inside the destination).
         if dir != dest
-            && let Err(e) = on_mount(&dir, mount, "nothing deleted under it")
+            && let Err(e) = on_mount(&dir, &meta, mount, "nothing deleted under it")
         {
             *failed += 1;
             reporter.error(&e);
             continue;
         }
         // The contents of a source are the source's: never looked into.
-        match os::symlink_metadata(&dir) {
-            Ok(m) if !clearance.is_source(&dir, &m) => {}
-            Ok(_) => {
-                reporter.warning(
-                    Some(&dir),
-                    "nothing deleted here: it is a source of this copy",
-                );
-                continue;
-            }
-            Err(e) => {
-                *failed += 1;
-                reporter.error(&Error::io(&dir, e));
-                continue;
-            }
+        if clearance.is_source(&dir, &meta) {
+            reporter.warning(
+                Some(&dir),
+                "nothing deleted here: it is a source of this copy",
+            );
+            continue;
         }
         let entries = match os::read_dir(&dir) {
             Ok(entries) => entries,
@@ -358,6 +358,14 @@ pub(crate) fn remove_extra(
     removed
 }
 
+/// The folder on the way to `path` that is a symbolic link now, if one is: a path through
+/// it leads elsewhere than the one recorded.
+fn through_a_link(path: &Path) -> Option<&Path> {
+    path.ancestors()
+        .skip(1)
+        .find(|dir| os::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()))
+}
+
 /// Whether `dir` is a directory that lists no entry (not one that cannot be listed).
 fn is_empty_dir(dir: &Path) -> bool {
     os::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none())
@@ -375,18 +383,22 @@ struct Lies {
 
 impl Lies {
     fn at(path: &Path) -> io::Result<Lies> {
+        Lies::of(path, &os::symlink_metadata(path)?)
+    }
+
+    /// Where `path`, whose metadata is `meta`, lies (one `statx` more).
+    fn of(path: &Path, meta: &fs::Metadata) -> io::Result<Lies> {
         let mount = os::mount_id(path)?;
-        let meta = os::symlink_metadata(path)?;
-        let dev = os::file_id(path, None, &meta)?.dev;
+        let dev = os::file_id(path, None, meta)?.dev;
         Ok(Lies { mount, dev })
     }
 }
 
-/// Fails, naming `path`, unless `path` lies where `mount` says (so it is not a mount point
-/// of another filesystem, nor a bind mount, nor a btrfs subvolume, nor under one): `what`
-/// says what was kept.
-fn on_mount(path: &Path, mount: Lies, what: &str) -> Result<(), Error> {
-    let here = Lies::at(path).map_err(|e| Error::io(path, e))?;
+/// Fails, naming `path` (whose metadata is `meta`), unless `path` lies where `mount` says
+/// (so it is not a mount point of another filesystem, nor a bind mount, nor a btrfs
+/// subvolume, nor under one): `what` says what was kept.
+fn on_mount(path: &Path, meta: &fs::Metadata, mount: Lies, what: &str) -> Result<(), Error> {
+    let here = Lies::of(path, meta).map_err(|e| Error::io(path, e))?;
     if here == mount {
         return Ok(());
     }
@@ -423,7 +435,7 @@ fn remove_tree_on(
         ));
     }
     // A file can be a mount point too (a bind mount of one file).
-    on_mount(path, mount, "not deleted")?;
+    on_mount(path, &meta, mount, "not deleted")?;
     if !meta.is_dir() {
         // The one place a copy's extra file is removed.
         #[allow(clippy::disallowed_methods)]
@@ -753,11 +765,16 @@ pub(crate) fn make_directory(
                 )));
             }
             // A file bind-mounted here is another mount's.
-            if os::mount_id(dest)? != os::mount_id(crate::atomic::parent_of(dest))? {
-                return Err(io::Error::other(
-                    "a file is in the way of this directory; not replaced: a filesystem is \
-                     mounted here (a mount point is never removed or emptied)",
-                ));
+            if let Err(e) = on_mount(
+                dest,
+                &m,
+                Lies::at(crate::atomic::parent_of(dest))?,
+                "not replaced",
+            ) {
+                return Err(io::Error::other(format!(
+                    "a file is in the way of this directory; {}",
+                    e.message()
+                )));
             }
             // The one place a file or link in the way of a directory is removed.
             #[allow(clippy::disallowed_methods)]
@@ -795,13 +812,13 @@ pub(crate) fn remove_dead_temps(dir: &Path, which: impl Fn(&OsStr) -> bool) -> V
     removed
 }
 
-/// What a temporary's lock says of it.
 /// Whether `path` is named as a seekless temporary whose run may be alive (its lock is
 /// held, or cannot be tried): another job's file, half made.
 pub(crate) fn may_be_live_temp(path: &Path) -> bool {
     path.file_name().is_some_and(is_temp) && !matches!(temp_state(path), TempState::Dead(_))
 }
 
+/// What a temporary's lock says of it.
 enum TempState {
     /// Its run has ended; we hold its lock now.
     Dead(File),
@@ -931,13 +948,8 @@ impl Forget {
     ) -> Forget {
         // There means a regular file at that very path: reached through a directory that
         // is a symbolic link now, it is at another path, one the walk never takes.
-        let through_a_link = |path: &Path| {
-            path.ancestors()
-                .skip(1)
-                .any(|dir| fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()))
-        };
         let absent = |path: &Path| match fs::symlink_metadata(path) {
-            Ok(meta) => !meta.is_file() || through_a_link(path),
+            Ok(meta) => !meta.is_file() || through_a_link(path).is_some(),
             // No such file, or a directory on the way that is not one any more.
             Err(e) => matches!(
                 e.kind(),

@@ -207,8 +207,6 @@ pub fn open_directory(path: &std::path::Path) -> std::io::Result<std::fs::File> 
     std::fs::File::open(path)
 }
 
-/// Filesystems over several devices are split into their members on Linux (btrfs; see
-/// `linux/btrfs.rs`); elsewhere a filesystem is on one disk.
 /// The mount `path` (not followed if it is a symlink) is reached through: here its
 /// device number (Linux: its mount id, which also tells bind mounts apart).
 #[cfg(not(target_os = "linux"))]
@@ -217,6 +215,8 @@ pub fn mount_id(path: &std::path::Path) -> std::io::Result<u64> {
     file_id(path, None, &meta).map(|id| id.dev)
 }
 
+/// Filesystems over several devices are split into their members on Linux (btrfs; see
+/// `linux/btrfs.rs`); elsewhere a filesystem is on one disk.
 #[cfg(not(target_os = "linux"))]
 pub fn pool_members(_volume: &Volume) -> Vec<(crate::disk::Disk, u64)> {
     Vec::new()

@@ -292,7 +292,8 @@ pub fn copy_with(
     let sources: Vec<PathBuf> = roots.iter().map(|r| r.source.clone()).collect();
     let mut walk_opts = plan_opts.clone();
     walk_opts.walk.others = true;
-    let plan = leave_out_outputs(Plan::build(&sources, &walk_opts, &watch), opts, &watch);
+    let plan = Plan::build(&sources, &walk_opts, &watch);
+    let plan = leave_out_outputs(leave_out_live_temps(plan, &watch), opts, &watch);
     let map = Mapping::new(roots);
     let mut run = Run {
         map: &map,
@@ -340,21 +341,24 @@ pub fn copy_with(
     Ok(summary)
 }
 
+/// The plan without another job's temporaries that may be alive (that job's, half made:
+/// not files of the source to back up), each left out as a path the run did not see (so
+/// `delete` keeps what the destination has there), and said.
+fn leave_out_live_temps(plan: Plan, reporter: &dyn Reporter) -> Plan {
+    plan.retain(|_, f| {
+        if !destructive::may_be_live_temp(&f.entry.path) {
+            return true;
+        }
+        let why = "the temporary of a seekless run that may be alive; not copied";
+        reporter.skipped(&f.entry.path, why);
+        reporter.warning(Some(&f.entry.path), why);
+        false
+    })
+}
+
 /// The plan without the files this run writes itself ([`CopyOptions::outputs`]: its
 /// manifest inside a source), each named once, as a path the run left out.
 fn leave_out_outputs(plan: Plan, opts: &CopyOptions, reporter: &dyn Reporter) -> Plan {
-    // Another job's temporary that may be alive is that job's, half made: not a file of
-    // the source to back up.
-    let plan = plan.retain(|_, f| {
-        if destructive::may_be_live_temp(&f.entry.path) {
-            // Left out (so `delete` keeps what the destination has there), and said.
-            let why = "the temporary of a seekless run that may be alive; not copied";
-            reporter.skipped(&f.entry.path, why);
-            reporter.warning(Some(&f.entry.path), why);
-            return false;
-        }
-        true
-    });
     if opts.outputs.iter().all(|o| o.ids.is_empty()) {
         return plan;
     }

@@ -29,7 +29,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use super::{Durable, OwnTemp};
+use super::{Durable, Lies, OwnTemp, through_a_link};
 use crate::hash::{Algorithm, hash_plan};
 use seekless_core::error::{Error, describe_io};
 use seekless_core::os;
@@ -149,6 +149,10 @@ fn check(candidates: Vec<Candidate>) -> Vec<Result<Checked, String>> {
             read.insert((e.id.dev, e.id.ino), found);
         },
     );
+    #[cfg(feature = "test-hooks")]
+    for c in &candidates {
+        seekless_core::test_hooks::after_read(&c.file.path);
+    }
     let failures = std::mem::take(&mut *lock(&failures.0));
     // The file at `k`'s path now (looked at without following a link), as read, and its
     // status-change time, unmoved since before the read; its path left empty.
@@ -258,10 +262,8 @@ fn content_hash(path: &Path) -> Option<String> {
     opts.read(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::custom_flags(&mut opts, libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    let mut file = os::with_path(path, |p| opts.open(p)).ok()?;
-    let mut hasher = blake3::Hasher::new();
-    io::copy(&mut file, &mut hasher).ok()?;
-    Some(hasher.finalize().to_hex().to_string())
+    let file = os::with_path(path, |p| opts.open(p)).ok()?;
+    crate::hash::hash_stream(file, Algorithm::Blake3).ok()
 }
 
 /// Errors of the check's walk and reads, by path.
@@ -335,15 +337,6 @@ fn is_the_file(at: &Path, k: &Known) -> Result<(), String> {
             k.path.display()
         )),
     }
-}
-
-/// Whether a folder on the way to `path` (below the root) is a symbolic link now: a path
-/// through it leads elsewhere than the one recorded.
-fn through_a_link(path: &Path) -> Option<&Path> {
-    path.ancestors()
-        .skip(1)
-        .filter(|a| a.parent().is_some())
-        .find(|a| os::symlink_metadata(a).is_ok_and(|m| m.file_type().is_symlink()))
 }
 
 /// What to do with each duplicate.
@@ -545,7 +538,8 @@ pub fn resolve(
         let mut batch = Vec::new();
         let mut bytes = 0u64;
         while let Some(c) = rest.next_if(|c| {
-            batch.is_empty() || (batch.len() < BATCH && bytes + c.file.size <= BATCH_BYTES)
+            batch.is_empty()
+                || (batch.len() < BATCH && bytes + c.file.size + c.keeper.size <= BATCH_BYTES)
         }) {
             bytes += c.file.size + c.keeper.size;
             batch.push(c);
@@ -777,7 +771,7 @@ fn confirm_moved(from: &Path, to: &Path, file: &Known) -> io::Result<()> {
 /// keepers' status-change times as this run's own acts left them.
 #[derive(Default)]
 struct Places {
-    mounts: HashMap<PathBuf, u64>,
+    mounts: HashMap<PathBuf, Lies>,
     /// By the folder a trashed file is in (the same device can be mounted twice, and a
     /// file goes to the trash of the mount it is reached through).
     trashes: HashMap<PathBuf, Result<trash::Place, String>>,
@@ -789,11 +783,11 @@ struct Places {
 }
 
 /// Makes `dir` and the folders missing above it, one at a time from the nearest one that
-/// exists, which must be on the mount `mount` (`os::mount_id`: a rename never crosses
-/// one, not even a bind mount of the same filesystem) and, like every folder made, a real
+/// exists, which must lie where `mount` says (a rename never crosses a mount, not even a
+/// bind mount of the same filesystem, nor a btrfs subvolume) and, like every folder made, a real
 /// directory (not a link): returns the folders made, outermost first. Nothing is made
 /// where that fails.
-fn make_folders_on(dir: &Path, mount: u64) -> Result<Vec<PathBuf>, String> {
+fn make_folders_on(dir: &Path, mount: Lies) -> Result<Vec<PathBuf>, String> {
     let say = |at: &Path, e: io::Error| format!("{}: {}", at.display(), describe_io(&e));
     let mut missing = Vec::new();
     let mut at = dir;
@@ -814,7 +808,7 @@ fn make_folders_on(dir: &Path, mount: u64) -> Result<Vec<PathBuf>, String> {
                 at.display()
             ));
         }
-        match os::mount_id(at) {
+        match Lies::of(at, meta) {
             Ok(here) if here == mount => Ok(()),
             Ok(_) => Err(format!(
                 "{} is on another filesystem or mount: not moved (a move here is a rename, \
@@ -845,7 +839,7 @@ impl Places {
     /// below its folder). Folders known on `mount` from earlier calls are not looked at
     /// again; the folders made are remembered in `made` (the journal lists them, and an
     /// undo removes them once empty).
-    fn folder_on(&mut self, dir: &Path, mount: u64) -> Result<(), String> {
+    fn folder_on(&mut self, dir: &Path, mount: Lies) -> Result<(), String> {
         if self.mounts.get(dir) == Some(&mount) {
             return Ok(());
         }
@@ -903,7 +897,7 @@ fn prepare(checked: &Checked, act: &Act, places: &mut Places) -> Result<Prepared
             let parent = to.parent().unwrap_or(dir);
             // Nothing is made under a folder on another filesystem; nor moved across a
             // mount point or a link inside it.
-            let mount = os::mount_id(path).map_err(|e| fail(describe_io(&e)))?;
+            let mount = Lies::at(path).map_err(|e| fail(describe_io(&e)))?;
             places.folder_on(parent, mount).map_err(fail)?;
             Ok(Prepared::Move(to))
         }
@@ -1349,9 +1343,9 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
             mtime_ns: stamp["mtime_ns"].as_i64().unwrap_or(0),
             blake3: stamp["blake3"].as_str().unwrap_or("").to_string(),
         };
-        // Every folder on both paths as recorded: a link put in place of one since would
-        // take the file elsewhere.
-        if let Some(link) = through_a_link(&from).or_else(|| through_a_link(&to)) {
+        // Every folder on the way back as recorded: a link put in place of one since would
+        // take the file elsewhere. (Where it went, its identity is checked below.)
+        if let Some(link) = through_a_link(&from) {
             out.failed += 1;
             reporter.error(&Error::io(
                 &to,
@@ -1390,7 +1384,7 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
         // Its old folder made again where it went, on the file's own mount, through no
         // link.
         if let Some(dir) = from.parent()
-            && let Err(why) = os::mount_id(&to)
+            && let Err(why) = Lies::at(&to)
                 .map_err(|e| describe_io(&e))
                 .and_then(|mount| make_folders_on(dir, mount))
         {
