@@ -11,6 +11,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use super::inspect::ImageInfo;
 use super::thumb::Visual;
+use seekless_core::os;
 use seekless_jobs::destructive::Forget;
 
 /// The schema's version (`PRAGMA user_version`). Version 2 stores paths absolute; a
@@ -363,23 +364,12 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 /// Who holds the write lock of the catalog at `path`, as "PID N (its command line)", or
 /// "another program" where that cannot be known. SQLite locks with POSIX (`fcntl`) locks:
 /// in WAL mode the writer's is byte 120 of the `-shm` file, in rollback mode a write lock
-/// on the database file; Linux lists them in `/proc/locks` by inode (only the inode is
-/// compared: the device there is the superblock's, which is not always `st_dev`).
+/// on the database file.
 fn lock_holder(path: &Path) -> String {
     lock_holder_pid(path)
-        .map(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            // Arguments joined by spaces, on one line (a script given with `-c` has many).
-            let text = String::from_utf8_lossy(&cmdline).replace(|c: char| c.is_control(), " ");
-            let mut command = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            if command.chars().count() > 200 {
-                command = command.chars().take(200).collect::<String>() + "…";
-            }
-            if command.is_empty() {
-                format!("PID {pid}")
-            } else {
-                format!("PID {pid} ({command})")
-            }
+        .map(|pid| match os::command_of(pid) {
+            Some(command) => format!("PID {pid} ({command})"),
+            None => format!("PID {pid}"),
         })
         .unwrap_or_else(|| "another program".to_string())
 }
@@ -387,52 +377,21 @@ fn lock_holder(path: &Path) -> String {
 /// The process holding a POSIX write lock on the catalog's database or `-shm` file (the
 /// WAL writer's byte first), other than this one.
 fn lock_holder_pid(path: &Path) -> Option<u32> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let shm = {
-            let mut p = path.as_os_str().to_owned();
-            p.push("-shm");
-            std::fs::metadata(PathBuf::from(p)).ok().map(|m| m.ino())
-        };
-        let db = std::fs::metadata(path).ok().map(|m| m.ino());
-        let locks = std::fs::read_to_string("/proc/locks").ok()?;
-        let own = std::process::id();
-        let mut other = None;
-        for line in locks.lines() {
-            // "1: POSIX  ADVISORY  WRITE 1234 08:01:5678 120 120"; a blocked waiter's line
-            // has "->" before its type.
-            let f: Vec<&str> = line.split_whitespace().filter(|w| *w != "->").collect();
-            let Some(at) = f.iter().position(|w| *w == "POSIX") else {
-                continue;
-            };
-            if line.contains("->") || f.get(at + 2) != Some(&"WRITE") {
-                continue;
-            }
-            let Some(pid) = f.get(at + 3).and_then(|p| p.parse::<u32>().ok()) else {
-                continue;
-            };
-            let ino = f
-                .get(at + 4)
-                .and_then(|d| d.rsplit(':').next())
-                .and_then(|i| i.parse::<u64>().ok());
-            if pid == own || ino.is_none() {
-                continue;
-            }
-            if ino == shm && f.get(at + 5) == Some(&"120") {
-                return Some(pid);
-            }
-            if ino == shm || ino == db {
-                other.get_or_insert(pid);
-            }
-        }
-        other
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        None
-    }
+    let mut shm = path.as_os_str().to_owned();
+    shm.push("-shm");
+    let writes = |p: &Path| {
+        os::locks_on(p)
+            .into_iter()
+            .filter(|l| l.kind == os::LockKind::Posix && l.write)
+            .collect::<Vec<_>>()
+    };
+    let on_shm = writes(Path::new(&shm));
+    on_shm
+        .iter()
+        .find(|l| l.start == "120")
+        .or(on_shm.first())
+        .or(writes(path).first())
+        .map(|l| l.pid)
 }
 
 /// What an earlier run recorded about a path.

@@ -30,7 +30,7 @@
 //! - copying: [`clone_file`], [`copy_range`], [`make_node`], [`set_xattr`],
 //!   [`remove_xattr`] ([`is_unsupported`]), [`sync_directory`], [`sync_filesystem`],
 //!   [`sync_filesystem_of`];
-//! - replacing files: [`check_writable`], [`lock_holder`], [`process_exists`];
+//! - replacing files: [`check_writable`], [`lock_holder`], [`locks_on`], [`process_exists`];
 //! - locking: [`MANDATORY_LOCKS`]; URIs: [`uri_path_bytes`];
 //! - walking: [`open_block_device`] and [`read_dir_ahead`] (Linux; elsewhere never); [`metadata`], [`symlink_metadata`]
 //!   and [`read_dir`] for paths of any length (Linux; elsewhere the standard library's).
@@ -50,7 +50,10 @@ pub use attrs::{
 pub use paths::{member_name_bytes, uri_path_bytes};
 #[cfg(unix)]
 pub use process::stdout_if_same;
-pub use process::{MANDATORY_LOCKS, check_writable, lock_holder, process_exists};
+pub use process::{
+    HeldLock, LockKind, MANDATORY_LOCKS, check_writable, command_of, lock_holder, locks_on,
+    process_exists,
+};
 #[cfg(target_os = "linux")]
 pub use write::create_locked_then_named;
 pub use write::{

@@ -82,39 +82,178 @@ pub fn stdout_if_same(path: &Path) -> Option<std::fs::File> {
     (a.dev() == b.dev() && a.ino() == b.ino()).then_some(stdout)
 }
 
-/// Who holds an `flock` lock on `path`, as far as the system says (Linux: `/proc/locks`
-/// gives the process, `/proc/PID/cmdline` its command): "process PID (COMMAND)".
-#[cfg(target_os = "linux")]
+/// The kind of a lock `/proc/locks` lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockKind {
+    /// `flock`: seekless's own locks (destinations, temporaries, journals).
+    Flock,
+    /// POSIX (`fcntl`) record locks: SQLite's.
+    Posix,
+}
+
+/// One lock held (not waited for) on a file, as the system lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldLock {
+    /// `flock` or POSIX.
+    pub kind: LockKind,
+    /// A write (exclusive) lock.
+    pub write: bool,
+    /// The process holding it.
+    pub pid: u32,
+    /// The locked file's inode number.
+    pub ino: u64,
+    /// Where a POSIX lock's range starts ("0" for a whole-file `flock`).
+    pub start: String,
+}
+
+/// The locks held on the file `path` (compared by inode number: the device `/proc/locks`
+/// gives is the superblock's, which is not `st_dev` on btrfs), by processes other than
+/// this one. Linux only (elsewhere: none). `/proc/locks` is a listing read in pieces, and a
+/// lock taken or dropped elsewhere while it is read can hide another one for that read,
+/// so it is read again (three times at most) while nothing is found.
+pub fn locks_on(path: &Path) -> Vec<HeldLock> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(ino) = std::fs::metadata(path).map(|m| m.ino()) else {
+            return Vec::new();
+        };
+        for _ in 0..3 {
+            let Ok(text) = std::fs::read_to_string("/proc/locks") else {
+                return Vec::new();
+            };
+            let own = std::process::id();
+            let found: Vec<HeldLock> = text
+                .lines()
+                .filter_map(parse_lock_line)
+                .filter(|l| l.ino == ino && l.pid != own)
+                .collect();
+            if !found.is_empty() {
+                return found;
+            }
+        }
+        Vec::new()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        Vec::new()
+    }
+}
+
+/// One line of `/proc/locks` ("1: FLOCK  ADVISORY  WRITE 7785 fe:00:246951 0 EOF"), if it
+/// is a lock held (a blocked waiter's line has "->" before its kind).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn parse_lock_line(line: &str) -> Option<HeldLock> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let kind = match *f.get(1)? {
+        "FLOCK" => LockKind::Flock,
+        "POSIX" => LockKind::Posix,
+        _ => return None,
+    };
+    Some(HeldLock {
+        kind,
+        write: *f.get(3)? == "WRITE",
+        pid: f.get(4)?.parse().ok()?,
+        ino: f.get(5)?.rsplit(':').next()?.parse().ok()?,
+        start: f.get(6)?.to_string(),
+    })
+}
+
+/// Process `pid`'s command line, its arguments joined by spaces on one line and cut at
+/// 200 characters, where the system says (Linux: `/proc/PID/cmdline`).
+pub fn command_of(pid: u32) -> Option<String> {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let text = String::from_utf8_lossy(&cmdline).replace(|c: char| c.is_control(), " ");
+    let mut command = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if command.chars().count() > 200 {
+        command = command.chars().take(200).collect::<String>() + "…";
+    }
+    (!command.is_empty()).then_some(command)
+}
+
+/// Who holds an `flock` lock on `path`, as far as the system says: "process PID
+/// (COMMAND)".
 pub fn lock_holder(path: &Path) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).ok()?;
-    let (major, minor) = (libc::major(meta.dev()), libc::minor(meta.dev()));
-    let id = format!("{major:02x}:{minor:02x}:{}", meta.ino());
-    let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    let pid: u32 = locks.lines().find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        // "1: FLOCK  ADVISORY  WRITE 7785 fe:00:246951 0 EOF"
-        (f.len() >= 6 && f[1] == "FLOCK" && f[5] == id)
-            .then(|| f[4].parse().ok())
-            .flatten()
-    })?;
-    let command = std::fs::read(format!("/proc/{pid}/cmdline"))
-        .ok()
-        .map(|c| {
-            c.split(|&b| b == 0)
-                .filter(|a| !a.is_empty())
-                .map(|a| String::from_utf8_lossy(a).into_owned())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .filter(|c| !c.is_empty());
-    Some(match command {
+    let pid = locks_on(path)
+        .into_iter()
+        .find(|l| l.kind == LockKind::Flock)?
+        .pid;
+    Some(match command_of(pid) {
         Some(c) => format!("process {pid} ({c})"),
         None => format!("process {pid}"),
     })
 }
 
-#[cfg(not(target_os = "linux"))]
-pub fn lock_holder(_path: &Path) -> Option<String> {
-    None
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_of_proc_locks_are_read_as_held_locks_and_waiters_are_not() {
+        let flock = parse_lock_line("1: FLOCK  ADVISORY  WRITE 7785 fe:00:246951 0 EOF").unwrap();
+        assert_eq!(
+            flock,
+            HeldLock {
+                kind: LockKind::Flock,
+                write: true,
+                pid: 7785,
+                ino: 246951,
+                start: "0".into()
+            }
+        );
+        let posix = parse_lock_line("2: POSIX  ADVISORY  READ 12 00:2d:77 120 120").unwrap();
+        assert_eq!(
+            (posix.kind, posix.write, posix.start.as_str()),
+            (LockKind::Posix, false, "120")
+        );
+        assert_eq!(
+            parse_lock_line("2: -> FLOCK  ADVISORY  WRITE 7786 fe:00:246951 0 EOF"),
+            None
+        );
+        assert_eq!(
+            parse_lock_line("3: OFDLCK ADVISORY  WRITE -1 fe:00:5 0 EOF"),
+            None
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_lock_another_process_holds_is_named_with_its_command() {
+        use std::io::{BufRead, BufReader};
+        use std::process::{Command, Stdio};
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("held");
+        std::fs::write(&file, b"").unwrap();
+        // flock(1) holds the lock while its command (reading its stdin) runs.
+        let Ok(mut child) = Command::new("flock")
+            .arg("-x")
+            .arg(&file)
+            .args(["sh", "-c", "echo locked; cat >/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+        else {
+            eprintln!("SKIP a_lock_another_process_holds_is_named_with_its_command: no flock(1)");
+            return;
+        };
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "locked");
+        let held = lock_holder(&file);
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        let held = held.expect("the holder is found");
+        assert!(
+            held.starts_with(&format!("process {} (flock -x ", child.id())),
+            "{held}"
+        );
+        assert_eq!(
+            lock_holder(&std::env::temp_dir()),
+            None,
+            "nobody locks the temporary folder"
+        );
+    }
 }
