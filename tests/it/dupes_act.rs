@@ -1097,6 +1097,86 @@ fn undo_goes_through_no_link_put_in_place_of_a_folder() {
 }
 
 #[test]
+fn undo_holds_the_way_back_it_checked_a_link_put_there_after_is_not_followed() {
+    let dir = scratch!();
+    let photos = dir.path().join("photos");
+    put(&photos.join("a.gif"), &gif(1, 1));
+    // Its folder is replaced by a link once undo has looked at the way back (a hook).
+    let copy = photos.join("copies/seekless-fault-relink.gif");
+    put(&copy, &gif(1, 1));
+    let db = dir.path().join("photos.db");
+    index(&db, &photos);
+    let (moved, journal) = (dir.path().join("moved"), dir.path().join("j"));
+    assert_exit(
+        &move_with(&db, &moved, &journal, &["--keep", "shortest-path"]),
+        0,
+    );
+    let there = moved.join(copy.strip_prefix("/").unwrap());
+    assert!(there.exists() && !copy.exists());
+    let o = output_within(
+        seekless()
+            .args(["dupes", "--undo"])
+            .arg(&journal)
+            .env("SEEKLESS_INJECT_FAULTS", "1"),
+        RUN_LIMIT,
+    );
+    let err = stderr(&o);
+    let elsewhere = photos.join("copies.elsewhere");
+    assert!(
+        std::fs::symlink_metadata(photos.join("copies"))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the hook put its link in place: {err}"
+    );
+    assert_exit(&o, 1);
+    assert!(err.contains("the way back to"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        0,
+        "nothing went through the link: {err}"
+    );
+    assert_eq!(std::fs::read(&there).unwrap(), gif(1, 1), "{err}");
+}
+
+#[test]
+fn undo_confirms_what_it_put_back_and_returns_another_file_put_in_its_place() {
+    let dir = scratch!();
+    let photos = dir.path().join("photos");
+    put(&photos.join("a.gif"), &gif(1, 1));
+    // Replaced where it was moved once undo has checked it (a hook).
+    let copy = photos.join("copies/seekless-fault-undoswap.gif");
+    put(&copy, &gif(1, 1));
+    let db = dir.path().join("photos.db");
+    index(&db, &photos);
+    let (moved, journal) = (dir.path().join("moved"), dir.path().join("j"));
+    assert_exit(
+        &move_with(&db, &moved, &journal, &["--keep", "shortest-path"]),
+        0,
+    );
+    let there = moved.join(copy.strip_prefix("/").unwrap());
+    let o = output_within(
+        seekless()
+            .args(["dupes", "--undo"])
+            .arg(&journal)
+            .env("SEEKLESS_INJECT_FAULTS", "1"),
+        RUN_LIMIT,
+    );
+    let err = stderr(&o);
+    assert_exit(&o, 1);
+    assert!(err.contains("not the file checked"), "{err}");
+    assert!(
+        !copy.exists(),
+        "another file is not put in its place: {err}"
+    );
+    assert_eq!(
+        std::fs::read(&there).unwrap(),
+        b"another file, put here by the test",
+        "{err}"
+    );
+}
+
+#[test]
 fn undo_finds_a_moved_file_by_its_content_where_the_pool_renumbers_inodes() {
     let test = test_name!();
     if !require_root(test) || !require_tool(test, "mergerfs") {

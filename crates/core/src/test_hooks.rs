@@ -20,7 +20,12 @@
 //!   (`dupes --act`): its last byte changed, its size and modification time put back, as
 //!   `touch -r` or `exiftool -P` leave an edited photo (`NAME.retouched` then says so);
 //! - `seekless-fault-lateedit…`: the same, once read by the check and before the check
-//!   looks at it again (`dupes --act`).
+//!   looks at it again (`dupes --act`);
+//! - `seekless-fault-relink…`: its old folder moved aside (to `FOLDER.was`) and a link to a
+//!   new folder `FOLDER.elsewhere` put in its place, once `dupes --undo` has checked the
+//!   way back and before it puts the file back there;
+//! - `seekless-fault-undoswap…`: another file renamed over it where it was moved, at the
+//!   same moment (`dupes --undo`: only the confirmation after the move back can tell).
 
 use std::path::Path;
 use std::sync::LazyLock;
@@ -105,6 +110,34 @@ pub fn before_read(path: &Path) {
 /// Once a file (or a keeper) has been checked and before it is acted on.
 pub fn after_check(path: &Path) {
     retouch_if_named(path, "seekless-fault-retouch");
+}
+
+/// Once `dupes --undo` has checked the file at `at` and the way back to `from`, and before
+/// it moves the file there.
+pub fn before_put_back(at: &Path, from: &Path) {
+    let name = from.file_name().unwrap_or_default().to_string_lossy();
+    let Some(dir) = from.parent() else {
+        return;
+    };
+    if armed() && name.starts_with("seekless-fault-undoswap") {
+        let other = marked(at, ".swapped-in");
+        if std::fs::write(&other, b"another file, put here by the test").is_ok() {
+            // A test's own file, renamed over to stand for someone else replacing it.
+            #[allow(clippy::disallowed_methods)]
+            let _ = std::fs::rename(&other, at);
+        }
+    }
+    if armed() && name.starts_with("seekless-fault-relink") {
+        let (was, elsewhere) = (marked(dir, ".was"), marked(dir, ".elsewhere"));
+        // A test's own folder, moved aside to stand for someone else replacing it; never
+        // a release build.
+        #[allow(clippy::disallowed_methods)]
+        let moved = std::fs::rename(dir, &was);
+        if moved.is_ok() && std::fs::create_dir(&elsewhere).is_ok() {
+            #[cfg(unix)]
+            let _ = std::os::unix::fs::symlink(&elsewhere, dir);
+        }
+    }
 }
 
 /// Once a file has been read for a check, before the check looks at it again.

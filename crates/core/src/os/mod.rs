@@ -204,6 +204,22 @@ pub fn with_paths<T>(
     op(a, b)
 }
 
+/// `path`, where no folder on the way is a symbolic link (Linux: that folder held open, so
+/// that it cannot be swapped after; elsewhere each folder is looked at with `lstat`, and
+/// the path is used as it is).
+#[cfg(not(target_os = "linux"))]
+pub fn pinned_no_links(path: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+    for dir in path.ancestors().skip(1) {
+        if symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(std::io::Error::other(format!(
+                "{} is a symbolic link",
+                dir.display()
+            )));
+        }
+    }
+    Ok(path.to_path_buf())
+}
+
 /// Opens a directory for reading (elsewhere than Linux, as the standard library does).
 #[cfg(not(target_os = "linux"))]
 pub fn open_directory(path: &std::path::Path) -> std::io::Result<std::fs::File> {

@@ -1392,7 +1392,27 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
             reporter.error(&Error::io(dir, io::Error::other(why)));
             continue;
         }
-        if let Err(err) = rename_noreplace(&to, &from) {
+        #[cfg(feature = "test-hooks")]
+        seekless_core::test_hooks::before_put_back(&to, &from);
+        // The way back resolved through no link (Linux: its folder held open, so that a
+        // link put on the way from now on cannot take the file elsewhere).
+        let back = match os::pinned_no_links(&from) {
+            Ok(back) => back,
+            Err(err) => {
+                out.failed += 1;
+                reporter.error(&Error::io(
+                    &to,
+                    io::Error::other(format!(
+                        "the way back to {} is not folders only (a symbolic link on it?): {}; \
+                         left where it is",
+                        from.display(),
+                        describe_io(&err)
+                    )),
+                ));
+                continue;
+            }
+        };
+        if let Err(err) = rename_noreplace(&to, &back) {
             out.failed += 1;
             let why = if err.kind() == io::ErrorKind::AlreadyExists {
                 io::Error::other(format!(
@@ -1403,6 +1423,19 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
                 err
             };
             reporter.error(&Error::io(&to, why));
+            continue;
+        }
+        // What went back is the file checked (another put at `to` since would not be).
+        if let Err(why) = is_the_file(&back, &expect) {
+            out.failed += 1;
+            let again = rename_noreplace(&back, &to);
+            reporter.error(&Error::io(
+                &from,
+                io::Error::other(match again {
+                    Ok(()) => format!("{why}: put back at {}", to.display()),
+                    Err(e) => format!("{why}: left here ({})", describe_io(&e)),
+                }),
+            ));
             continue;
         }
         sync_parents(&to, &from);

@@ -82,6 +82,11 @@ fn fd_number(fd: &OwnedFd) -> i32 {
 /// Opens directory `name` relative to `at` (the working directory when `None`) as a handle
 /// for resolving names only (`O_PATH`: needs search, not read, permission).
 fn open_dir(at: Option<&OwnedFd>, name: &[u8]) -> io::Result<OwnedFd> {
+    open_dir_flags(at, name, 0)
+}
+
+/// [`open_dir`] with more `flags`.
+fn open_dir_flags(at: Option<&OwnedFd>, name: &[u8], flags: libc::c_int) -> io::Result<OwnedFd> {
     use std::os::fd::AsRawFd;
     let name = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     let at = at.map_or(libc::AT_FDCWD, |fd| fd.as_raw_fd());
@@ -91,7 +96,7 @@ fn open_dir(at: Option<&OwnedFd>, name: &[u8]) -> io::Result<OwnedFd> {
         libc::openat(
             at,
             name.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC | flags,
         )
     };
     if fd < 0 {
@@ -99,6 +104,96 @@ fn open_dir(at: Option<&OwnedFd>, name: &[u8]) -> io::Result<OwnedFd> {
     }
     // SAFETY: openat returned a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `path` with its folder reached through no symbolic link and held open: a symbolic link
+/// anywhere on the way (`openat2` with `RESOLVE_NO_SYMLINKS`; a walk opening each folder
+/// with `O_NOFOLLOW` where the kernel has no `openat2`, before 5.6, or for a path longer
+/// than one call takes) is an error (`ELOOP`, or `ENOTDIR` from the walk), and the path
+/// returned names the last component through that folder's descriptor
+/// (`/proc/self/fd/N/NAME`), so that a folder renamed or replaced by a link after this
+/// call does not take it elsewhere. The last component itself is not resolved.
+pub fn pinned_no_links(path: &Path) -> io::Result<SysPath<'static>> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let held = match open_dir_no_links(dir) {
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ENOSYS | libc::EPERM | libc::ENAMETOOLONG)
+            ) =>
+        {
+            walk_no_links(dir)?
+        }
+        other => other?,
+    };
+    let mut short = format!("/proc/self/fd/{}/", fd_number(&held)).into_bytes();
+    short.extend_from_slice(name.as_bytes());
+    Ok(SysPath {
+        path: Cow::Owned(PathBuf::from(OsStr::from_bytes(&short))),
+        _dir: Some(held),
+    })
+}
+
+/// The directory `dir` opened (`O_PATH`) by `openat2` with `RESOLVE_NO_SYMLINKS`.
+fn open_dir_no_links(dir: &Path) -> io::Result<OwnedFd> {
+    let name = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // The kernel's `struct open_how` (libc's cannot be built: it is non-exhaustive).
+    #[repr(C)]
+    struct OpenHow {
+        flags: u64,
+        mode: u64,
+        resolve: u64,
+    }
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: libc::RESOLVE_NO_SYMLINKS,
+    };
+    // SAFETY: `name` is NUL-terminated and `how` an `open_how` of the size passed; both
+    // outlive the call, which retains neither.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            name.as_ptr(),
+            &how as *const OpenHow,
+            std::mem::size_of::<OpenHow>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: openat2 returned a new descriptor that nothing else owns (it fits an i32).
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// [`open_dir_no_links`] by a walk: each folder opened relative to the one before with
+/// `O_NOFOLLOW` (a link there fails, `ENOTDIR`).
+fn walk_no_links(dir: &Path) -> io::Result<OwnedFd> {
+    use std::path::Component;
+    let mut at: Option<OwnedFd> = None;
+    for part in dir.components() {
+        let name: &[u8] = match part {
+            Component::RootDir => b"/",
+            Component::CurDir => b".",
+            Component::ParentDir => b"..",
+            Component::Normal(n) => n.as_bytes(),
+            Component::Prefix(_) => return Err(io::Error::from(io::ErrorKind::InvalidInput)),
+        };
+        at = Some(open_dir_flags(at.as_ref(), name, libc::O_NOFOLLOW)?);
+    }
+    match at {
+        Some(fd) => Ok(fd),
+        None => open_dir(None, b"."),
+    }
 }
 
 /// Runs `op` on `path` in a form the kernel takes, whatever its length: for any call on
@@ -186,5 +281,39 @@ mod tests {
         let small = sys_path_with(&file, 300).unwrap();
         assert_eq!(fs::read(&*small).unwrap(), b"bottom");
         assert!(sys_path_with(Path::new("/"), 1).unwrap().is_dir());
+    }
+
+    #[test]
+    fn a_pinned_path_refuses_a_link_on_the_way_and_stays_on_its_folder() {
+        let t = tempfile::tempdir().unwrap();
+        let real = t.path().join("real");
+        fs::create_dir_all(real.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&real, t.path().join("link")).unwrap();
+        // A link on the way, by openat2 and by the walk.
+        for through in [t.path().join("link/sub/f"), t.path().join("link/f")] {
+            let Err(e) = pinned_no_links(&through) else {
+                panic!("{through:?}: not refused");
+            };
+            assert_eq!(e.raw_os_error(), Some(libc::ELOOP), "{through:?}: {e}");
+            let Err(e) = walk_no_links(through.parent().unwrap()) else {
+                panic!("{through:?}: not refused by the walk");
+            };
+            assert_eq!(e.raw_os_error(), Some(libc::ENOTDIR), "{through:?}: {e}");
+        }
+        // The last component is not resolved: a link there is named, not followed.
+        assert!(pinned_no_links(&t.path().join("link")).is_ok());
+        assert!(walk_no_links(&real.join("sub")).is_ok());
+
+        // Pinned, then its folder moved away and a link put in its place: the name still
+        // leads into the folder that was there.
+        let pinned = pinned_no_links(&real.join("sub/f")).unwrap();
+        let elsewhere = t.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        #[allow(clippy::disallowed_methods)]
+        fs::rename(real.join("sub"), t.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, real.join("sub")).unwrap();
+        fs::write(&*pinned, b"x").unwrap();
+        assert_eq!(fs::read(t.path().join("moved/f")).unwrap(), b"x");
+        assert!(fs::read_dir(&elsewhere).unwrap().next().is_none());
     }
 }

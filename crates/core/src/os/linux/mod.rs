@@ -37,7 +37,8 @@ pub(crate) use direct::{DIRECT_BLOCK, DirectReader, disk_identity, disk_node};
 pub use dirents::list_open_dir;
 pub use hints::{drop_all_caches, drop_cache, prefetch};
 pub use longpath::{
-    metadata, open_directory, read_dir, symlink_metadata, sys_path, with_path, with_paths,
+    metadata, open_directory, pinned_no_links, read_dir, symlink_metadata, sys_path, with_path,
+    with_paths,
 };
 pub use memory::free_memory;
 pub use pool::branch_path;
