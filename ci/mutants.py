@@ -54,6 +54,10 @@ MUTANTS = [
      "    if !empty_source_allowed && is_empty_dir(source) && !is_empty_dir(dest) {",
      "    if false {",
      [IT + ["copy_mounts"], FAULTS]),
+    ("a file in the way of a directory removed before the directory is there", D,
+     "    match rename_exchange(&temp, dest) {",
+     "    match Err::<(), _>(io::Error::from_raw_os_error(libc::EINVAL)) {",
+     [IT + ["safety::a_file_in_the_way"]]),
     # The evidence of a run (issue 41 item 7: "deleting after read errors").
     ("deletes after errors (no clearance withheld)", D,
      "        if errors > 0 && !ignore_errors {", "        if false {",

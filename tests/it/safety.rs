@@ -103,6 +103,48 @@ fn delete_keeps_a_directory_in_the_way_when_the_file_replacing_it_changes_while_
 }
 
 #[test]
+fn a_file_in_the_way_of_a_directory_is_exchanged_never_leaving_the_name_empty() {
+    let t = scratch!();
+    let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+    // The source has a directory where the backup has a file.
+    put(&src, b"seekless-fault-abort-d/new.jpg", b"new");
+    put(&dest, b"seekless-fault-abort-d", b"the old file");
+    let at = dest.join("seekless-fault-abort-d");
+    // Killed (an abort: nothing cleaned up) once the directory took the name and before
+    // the file is removed: the name is never empty.
+    let o = output_within(
+        copy_cmd()
+            .env("SEEKLESS_INJECT_FAULTS", "1")
+            .arg(slash(&src))
+            .arg(&dest),
+        RUN_LIMIT,
+    );
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&o.status),
+        Some(libc::SIGABRT),
+        "the run was stopped where the test meant: {}",
+        stderr(&o)
+    );
+    assert!(
+        fs::symlink_metadata(&at).unwrap().is_dir(),
+        "{}",
+        stderr(&o)
+    );
+    // The next run finishes the job and leaves nothing of its own.
+    let o = copy(&[slash(&src).as_os_str(), arg(&dest)]);
+    assert_exit(&o, 0);
+    assert_eq!(fs::read(at.join("new.jpg")).unwrap(), b"new");
+    let left: Vec<_> = fs::read_dir(&dest)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("seekless-fault-abort-d")]
+    );
+}
+
+#[test]
 fn delete_never_removes_a_source_nested_in_its_destination() {
     let t = scratch!();
     let p = t.path();

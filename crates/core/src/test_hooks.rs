@@ -24,6 +24,9 @@
 //! - `seekless-fault-relink…`: its old folder moved aside (to `FOLDER.was`) and a link to a
 //!   new folder `FOLDER.elsewhere` put in its place, once `dupes --undo` has checked the
 //!   way back and before it puts the file back there;
+//! - `seekless-fault-abort…`: the process aborts (as under `kill -9`: nothing is cleaned
+//!   up) in the middle of replacing it (`copy`: a file in the way of this directory, once
+//!   the directory took its name and before the file is removed);
 //! - `seekless-fault-undoswap…`: another file renamed over it where it was moved, at the
 //!   same moment (`dupes --undo`: only the confirmation after the move back can tell).
 
@@ -110,6 +113,14 @@ pub fn before_read(path: &Path) {
 /// Once a file (or a keeper) has been checked and before it is acted on.
 pub fn after_check(path: &Path) {
     retouch_if_named(path, "seekless-fault-retouch");
+}
+
+/// In the middle of replacing `path` (see the module's manual).
+pub fn mid_replace(path: &Path) {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    if armed() && name.starts_with("seekless-fault-abort") {
+        std::process::abort();
+    }
 }
 
 /// Once `dupes --undo` has checked the file at `at` and the way back to `from`, and before

@@ -34,13 +34,14 @@ use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::atomic::{is_temp, temp_beside};
 use seekless_core::error::Error;
 use seekless_core::os;
 use seekless_core::report::Reporter;
 use seekless_core::sync::lock;
+use seekless_core::{Plan, PlanOptions};
 
 pub mod resolve;
 
@@ -52,6 +53,9 @@ pub struct Witness<'a, F = fn(&Error)> {
     inner: &'a dyn Reporter,
     errors: AtomicU64,
     unseen: Mutex<Vec<PathBuf>>,
+    /// A walk was planned through this witness ([`walk`](Witness::walk)): without one it
+    /// saw nothing, and gives no clearance.
+    walked: AtomicBool,
     /// Also told of each error.
     on_error: F,
 }
@@ -70,8 +74,17 @@ impl<'a, F: Fn(&Error) + Sync> Witness<'a, F> {
             inner,
             errors: AtomicU64::new(0),
             unseen: Mutex::new(Vec::new()),
+            walked: AtomicBool::new(false),
             on_error,
         }
+    }
+
+    /// Walks and plans `inputs` ([`Plan::build`]) with this witness told of every error and
+    /// skip: the walk whose completeness a [`clearance`](Self::clearance) certifies.
+    pub fn walk<P: AsRef<Path> + Sync>(&self, inputs: &[P], opts: &PlanOptions) -> Plan {
+        let plan = Plan::build(inputs, opts, self);
+        self.walked.store(true, Ordering::Relaxed);
+        plan
     }
 
     /// Errors reported so far, anywhere (walk, read, write).
@@ -84,25 +97,48 @@ impl<'a, F: Fn(&Error) + Sync> Witness<'a, F> {
         lock(&self.unseen).clone()
     }
 
-    /// The evidence that the run saw what a removal needs: with `ignore_errors`, always,
-    /// shielding each path that failed or was left out; without, only when nothing failed
-    /// (else the number of errors).
-    pub fn clearance(&self, ignore_errors: bool) -> Result<Clearance, u64> {
+    /// The evidence that the run saw what a removal needs, once it has walked
+    /// ([`walk`](Self::walk)): with `ignore_errors`, always, shielding each path that failed
+    /// or was left out; without, only when nothing failed. Withheld before a walk.
+    pub fn clearance(&self, ignore_errors: bool) -> Result<Clearance, Withheld> {
         let errors = self.errors();
         if errors > 0 && !ignore_errors {
-            return Err(errors);
+            return Err(Withheld::Errors(errors));
         }
-        Ok(self.clearance_outside_unseen())
+        self.clearance_outside_unseen()
     }
 
     /// [`clearance`](Self::clearance) with errors ignored (`index`, which keeps every row
     /// at or under what it could not see, and forgets others after errors too).
-    pub fn clearance_outside_unseen(&self) -> Clearance {
-        let mut c = Clearance::default();
+    pub fn clearance_outside_unseen(&self) -> Result<Clearance, Withheld> {
+        if !self.walked.load(Ordering::Relaxed) {
+            return Err(Withheld::NoWalk);
+        }
+        let mut c = Clearance::nothing_shielded();
         for path in self.unseen() {
             c.shield(path);
         }
-        c
+        Ok(c)
+    }
+}
+
+/// Why a [`Witness`] gave no clearance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Withheld {
+    /// Errors happened (this many): the run may not have seen everything.
+    Errors(u64),
+    /// No walk was planned through the witness: it saw nothing.
+    NoWalk,
+}
+
+impl std::fmt::Display for Withheld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Withheld::Errors(n) => {
+                write!(f, "{n} error{} in this run", if *n == 1 { "" } else { "s" })
+            }
+            Withheld::NoWalk => f.write_str("this run walked nothing"),
+        }
     }
 }
 
@@ -129,10 +165,29 @@ impl<F: Fn(&Error) + Sync> Reporter for Witness<'_, F> {
     }
 }
 
-/// Evidence that the run saw what a removal needs (made only by
-/// [`Witness::clearance`]): the paths it could not see are shielded, with everything
-/// under them, and (after [`sparing`](Self::sparing)) the run's sources are spared.
-#[derive(Debug, Default)]
+/// Evidence that the run saw what a removal needs (made only by [`Witness::clearance`],
+/// after a walk): the paths it could not see are shielded, with everything under them,
+/// and (after [`sparing`](Self::sparing)) the run's sources are spared.
+///
+/// It cannot be made otherwise: it has no `Default` and no public field.
+///
+/// ```compile_fail
+/// let forged = seekless_jobs::destructive::Clearance::default();
+/// ```
+///
+/// ```compile_fail
+/// use std::collections::HashSet;
+/// let forged = seekless_jobs::destructive::Clearance { everything: false, shielded: HashSet::new(), leading: HashSet::new(), sources: HashSet::new(), holders: HashSet::new() };
+/// ```
+///
+/// A witness that walked nothing gives none:
+///
+/// ```
+/// use seekless_core::Quiet;
+/// use seekless_jobs::destructive::{Withheld, Witness};
+/// assert_eq!(Witness::new(&Quiet).clearance(false).err(), Some(Withheld::NoWalk));
+/// ```
+#[derive(Debug)]
 pub struct Clearance {
     /// At and under each: nothing is removed.
     shielded: HashSet<PathBuf>,
@@ -147,6 +202,17 @@ pub struct Clearance {
 }
 
 impl Clearance {
+    /// Nothing shielded, nothing spared: the start of a witness's clearance.
+    fn nothing_shielded() -> Clearance {
+        Clearance {
+            shielded: HashSet::new(),
+            leading: HashSet::new(),
+            everything: false,
+            sources: HashSet::new(),
+            holders: HashSet::new(),
+        }
+    }
+
     fn shield(&mut self, path: PathBuf) {
         for a in path.ancestors().skip(1) {
             if !self.leading.insert(a.to_path_buf()) {
@@ -180,7 +246,7 @@ impl Clearance {
             everything: self.everything,
             sources: self.sources,
             holders: self.holders,
-            ..Clearance::default()
+            ..Clearance::nothing_shielded()
         };
         for path in self.shielded {
             match map(&path) {
@@ -776,13 +842,44 @@ pub(crate) fn make_directory(
                     e.message()
                 )));
             }
-            // The one place a file or link in the way of a directory is removed.
-            #[allow(clippy::disallowed_methods)]
-            os::with_path(dest, |p| fs::remove_file(p))?;
+            return replace_with_directory(dest);
         }
         Err(_) => {}
     }
     os::with_path(dest, |p| fs::create_dir(p)).map(|()| true)
+}
+
+/// Puts a new directory in place of the file or link at `dest` (cleared by the caller): the
+/// directory is made beside it under a temporary name and exchanged with it
+/// (`RENAME_EXCHANGE`), so that at every moment one of the two is at `dest`, and the file,
+/// then under the temporary name, is removed after. Where the filesystem cannot exchange,
+/// the file is removed first and the directory made after (a kill between the two leaves
+/// neither: the next run makes the directory).
+fn replace_with_directory(dest: &Path) -> io::Result<bool> {
+    let temp = temp_beside(dest);
+    os::with_path(&temp, |p| fs::create_dir(p))?;
+    // The one place a file or link in the way of a directory is removed, and the
+    // temporary directory made for it if it could not be used.
+    #[allow(clippy::disallowed_methods)]
+    match rename_exchange(&temp, dest) {
+        Ok(()) => {
+            #[cfg(feature = "test-hooks")]
+            seekless_core::test_hooks::mid_replace(dest);
+            // `temp` is the file now.
+            os::with_path(&temp, |p| fs::remove_file(p))?;
+            Ok(true)
+        }
+        Err(e) => {
+            let _ = os::with_path(&temp, |p| fs::remove_dir(p));
+            if !exchange_unsupported(&e) {
+                return Err(e);
+            }
+            os::with_path(dest, |p| fs::remove_file(p))?;
+            #[cfg(feature = "test-hooks")]
+            seekless_core::test_hooks::mid_replace(dest);
+            os::with_path(dest, |p| fs::create_dir(p)).map(|()| true)
+        }
+    }
 }
 
 /// Removes, from `dir`, the temporaries that `which` names and whose run has provably
@@ -928,13 +1025,49 @@ impl DestinationLock {
     }
 }
 
-/// Catalog rows that may be forgotten: files provably gone (made only by [`Forget::gone`]).
-#[derive(Debug, Default)]
+/// Whether no regular file is at `path` now. There means a regular file at that very path:
+/// reached through a directory that is a symbolic link now, it is at another path, one a
+/// walk never takes. Only "no such file", a directory on the way that is not one any more,
+/// something that is not a file any more, or a file reached through a link, is proof.
+fn absent(path: &Path) -> bool {
+    match fs::symlink_metadata(path) {
+        Ok(meta) => !meta.is_file() || through_a_link(path).is_some(),
+        // No such file, or a directory on the way that is not one any more.
+        Err(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+        ),
+    }
+}
+
+/// Catalog rows that may be forgotten: files provably gone (made only by [`Forget::gone`],
+/// from a walk's [`Clearance`], and [`Forget::moved_away`], from this run's acts).
+///
+/// ```compile_fail
+/// let forged = seekless_jobs::destructive::Forget::default();
+/// ```
+///
+/// ```compile_fail
+/// let forged = seekless_jobs::destructive::Forget { ids: vec![1] };
+/// ```
+#[derive(Debug)]
 pub struct Forget {
     ids: Vec<i64>,
 }
 
 impl Forget {
+    /// Of `rows` (row id, the file an act of this run moved away), those whose old path
+    /// holds no regular file now (as [`gone`](Self::gone) judges it).
+    pub fn moved_away<'m>(rows: impl IntoIterator<Item = (i64, &'m resolve::Moved)>) -> Forget {
+        Forget {
+            ids: rows
+                .into_iter()
+                .filter(|(_, moved)| absent(moved.from()))
+                .map(|(id, _)| id)
+                .collect(),
+        }
+    }
+
     /// Of `candidates` (row id, path) — rows whose files the run did not find — those not
     /// at or under a path the run could not see, and whose path holds no regular file now.
     /// A file the walk passed over (a narrower `--ext` or `--glob` than the run that wrote
@@ -946,16 +1079,6 @@ impl Forget {
         candidates: impl IntoIterator<Item = (i64, &'p Path)>,
         clearance: &Clearance,
     ) -> Forget {
-        // There means a regular file at that very path: reached through a directory that
-        // is a symbolic link now, it is at another path, one the walk never takes.
-        let absent = |path: &Path| match fs::symlink_metadata(path) {
-            Ok(meta) => !meta.is_file() || through_a_link(path).is_some(),
-            // No such file, or a directory on the way that is not one any more.
-            Err(e) => matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-            ),
-        };
         Forget {
             ids: candidates
                 .into_iter()
@@ -989,15 +1112,31 @@ mod tests {
     use super::*;
     use seekless_core::Quiet;
 
+    /// A witness of a walk of nothing: the errors a test reports are all it saw.
+    fn walked() -> Witness<'static> {
+        let w = Witness::new(&Quiet);
+        w.walk::<PathBuf>(&[], &PlanOptions::default());
+        w
+    }
+
+    #[test]
+    fn a_witness_that_walked_nothing_gives_no_clearance() {
+        let w = Witness::new(&Quiet);
+        assert_eq!(w.clearance(true).err(), Some(Withheld::NoWalk));
+        assert_eq!(w.clearance_outside_unseen().err(), Some(Withheld::NoWalk));
+        w.walk::<PathBuf>(&[], &PlanOptions::default());
+        assert!(w.clearance(false).is_ok());
+    }
+
     fn clear() -> Clearance {
-        Witness::new(&Quiet).clearance(false).unwrap()
+        walked().clearance(false).unwrap()
     }
 
     #[test]
     fn an_error_withholds_the_clearance_unless_errors_are_ignored() {
-        let w = Witness::new(&Quiet);
+        let w = walked();
         w.error(&Error::io("/d/a/b", io::Error::other("x")));
-        assert_eq!(w.clearance(false).err(), Some(1));
+        assert_eq!(w.clearance(false).err(), Some(Withheld::Errors(1)));
         let c = w.clearance(true).unwrap();
         assert!(c.shields(Path::new("/d/a/b")) && c.shields(Path::new("/d/a/b/c")));
         assert!(!c.shields(Path::new("/d/a")) && !c.shields(Path::new("/d/a/bc")));
@@ -1005,7 +1144,7 @@ mod tests {
         // Named elsewhere; a name that cannot be translated shields everything.
         let c = c.translated(|p| Some(Path::new("/x").join(p.strip_prefix("/d").ok()?)));
         assert!(c.shields(Path::new("/x/a/b/c")) && !c.shields(Path::new("/x/a/c")));
-        let w = Witness::new(&Quiet);
+        let w = walked();
         w.skipped(Path::new("/elsewhere"), "another filesystem");
         let c = w.clearance(false).unwrap().translated(|_| None);
         assert!(c.shields(Path::new("/anything")));
@@ -1029,7 +1168,7 @@ mod tests {
             .iter()
             .map(|p| root.join(p))
             .collect();
-        let w = Witness::new(&Quiet);
+        let w = walked();
         w.error(&Error::io(root.join("prot"), io::Error::other("x")));
         let c = w.clearance(true).unwrap();
         let mut failed = 0;
@@ -1126,7 +1265,7 @@ mod tests {
         fs::write(dest.join("old/backup"), b"old").unwrap();
         let (temp, file) = OwnTemp::create_file(&dest, None).unwrap();
         let durable = Durable::synced(&file).unwrap();
-        let w = Witness::new(&Quiet);
+        let w = walked();
         w.error(&Error::io(t.path().join("b"), io::Error::other("x")));
         let shielded = w.clearance(true).unwrap();
         assert!(temp.put_in_place_over_dir(durable, &shielded).is_err());
@@ -1328,7 +1467,7 @@ mod tests {
 
     #[test]
     fn rows_are_forgotten_only_outside_what_could_not_be_seen() {
-        let w = Witness::new(&Quiet);
+        let w = walked();
         w.skipped(Path::new("/p/mnt"), "another filesystem");
         let c = w.clearance(true).unwrap();
         let rows = [(1, Path::new("/p/a.jpg")), (2, Path::new("/p/mnt/b.jpg"))];
@@ -1345,7 +1484,7 @@ mod tests {
         );
         std::fs::write(&file, b"x").unwrap();
         std::fs::create_dir(&dir).unwrap();
-        let c = Witness::new(&Quiet).clearance(true).unwrap();
+        let c = walked().clearance(true).unwrap();
         let mut rows = vec![
             (1, file.clone()),
             (2, dir.clone()),

@@ -38,8 +38,8 @@
 use std::path::{Path, PathBuf};
 
 use seekless_core::Quiet;
+use seekless_jobs::destructive::Forget;
 use seekless_jobs::destructive::resolve::{self, Candidate, Journal, Known};
-use seekless_jobs::destructive::{Forget, Witness};
 
 pub use resolve::{Act, Cleaned, Undone, undo};
 
@@ -259,16 +259,16 @@ pub fn run(
         ..Report::default()
     };
     let mut outcomes: Vec<Option<Outcome>> = (0..planned.len()).map(|_| None).collect();
-    let mut gone: Vec<(i64, PathBuf)> = Vec::new();
+    let mut gone: Vec<(i64, resolve::Moved)> = Vec::new();
     let stopped = resolve::resolve(candidates, act, &mut journal, |i, r| {
         outcomes[i] = Some(match r {
             resolve::Outcome::Done { to, frees } => {
-                if to.is_some() {
-                    let p = &planned[i].file;
-                    gone.push((p.id, seekless_core::path_from_bytes(&p.path_bytes)));
-                }
                 report.freed += frees;
-                Outcome::Done(to)
+                let at = to.as_ref().map(|m| m.to().to_path_buf());
+                if let Some(moved) = to {
+                    gone.push((planned[i].file.id, moved));
+                }
+                Outcome::Done(at)
             }
             resolve::Outcome::Skipped(why) => Outcome::Skipped(why),
         });
@@ -284,8 +284,7 @@ pub fn run(
         each(p, &outcome);
     }
     // The rows of files no longer at their paths: proven gone, one by one.
-    let clearance = Witness::new(&Quiet).clearance(false).unwrap_or_default();
-    let forget = Forget::gone(gone.iter().map(|(id, p)| (*id, p.as_path())), &clearance);
+    let forget = Forget::moved_away(gone.iter().map(|(id, moved)| (*id, moved)));
     report.forgotten = forget.len() as u64;
     writer.forget(&forget, &|_| {})?;
     stopped.map_err(|e| DupesError::Write {

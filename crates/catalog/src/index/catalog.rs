@@ -379,10 +379,11 @@ fn lock_holder(path: &Path) -> String {
 fn lock_holder_pid(path: &Path) -> Option<u32> {
     let mut shm = path.as_os_str().to_owned();
     shm.push("-shm");
+    let own = std::process::id();
     let writes = |p: &Path| {
         os::locks_on(p)
             .into_iter()
-            .filter(|l| l.kind == os::LockKind::Posix && l.write)
+            .filter(|l| l.kind == os::LockKind::Posix && l.write && l.pid != own)
             .collect::<Vec<_>>()
     };
     let on_shm = writes(Path::new(&shm));

@@ -466,8 +466,10 @@ fn walk(
             seekless_core::sync::lock(&unopened).push((path.to_path_buf(), meta, why));
         }
     });
-    let plan = Plan::build(&walked, plan_opts, &recorder);
-    let clearance = recorder.clearance_outside_unseen();
+    let plan = recorder.walk(&walked, plan_opts);
+    let clearance = recorder
+        .clearance_outside_unseen()
+        .expect("a witness that walked gives a clearance outside what it could not see");
     Walked {
         plan,
         clearance,

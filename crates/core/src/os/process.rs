@@ -122,11 +122,10 @@ pub fn locks_on(path: &Path) -> Vec<HeldLock> {
             let Ok(text) = std::fs::read_to_string("/proc/locks") else {
                 return Vec::new();
             };
-            let own = std::process::id();
             let found: Vec<HeldLock> = text
                 .lines()
                 .filter_map(parse_lock_line)
-                .filter(|l| l.ino == ino && l.pid != own)
+                .filter(|l| l.ino == ino)
                 .collect();
             if !found.is_empty() {
                 return found;

@@ -292,7 +292,7 @@ pub fn copy_with(
     let sources: Vec<PathBuf> = roots.iter().map(|r| r.source.clone()).collect();
     let mut walk_opts = plan_opts.clone();
     walk_opts.walk.others = true;
-    let plan = Plan::build(&sources, &walk_opts, &watch);
+    let plan = watch.walk(&sources, &walk_opts);
     let plan = leave_out_outputs(leave_out_live_temps(plan, &watch), opts, &watch);
     let map = Mapping::new(roots);
     let mut run = Run {
@@ -663,18 +663,17 @@ impl Run<'_> {
     fn place_over_directories(
         &mut self,
         over_dirs: Vec<content::OverDir>,
-        clearance: &Result<destructive::Clearance, u64>,
+        clearance: &Result<destructive::Clearance, destructive::Withheld>,
     ) {
         for waiting in over_dirs {
             let dest = waiting.temp.dest().to_path_buf();
             let placed = match clearance {
                 Ok(c) => waiting.temp.put_in_place_over_dir(waiting.durable, c),
-                Err(errors) => Err(Error::io(
+                Err(why) => Err(Error::io(
                     &dest,
                     io::Error::other(format!(
-                        "a directory is in the way of this file; kept: {errors} error{} in \
-                         this run (--ignore-errors replaces it all the same)",
-                        if *errors == 1 { "" } else { "s" }
+                        "a directory is in the way of this file; kept: {why} (--ignore-errors \
+                         replaces it all the same)"
                     )),
                 )),
             };
@@ -695,18 +694,17 @@ impl Run<'_> {
     fn delete_extra(
         &mut self,
         roots: &[CopyRoot],
-        clearance: &Result<destructive::Clearance, u64>,
+        clearance: &Result<destructive::Clearance, destructive::Withheld>,
     ) {
         match clearance {
-            Err(errors) => {
+            Err(why) => {
                 self.summary.deletion_skipped = true;
                 self.reporter.warning(
                     None,
                     &format!(
-                        "copy: nothing deleted: {errors} error{} in this run, so the source \
-                         may have more than was seen (--ignore-errors deletes all the same, \
-                         except at and under the paths that failed)",
-                        if *errors == 1 { "" } else { "s" }
+                        "copy: nothing deleted: {why}, so the source may have more than was \
+                         seen (--ignore-errors deletes all the same, except at and under the \
+                         paths that failed)"
                     ),
                 );
             }

@@ -499,14 +499,35 @@ const BATCH: usize = 1024;
 /// and acted on in a few seconds, not minutes).
 const BATCH_BYTES: u64 = 1 << 30;
 
+/// A file this run moved away (a move, the trash), confirmed at its new path: made only
+/// by [`resolve`].
+#[derive(Debug)]
+pub struct Moved {
+    from: PathBuf,
+    to: PathBuf,
+}
+
+impl Moved {
+    /// Where it was.
+    pub fn from(&self) -> &Path {
+        &self.from
+    }
+
+    /// Where it is.
+    pub fn to(&self) -> &Path {
+        &self.to
+    }
+}
+
 /// What became of one candidate.
 #[derive(Debug)]
 pub enum Outcome {
     /// Done: where the file is now (a move, the trash), and the bytes this freed (none
     /// when it was its keeper's own file).
     Done {
-        /// Where it went, for a move or the trash.
-        to: Option<PathBuf>,
+        /// Where it went, for a move or the trash: the evidence that its path is empty
+        /// because of this act ([`super::Forget::moved_away`]).
+        to: Option<Moved>,
         /// Bytes freed.
         frees: u64,
     },
@@ -563,7 +584,10 @@ pub fn resolve(
         act_batch(&checked, act, journal, &mut places, |k, r| {
             let outcome = match r {
                 Ok(to) => Outcome::Done {
-                    to,
+                    to: to.map(|to| Moved {
+                        from: checked[k].path().to_path_buf(),
+                        to,
+                    }),
                     frees: checked[k].frees(),
                 },
                 // Said of the file: its path is not repeated.
