@@ -85,6 +85,7 @@ mod file_id;
 mod fs_kind;
 mod path_bytes;
 mod placement;
+mod scope;
 pub mod sync;
 
 // The pipeline, in order.
@@ -114,4 +115,5 @@ pub use path_bytes::{path_from_bytes, path_to_bytes};
 pub use placement::{Extent, ExtentFlags, Placement, Strategy};
 pub use plan::{FilesystemReport, Order, Plan, PlanOptions, PlannedFile, Summary, Sweep};
 pub use report::{Quiet, Reporter};
+pub use scope::Scope;
 pub use walk::{Entry, Other, WalkOptions, WalkStats, Walked, read_path_list, walk};

@@ -18,7 +18,9 @@
 //! ```
 
 use std::cmp::Ordering;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use seekless_core::Scope;
 use std::str::FromStr;
 
 use super::Member;
@@ -125,7 +127,29 @@ impl Keeping {
         Ok(rules)
     }
 
-    /// Whether `m` is never to be offered for removal, and why.
+    /// The same, each of `prefer` and `protect` resolved as the system sees it (absolute,
+    /// links followed: [`Scope::resolve`]), as the catalog's paths are: a folder named
+    /// through a link protects what is in it. A folder that cannot be resolved (missing,
+    /// not searchable) is an error, never a protection that protects nothing.
+    pub fn resolved(&self) -> Result<Keeping, (PathBuf, std::io::Error)> {
+        let resolve = |dirs: &[PathBuf]| {
+            dirs.iter()
+                .map(|d| {
+                    Scope::resolve(d)
+                        .map(|s| s.root().to_path_buf())
+                        .map_err(|e| (d.clone(), e))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(Keeping {
+            rules: self.rules.clone(),
+            prefer: resolve(&self.prefer)?,
+            protect: resolve(&self.protect)?,
+        })
+    }
+
+    /// Whether `m` is never to be offered for removal, and why (`protect` as resolved by
+    /// [`resolved`](Self::resolved)).
     pub fn protects(&self, m: &Member) -> Option<&'static str> {
         if m.paired {
             Some("part of a pair")
@@ -172,13 +196,11 @@ impl Keeping {
     }
 }
 
-/// The index of the first of `dirs` that `m` is under, if any.
+/// The index of the first of `dirs` (resolved: see [`Keeping::resolved`]) that `m` is
+/// under, if any.
 fn under_any(m: &Member, dirs: &[PathBuf]) -> Option<usize> {
-    if dirs.is_empty() {
-        return None;
-    }
-    let path = seekless_core::path_from_bytes(&m.path_bytes);
-    dirs.iter().position(|d| Path::new(&path).starts_with(d))
+    dirs.iter()
+        .position(|d| Scope::of_resolved(d.as_path()).contains_bytes(&m.path_bytes))
 }
 
 #[cfg(test)]

@@ -108,6 +108,15 @@ pub enum DupesError {
         /// SQLite's message.
         message: String,
     },
+    /// A folder of `--prefer` or `--protect` cannot be resolved (missing, not searchable):
+    /// nothing is found rather than a protection that protects nothing.
+    #[error("{}: {message}", .path.display())]
+    Folder {
+        /// The folder as given.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
     /// Writing the contact sheet failed.
     #[error("{}: {message}", .path.display())]
     Write {
@@ -376,6 +385,14 @@ impl Catalog {
 
     /// Finds the duplicate groups.
     pub fn find(&self, opts: &DupesOptions) -> Result<Dupes, DupesError> {
+        // Folders compared with the catalog's paths as the system resolves them.
+        let keeping = opts
+            .keeping
+            .resolved()
+            .map_err(|(path, e)| DupesError::Folder {
+                path,
+                message: seekless_core::error::describe_io(&e),
+            })?;
         let mut dupes = Dupes::default();
         let decisions = self.decisions()?;
         // The compact rows are gone (freed) before the groups' members are read in full.
@@ -419,7 +436,7 @@ impl Catalog {
                     .rfind(covered)
                     .and_then(|d| choose(&mut list, d).then_some(d.id).flatten());
             }
-            let mut g = group(kind, list, &opts.keeping);
+            let mut g = group(kind, list, &keeping);
             g.link = link;
             g.decision = decision;
             groups.push(g);
@@ -1038,5 +1055,44 @@ pub(crate) mod tests {
         assert_ne!(uf.find(2), uf.find(0));
         let root = uf.find(0);
         assert_eq!(uf.size[root], 4);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_library_caller_protecting_through_a_link_protects_the_folder_it_leads_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let gif = b"GIF89a\x01\0\x01\0\0\0\0;";
+        for sub in ["a", "vault"] {
+            std::fs::create_dir(dir.path().join(sub)).unwrap();
+            std::fs::write(dir.path().join(sub).join("x.gif"), gif).unwrap();
+        }
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let db = root.join("photos.db");
+        crate::index::index(
+            std::slice::from_ref(&root),
+            &Default::default(),
+            &crate::index::IndexOptions::new(&db),
+            &seekless_core::Quiet,
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(root.join("vault"), root.join("link")).unwrap();
+        let catalog = Catalog::open(&db).unwrap();
+        let mut opts = DupesOptions::default();
+        // Unprotected, the vault's copy is offered (a/x.gif, older, is the keeper).
+        opts.keeping.protect = vec![root.join("link")];
+        let found = catalog.find(&opts).unwrap();
+        let vault = found.groups[0]
+            .members
+            .iter()
+            .find(|m| m.path.contains("vault"))
+            .unwrap();
+        assert!(vault.protected.is_some() || vault.keeper, "{vault:?}");
+        assert!(found.removable().all(|m| !m.path.contains("vault")));
+        // A folder that is not there protects nothing: an error, not a silent run.
+        opts.keeping.protect = vec![root.join("missing")];
+        assert!(matches!(
+            catalog.find(&opts),
+            Err(DupesError::Folder { .. })
+        ));
     }
 }

@@ -52,10 +52,10 @@ use crossbeam_channel::RecvTimeoutError;
 pub use phases::Phases;
 
 use seekless_core::error::Error;
-use seekless_core::path_to_bytes;
 use seekless_core::plan::{Plan, PlanOptions, PlannedFile};
 use seekless_core::read::{self, ConsumeOptions, Job, ReadOptions, Work};
 use seekless_core::report::Reporter;
+use seekless_core::{Scope, path_to_bytes};
 use seekless_jobs::destructive::{Clearance, Forget, Witness};
 
 /// The extensions of the files catalogued by default (case-insensitive): images, camera
@@ -491,8 +491,8 @@ fn absent_roots(
         if *state == RootState::Present {
             continue;
         }
-        let bytes = path_to_bytes(root);
-        let rows = known.keys().filter(|k| under(k, &bytes)).count();
+        let scope = Scope::of_resolved(root.clone());
+        let rows = known.keys().filter(|k| scope.contains_bytes(k)).count();
         let rows_word = if rows == 1 { "row" } else { "rows" };
         let what = match state {
             RootState::Missing => "does not exist",
@@ -684,13 +684,13 @@ fn gone_sidecars(
     clearance: &Clearance,
     opts: &IndexOptions,
 ) -> Forget {
-    let root_bytes: Vec<(Vec<u8>, RootState)> = roots
+    let scopes: Vec<(Scope, RootState)> = roots
         .iter()
-        .map(|(r, state)| (path_to_bytes(r).into_owned(), *state))
+        .map(|(r, state)| (Scope::of_resolved(r.clone()), *state))
         .collect();
     let not_found: Vec<(&[u8], &KnownSidecar)> = known
         .iter()
-        .filter(|(bytes, k)| !k.seen && root_bytes.iter().any(|(r, _)| under(bytes, r)))
+        .filter(|(bytes, k)| !k.seen && scopes.iter().any(|(r, _)| r.contains_bytes(bytes)))
         .map(|(bytes, k)| (bytes.as_slice(), k))
         .collect();
     let paths: Vec<PathBuf> = not_found
@@ -711,9 +711,9 @@ fn gone_sidecars(
         .iter()
         .filter(|(bytes, k)| {
             forgettable.contains(&k.id)
-                && !root_bytes
+                && !scopes
                     .iter()
-                    .any(|(r, state)| *state != RootState::Present && under(bytes, r))
+                    .any(|(r, state)| *state != RootState::Present && r.contains_bytes(bytes))
         })
         .map(|(bytes, k)| (*bytes, k.dev, k.id))
         .collect();
@@ -825,13 +825,13 @@ fn moved_and_gone(
     reporter: &dyn Reporter,
     summary: &mut IndexSummary,
 ) -> (Vec<(i64, Vec<u8>)>, Forget) {
-    let root_bytes: Vec<Vec<u8>> = roots
+    let scopes: Vec<Scope> = roots
         .iter()
-        .map(|(r, _)| path_to_bytes(r).into_owned())
+        .map(|(r, _)| Scope::of_resolved(r.clone()))
         .collect();
     let not_found: Vec<(i64, PathBuf)> = known
         .iter()
-        .filter(|(bytes, k)| !k.seen && root_bytes.iter().any(|r| under(bytes, r)))
+        .filter(|(bytes, k)| !k.seen && scopes.iter().any(|r| r.contains_bytes(bytes)))
         .map(|(bytes, k)| (k.id, seekless_core::path_from_bytes(bytes)))
         .collect();
     let mut forget = Forget::gone(
@@ -866,15 +866,17 @@ fn moved_and_gone(
         }
     }
     let gone_ids: HashSet<i64> = gone.values().copied().collect();
-    let absent: Vec<&Vec<u8>> = roots
+    let absent: Vec<&Scope> = roots
         .iter()
-        .zip(&root_bytes)
+        .zip(&scopes)
         .filter(|((_, state), _)| *state != RootState::Present)
-        .map(|(_, bytes)| bytes)
+        .map(|(_, scope)| scope)
         .collect();
     let candidates: Vec<(&[u8], u64, i64)> = known
         .iter()
-        .filter(|(bytes, k)| gone_ids.contains(&k.id) && !absent.iter().any(|r| under(bytes, r)))
+        .filter(|(bytes, k)| {
+            gone_ids.contains(&k.id) && !absent.iter().any(|r| r.contains_bytes(bytes))
+        })
         .map(|(bytes, k)| (bytes.as_slice(), k.dev, k.id))
         .collect();
     let kept = vanished_mounts(&candidates, opts.prune, reporter);
@@ -1254,19 +1256,6 @@ fn identity(f: &PlannedFile) -> [i64; 4] {
     ]
 }
 
-/// Whether `path` is `root` or lies under it.
-fn under(path: &[u8], root: &[u8]) -> bool {
-    // A path's bytes separate components with `/`, and on Windows with `\` too.
-    let sep = |b: u8| b == b'/' || (cfg!(windows) && b == b'\\');
-    let root = match root {
-        [rest @ .., last] if !rest.is_empty() && sep(*last) => rest,
-        r => r,
-    };
-    path == root
-        || (path.starts_with(root) && path.get(root.len()).is_some_and(|&b| sep(b)))
-        || root == b"/"
-}
-
 /// A modification time as nanoseconds since the epoch (0 when unknown).
 fn mtime_ns(t: Option<SystemTime>) -> i64 {
     let Some(t) = t else { return 0 };
@@ -1448,19 +1437,5 @@ mod tests {
             said[0].starts_with("warning") && said[0].contains("--prune"),
             "{said:?}"
         );
-    }
-
-    #[test]
-    fn paths_under_a_root_are_its_own_and_its_descendants() {
-        assert!(under(b"/a/b/c.jpg", b"/a/b"));
-        assert!(under(b"/a/b/c.jpg", b"/a/b/"));
-        assert!(under(b"/a/b", b"/a/b"));
-        assert!(!under(b"/a/bc/d.jpg", b"/a/b"));
-        assert!(under(b"/x.jpg", b"/"));
-        assert!(!under(b"other/x.jpg", b"dir"));
-        // Windows paths separate with `\\` too (the one rule, portable).
-        assert_eq!(under(b"C:\\p\\a.jpg", b"C:\\p"), cfg!(windows));
-        assert_eq!(under(b"C:\\p\\a.jpg", b"C:\\"), cfg!(windows));
-        assert!(!under(b"C:\\pq\\a.jpg", b"C:\\p"));
     }
 }

@@ -143,10 +143,10 @@ fn names_contents(source: &Path) -> bool {
 
 /// Whether `path` (which may not exist yet) is directory `dir` or inside it.
 pub(super) fn is_inside(path: &Path, dir: &Path) -> bool {
-    let Ok(dir) = std::fs::canonicalize(dir) else {
+    let Ok(dir) = seekless_core::Scope::resolve(dir) else {
         return false;
     };
-    resolved(path).is_some_and(|p| p.starts_with(&dir))
+    resolved(path).is_some_and(|p| dir.contains(&p))
 }
 
 /// `path` as the kernel will resolve it once the missing directories on the way are made:
