@@ -28,7 +28,7 @@ seekless_profiling_bin() {
 # The emulated-disk benchmarks' settings, before their timed runs: DAMON paused (its
 # sampling competes with the emulator for the CPUs; state files appended to the caller's
 # `damon_paused`) and, with busy=1 (the first argument), one SCHED_IDLE busy loop per CPU
-# (idle virtual CPUs here wake slowly: ../shared/docs/DESIGN.md; PIDs appended to the
+# (idle virtual CPUs here wake slowly: docs/design.md, "Measuring"; PIDs appended to the
 # caller's `busy`). Undone by undo_busy_and_damon.
 pause_damon_and_busy() {
     local s

@@ -5,7 +5,7 @@
 # doc tests); every target of it (tests included) is type-checked for x86_64-apple-darwin
 # and aarch64-apple-darwin.
 #
-# Why this recipe (see docs/DESIGN.md, "Cross-platform checks on this Linux machine"):
+# Why this recipe (see docs/platforms.md, "Running the cross checks"):
 # rustup cannot download targets here, so Debian's rustc-web/cargo-web/rust-web-src
 # (Rust 1.96, in /usr/bin) build std from source with -Zbuild-std (RUSTC_BOOTSTRAP=1).
 # Wine 8.0 lacks bcryptprimitives.dll, which Rust's std imports for ProcessPrng, so a

@@ -1,6 +1,6 @@
 # A Wine prefix that runs Rust programs built for x86_64-pc-windows-gnu (sourced, not
-# run; used by ci/cross-check.sh and ci/release.sh). Why each piece: docs/DESIGN.md,
-# "Cross-platform checks on this Linux machine". Needs the Debian packages wine64 and
+# run; used by ci/cross-check.sh and ci/release.sh). Why each piece: docs/platforms.md,
+# "Running the cross checks". Needs the Debian packages wine64 and
 # gcc-mingw-w64-x86-64.
 #
 # The caller exports WINEPREFIX (its own: the server that wine_stop ends is that

@@ -37,7 +37,8 @@ enum Command {
     /// Catalog images into an SQLite database (dimensions, EXIF, BLAKE3), incrementally.
     Index(index::Args),
     /// Find duplicate photos in an index catalog: identical files and near-duplicates
-    /// (perceptual hashes), a keeper suggested for each group. Never deletes anything.
+    /// (perceptual hashes), a keeper suggested for each group; with --act, move, trash,
+    /// hard-link or reflink the others (journalled, undoable with --undo where moved).
     Dupes(dupes::Args),
     /// Write a tar archive (POSIX pax, as GNU tar reads) of files read in physical order.
     Tar(tar::Args),
