@@ -619,7 +619,10 @@ enum Prepared {
     /// Nothing to do (a hard link or reflink to the keeper's own file).
     Nothing,
     Move(PathBuf),
-    Trash(trash::Info, PathBuf),
+    /// The `.trashinfo` chosen (written once journalled), and the path in the trash.
+    Trash(trash::Pending, PathBuf),
+    /// The same, its `.trashinfo` written.
+    Trashing(trash::Info, PathBuf),
     /// The name the link to the keeper gets beside the file (journalled before it is made).
     HardLink(PathBuf),
     Reflink,
@@ -682,10 +685,26 @@ fn act_batch(
         .file
         .sync_data()
         .map_err(|e| journal_failed(journal, e))?;
+    // Each `.trashinfo` written now that its intent is on the disk (a kill before leaves
+    // a name the journal gives, nothing written; see `clean_up`).
+    let ready: Vec<(usize, &Checked, io::Result<Prepared>, u64)> = ready
+        .into_iter()
+        .zip(numbers)
+        .map(|((i, c, p, _), n)| {
+            let p = match p {
+                Prepared::Trash(pending, files) => pending
+                    .write()
+                    .map(|info| Prepared::Trashing(info, files))
+                    .map_err(io::Error::other),
+                p => Ok(p),
+            };
+            (i, c, p, n)
+        })
+        .collect();
     let mut infos: Vec<&Path> = ready
         .iter()
         .filter_map(|(_, _, p, _)| match p {
-            Prepared::Trash(info, _) => info.path().parent(),
+            Ok(Prepared::Trashing(info, _)) => info.path().parent(),
             _ => None,
         })
         .collect();
@@ -697,9 +716,9 @@ fn act_batch(
         }
     }
     let mut changed: Vec<PathBuf> = Vec::new();
-    for ((i, c, p, _), n) in ready.into_iter().zip(numbers) {
+    for (i, c, p, n) in ready {
         let path = c.path();
-        let r = act_now(c, p, places);
+        let r = p.and_then(|p| act_now(c, p, places));
         let written = match &r {
             Ok(_) => journal.outcome(n, true, None),
             Err(e) => journal.outcome(n, false, Some(&describe_io(e))),
@@ -748,7 +767,10 @@ fn act_now(c: &Checked, p: Prepared, places: &mut Places) -> io::Result<Option<P
             ))),
             Err(e) => Err(e),
         },
-        Prepared::Trash(info, files) => {
+        Prepared::Trash(..) => Err(io::Error::other(
+            "its .trashinfo was not written: not put in the trash",
+        )),
+        Prepared::Trashing(info, files) => {
             rename_noreplace(path, &files)?;
             confirm_moved(path, &files, &c.file)?;
             info.keep();
@@ -931,7 +953,7 @@ fn prepare(checked: &Checked, act: &Act, places: &mut Places) -> Result<Prepared
                 .trashes
                 .entry(folder)
                 .or_insert_with(|| trash::place_for(path, checked.file.dev))
-                .as_ref()
+                .as_mut()
                 .map_err(|why| fail(why.clone()))?;
             let (info, files) = place.reserve(path).map_err(fail)?;
             Ok(Prepared::Trash(info, files))
@@ -1141,7 +1163,7 @@ fn open_ended(path: &Path) -> Result<Option<File>, Error> {
 ///   (the one checked, the same bytes as its keeper, whose own path now names the keeper);
 ///   anything else under that name is left, with a message;
 /// - a trash's `.trashinfo` whose file is not in the trash (it never went): removed if it
-///   names the act's file, as each is written.
+///   names the act's file, as each is written, or is empty (killed as it was written).
 ///
 /// Nothing else is touched: every path comes from the journal, and a name alone proves
 /// nothing.

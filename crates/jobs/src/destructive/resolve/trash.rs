@@ -8,6 +8,8 @@
 //!
 //! <https://specifications.freedesktop.org/trash-spec/1.0/>
 
+use std::collections::HashSet;
+use std::ffi::OsString;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -21,6 +23,47 @@ pub(super) struct Place {
     /// The top of the file's filesystem, when the trash is there: `Path=` is then
     /// relative to it.
     topdir: Option<PathBuf>,
+    /// Names this run chose here and has not written yet (two files of one name in a
+    /// batch get two).
+    taken: HashSet<OsString>,
+}
+
+/// A `.trashinfo` chosen (its name free) and not yet written: it is named in the act's
+/// journalled intent first, so that a run killed at any point leaves no `.trashinfo` its
+/// journal does not name.
+pub(super) struct Pending {
+    path: PathBuf,
+    text: String,
+}
+
+impl Pending {
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes it, under its name only if that is still free.
+    pub(super) fn write(self) -> Result<Info, String> {
+        match File::options()
+            .write(true)
+            .create_new(true)
+            .open(&self.path)
+        {
+            Ok(mut f) => {
+                let info = Info {
+                    path: self.path,
+                    kept: false,
+                };
+                f.write_all(self.text.as_bytes())
+                    .map_err(|e| format!("{}: {}", info.path.display(), describe_io(&e)))?;
+                Ok(info)
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(format!(
+                "{}: taken meanwhile by another program: not put in the trash",
+                self.path.display()
+            )),
+            Err(e) => Err(format!("{}: {}", self.path.display(), describe_io(&e))),
+        }
+    }
 }
 
 /// A `.trashinfo` this run wrote: removed when dropped, unless [`kept`](Info::keep).
@@ -60,6 +103,7 @@ pub(super) fn place_for(path: &Path, dev: u64) -> Result<Place, String> {
         return Ok(Place {
             dir: home,
             topdir: None,
+            taken: HashSet::new(),
         });
     }
     let topdir = topdir(path, dev)?;
@@ -73,6 +117,7 @@ pub(super) fn place_for(path: &Path, dev: u64) -> Result<Place, String> {
             return Ok(Place {
                 dir,
                 topdir: Some(topdir),
+                taken: HashSet::new(),
             });
         }
     }
@@ -81,15 +126,17 @@ pub(super) fn place_for(path: &Path, dev: u64) -> Result<Place, String> {
     Ok(Place {
         dir,
         topdir: Some(topdir),
+        taken: HashSet::new(),
     })
 }
 
 impl Place {
-    /// Writes the `.trashinfo` of `path` under a name free in both `info/` and `files/`
-    /// (`a.jpg`, else `a.2.jpg`, `a.3.jpg`, …); returns it and the path the file is to be
-    /// renamed to. The caller flushes it before the rename (`act_batch`: its filesystem once
-    /// per batch).
-    pub(super) fn reserve(&self, path: &Path) -> Result<(Info, PathBuf), String> {
+    /// Chooses the `.trashinfo` of `path` under a name free in both `info/` and `files/`
+    /// (`a.jpg`, else `a.2.jpg`, `a.3.jpg`, …) and not chosen before in this run; returns
+    /// it, not yet written, and the path the file is to be renamed to. The caller
+    /// journals it, writes it, and flushes it before the rename (`act_batch`: its
+    /// filesystem once per batch).
+    pub(super) fn reserve(&mut self, path: &Path) -> Result<(Pending, PathBuf), String> {
         let name = path.file_name().ok_or_else(|| "no file name".to_string())?;
         let shown = match &self.topdir {
             Some(top) => path.strip_prefix(top).unwrap_or(path),
@@ -112,43 +159,37 @@ impl Place {
                 candidate.push(ext);
             }
             let files = self.dir.join("files").join(&candidate);
-            if fs::symlink_metadata(&files).is_ok() {
-                continue;
-            }
             let mut info_name = candidate.clone();
             info_name.push(".trashinfo");
             let info = self.dir.join("info").join(info_name);
-            match File::options().write(true).create_new(true).open(&info) {
-                Ok(mut f) => {
-                    let info = Info {
-                        path: info,
-                        kept: false,
-                    };
-                    f.write_all(text.as_bytes())
-                        .map_err(|e| format!("{}: {}", info.path.display(), describe_io(&e)))?;
-                    return Ok((info, files));
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(format!("{}: {}", info.display(), describe_io(&e))),
+            if self.taken.contains(&candidate)
+                || fs::symlink_metadata(&files).is_ok()
+                || fs::symlink_metadata(&info).is_ok()
+            {
+                continue;
             }
+            self.taken.insert(candidate);
+            return Ok((Pending { path: info, text }, files));
         }
         Err(format!("no free name in the trash {}", self.dir.display()))
     }
 }
 
-/// Removes the `.trashinfo` at `info` if it is the one written for `from` (its file was put
-/// back).
+/// Removes the `.trashinfo` at `info` (a path a journal of this tool names) if it is the one
+/// written for `from` (its file was put back, or never went), or empty: created and not
+/// yet written when its run was killed (its text is one write).
 pub(super) fn forget_info(info: &Path, from: &Path) {
     let Ok(text) = fs::read_to_string(info) else {
         return;
     };
-    let ours = text.starts_with("[Trash Info]\n")
-        && text.lines().any(|l| {
-            l.strip_prefix("Path=").is_some_and(|p| {
-                let p = seekless_core::path_from_bytes(&decode(p));
-                p == from || (p.is_relative() && from.ends_with(&p))
-            })
-        });
+    let ours = text.is_empty()
+        || text.starts_with("[Trash Info]\n")
+            && text.lines().any(|l| {
+                l.strip_prefix("Path=").is_some_and(|p| {
+                    let p = seekless_core::path_from_bytes(&decode(p));
+                    p == from || (p.is_relative() && from.ends_with(&p))
+                })
+            });
     if ours {
         // The info of a file this run's journal put in the trash and that is back.
         #[allow(clippy::disallowed_methods)]
@@ -309,5 +350,61 @@ mod tests {
         assert_eq!(e, "/p/a%20b/%FFcaf%C3%A9%25.jpg");
         assert_eq!(decode(&e), raw);
         assert_eq!(decode("%4"), b"%4");
+    }
+
+    #[test]
+    fn an_info_goes_when_it_names_the_file_or_is_empty_and_stays_otherwise() {
+        let t = tempfile::tempdir().unwrap();
+        let from = Path::new("/p/a.jpg");
+        let cases: [(&str, &[u8], bool); 4] = [
+            (
+                "ours",
+                b"[Trash Info]\nPath=/p/a.jpg\nDeletionDate=2026-12-06T10:00:00\n",
+                true,
+            ),
+            ("killed-as-written", b"", true),
+            (
+                "another-file",
+                b"[Trash Info]\nPath=/p/b.jpg\nDeletionDate=2026-12-06T10:00:00\n",
+                false,
+            ),
+            ("not-an-info", b"notes", false),
+        ];
+        for (name, text, goes) in cases {
+            let info = t.path().join(name);
+            fs::write(&info, text).unwrap();
+            forget_info(&info, from);
+            assert_eq!(!info.exists(), goes, "{name}");
+        }
+    }
+
+    #[test]
+    fn two_files_of_one_name_in_a_run_get_two_names_and_nothing_is_written_before_asked() {
+        let t = tempfile::tempdir().unwrap();
+        let mut place = Place {
+            dir: t.path().to_path_buf(),
+            topdir: None,
+            taken: HashSet::new(),
+        };
+        fs::create_dir_all(t.path().join("info")).unwrap();
+        fs::create_dir_all(t.path().join("files")).unwrap();
+        let (a, a_files) = place.reserve(Path::new("/x/a.jpg")).unwrap();
+        let (b, b_files) = place.reserve(Path::new("/y/a.jpg")).unwrap();
+        assert_ne!(a.path(), b.path());
+        assert_ne!(a_files, b_files);
+        assert!(
+            !a.path().exists() && !b.path().exists(),
+            "chosen, not written"
+        );
+        let written = a.write().unwrap();
+        assert!(
+            fs::read_to_string(written.path())
+                .unwrap()
+                .contains("Path=/x/a.jpg")
+        );
+        written.keep();
+        // A name taken meanwhile is not written over.
+        fs::write(b.path(), b"someone else's").unwrap();
+        assert!(b.write().is_err());
     }
 }
