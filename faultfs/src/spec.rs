@@ -113,11 +113,19 @@ impl Spec {
     }
 }
 
-/// The path a write fault is decided by: digits dropped from the last component, so
-/// that a temporary (`.NAME.tmp-PID-N`) is decided the same in every run.
+/// What marks a seekless temporary, `.NAME.seekless-tmp-RUN-N` (RUN: hex digits that
+/// differ per process).
+const TEMP_MARK: &[u8] = b".seekless-tmp-";
+
+/// The path a write fault is decided by: a temporary's name cut after its mark (RUN and
+/// N dropped), other names with their digits dropped, so that a temporary is decided the
+/// same in every run.
 pub fn write_key(rel: &[u8]) -> Vec<u8> {
     let cut = rel.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
     let (dir, name) = rel.split_at(cut);
+    if let Some(at) = name.windows(TEMP_MARK.len()).position(|w| w == TEMP_MARK) {
+        return [dir, &name[..at + TEMP_MARK.len()]].concat();
+    }
     dir.iter()
         .copied()
         .chain(name.iter().copied().filter(|b| !b.is_ascii_digit()))
@@ -162,6 +170,15 @@ mod tests {
         assert_eq!(
             write_key(b"a1/.x2.seekless-tmp-123-4"),
             write_key(b"a1/.x2.seekless-tmp-99-17")
+        );
+        // RUN is hexadecimal: its letters differ from one process to the next too.
+        assert_eq!(
+            write_key(b"a1/.x2.seekless-tmp-0000a1b2c3d4e5f6-0"),
+            write_key(b"a1/.x2.seekless-tmp-00009f8e7d6c5b4a-3")
+        );
+        assert_ne!(
+            write_key(b"a1/.x2.seekless-tmp-0000a1b2c3d4e5f6-0"),
+            write_key(b"a1/.x3.seekless-tmp-0000a1b2c3d4e5f6-0")
         );
         assert_ne!(write_key(b"a1/x"), write_key(b"a2/x"));
     }

@@ -1,6 +1,10 @@
 //! Files that appear under their name only when complete: written under a temporary name
-//! beside it, `.NAME.seekless-tmp-RUN-N` (RUN a random number of this process, N a
-//! counter), and renamed into place. Archives, manifests, seek maps, contact sheets and
+//! beside it, `.NAME.seekless-tmp-RUN-N`, and renamed into place. This is the one
+//! description of that name: NAME is the final name (cut short so that the whole fits
+//! `NAME_MAX`), RUN 16 lowercase hex digits (the process id, then 32 random bits: two
+//! processes never share one), N a decimal counter of this process. A name of that form
+//! exactly is a temporary ([`is_temp`]); anything else (`.notes.seekless-tmp-2024-12`) is
+//! a user's. Archives, manifests, seek maps, contact sheets and
 //! every file `copy` writes go through here, so an interrupted run never leaves a partial
 //! file under a final name, and its temporaries are recognisable ([`is_temp`]) by
 //! whoever comes next. Renaming and removing are the business of

@@ -15,7 +15,7 @@
 //! - `Durable`: a replacement's data is on the disk (or the user gave that up:
 //!   `--no-sync`).
 //! - `OwnTemp`: a temporary this run made, under a name only seekless makes
-//!   (`.NAME.seekless-tmp-RUN-N`, RUN a random 64-bit number per process), locked while it
+//!   (`.NAME.seekless-tmp-RUN-N`: its one description is in `atomic.rs`), locked while it
 //!   lives. A temporary of another run is removed only by `remove_dead_temps`, which
 //!   proves that run has ended: the temporary's lock is free. A name alone proves nothing:
 //!   a user's `.notes.seekless-tmp-2024-12` is never touched.
