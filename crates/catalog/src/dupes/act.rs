@@ -229,12 +229,12 @@ pub fn run(
         path: journal_path.to_path_buf(),
         message: seekless_core::error::describe_io(&e),
     };
-    let about = serde_json::json!({
-        "db": db.to_string_lossy(),
-        "act": act.name(),
-        "to": act.destination(Path::new("/")).map(|p| p.to_string_lossy().into_owned()),
-        "files": planned.len(),
-    });
+    let about = resolve::About::new(
+        act.name(),
+        db,
+        act.destination(Path::new("/")).as_deref(),
+        planned.len() as u64,
+    );
     // What killed runs left (each journal's own lock proves its run ended; this run's
     // lock on the catalog keeps any other from starting meanwhile).
     let mut cleaned = resolve::Cleaned::default();

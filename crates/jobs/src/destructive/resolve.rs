@@ -22,12 +22,10 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
-
-use serde_json::{Value, json};
 
 use super::{Durable, Lies, OwnTemp, through_a_link};
 use crate::hash::{Algorithm, hash_plan};
@@ -38,7 +36,10 @@ use seekless_core::report::Reporter;
 use seekless_core::sync::lock;
 use seekless_core::{Plan, PlanOptions};
 
+mod journal;
 mod trash;
+
+pub use journal::{About, Intent, Journal, JournalPath, JournalRead, Stamp, parse_journal};
 
 /// What the catalog knows of a file: device, inode, size, modification time (ns since the
 /// epoch) and content hash (BLAKE3, hex).
@@ -394,101 +395,6 @@ fn under(dir: &Path, path: &Path) -> PathBuf {
     out
 }
 
-/// The record of a run's acts: JSON lines, each act's intent made durable before the act,
-/// its outcome after (see [`undo`]).
-pub struct Journal {
-    file: File,
-    path: PathBuf,
-    next: u64,
-}
-
-impl Journal {
-    /// Creates the journal at `path` (which must not exist), with `about` (what run) as its
-    /// first line, on the disk before anything is done.
-    pub fn create(path: &Path, about: Value) -> io::Result<Journal> {
-        let file = fs::OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .open(path)?;
-        // Held while the run lives: what [`clean_up`] and [`undo`] take for proof that it
-        // ended. Where there are no locks, nothing is ever taken for a dead run's.
-        let _ = file.try_lock();
-        let mut j = Journal {
-            file,
-            path: path.to_path_buf(),
-            next: 1,
-        };
-        j.line(&json!({ "seekless_journal": 1, "about": about }))?;
-        j.file.sync_all()?;
-        if let Some(dir) = path.parent() {
-            let _ = os::sync_directory(if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            });
-        }
-        Ok(j)
-    }
-
-    /// Its path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    fn line(&mut self, v: &Value) -> io::Result<()> {
-        let mut text = serde_json::to_vec(v).map_err(io::Error::other)?;
-        text.push(b'\n');
-        self.file.write_all(&text)
-    }
-
-    fn intent(&mut self, mut entry: Value) -> io::Result<u64> {
-        let n = self.next;
-        self.next += 1;
-        entry["n"] = json!(n);
-        self.line(&entry)?;
-        // Made durable by the caller, once for a batch, before any of its acts.
-        Ok(n)
-    }
-
-    fn outcome(&mut self, n: u64, done: bool, why: Option<&str>) -> io::Result<()> {
-        let v = if done {
-            json!({ "done": n })
-        } else {
-            json!({ "failed": n, "why": why })
-        };
-        self.line(&v)
-    }
-}
-
-/// A path in the journal: a string when it is UTF-8, else `{"bytes": [..]}`.
-fn path_value(p: &Path) -> Value {
-    let bytes = seekless_core::path_to_bytes(p);
-    match std::str::from_utf8(&bytes) {
-        Ok(s) => json!(s),
-        Err(_) => json!({ "bytes": bytes.to_vec() }),
-    }
-}
-
-fn path_of(v: &Value) -> Option<PathBuf> {
-    match v {
-        Value::String(s) => Some(PathBuf::from(s)),
-        Value::Object(o) => {
-            let bytes: Vec<u8> = o
-                .get("bytes")?
-                .as_array()?
-                .iter()
-                .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
-                .collect::<Option<_>>()?;
-            Some(seekless_core::path_from_bytes(&bytes))
-        }
-        _ => None,
-    }
-}
-
-fn stamp_value(k: &Known) -> Value {
-    json!({ "dev": k.dev, "ino": k.ino, "size": k.size, "mtime_ns": k.mtime_ns, "blake3": k.blake3 })
-}
-
 /// Acts per batch, at most: each batch is read (checked) and then acted on before the next
 /// is read, so the time between a file's check and its act is one batch's read, not the
 /// whole run's; one `fdatasync` makes a batch's intents durable before any of its acts,
@@ -606,7 +512,7 @@ pub fn resolve(
 
 fn journal_failed(journal: &Journal, e: io::Error) -> Error {
     Error::io(
-        journal.path.clone(),
+        journal.path().to_path_buf(),
         io::Error::other(format!(
             "the journal cannot be written ({}): stopped",
             describe_io(&e)
@@ -636,30 +542,36 @@ fn act_batch(
     places: &mut Places,
     mut each: impl FnMut(usize, Result<Option<PathBuf>, Error>),
 ) -> Result<(), Error> {
-    let mut ready: Vec<(usize, &Checked, Prepared, Value)> = Vec::with_capacity(checked.len());
+    let mut ready: Vec<(usize, &Checked, Prepared, Option<Intent>)> =
+        Vec::with_capacity(checked.len());
     for (i, c) in checked.iter().enumerate() {
         match prepare(c, act, places) {
             Ok(Prepared::Nothing) => each(i, Ok(None)),
             Ok(p) => {
-                let mut entry = json!({
-                    "act": act.name(),
-                    "from": path_value(c.path()),
-                    "keeper": path_value(c.keeper()),
-                    "file": stamp_value(&c.file),
-                });
+                let mut entry = Intent {
+                    n: 0,
+                    act: act.name().to_string(),
+                    from: JournalPath::of(c.path()),
+                    keeper: JournalPath::of(c.keeper()),
+                    file: Stamp::of(&c.file),
+                    to: None,
+                    info: None,
+                    temp: None,
+                    keeper_file: None,
+                };
                 match &p {
-                    Prepared::Move(to) => entry["to"] = path_value(to),
+                    Prepared::Move(to) => entry.to = Some(JournalPath::of(to)),
                     Prepared::Trash(info, files) => {
-                        entry["to"] = path_value(files);
-                        entry["info"] = path_value(info.path());
+                        entry.to = Some(JournalPath::of(files));
+                        entry.info = Some(JournalPath::of(info.path()));
                     }
                     Prepared::HardLink(temp) => {
-                        entry["temp"] = path_value(temp);
-                        entry["keeper_file"] = stamp_value(&c.keeper);
+                        entry.temp = Some(JournalPath::of(temp));
+                        entry.keeper_file = Some(Stamp::of(&c.keeper));
                     }
                     _ => {}
                 }
-                ready.push((i, c, p, entry));
+                ready.push((i, c, p, Some(entry)));
             }
             Err(e) => each(i, Err(e)),
         }
@@ -671,13 +583,16 @@ fn act_batch(
     // any act.
     for folder in std::mem::take(&mut places.made) {
         journal
-            .line(&json!({ "made": path_value(&folder) }))
+            .made(&folder)
             .map_err(|e| journal_failed(journal, e))?;
     }
     let mut numbers = Vec::with_capacity(ready.len());
     for (_, _, _, entry) in &mut ready {
+        let Some(entry) = entry.take() else {
+            continue;
+        };
         let n = journal
-            .intent(std::mem::take(entry))
+            .intent(entry)
             .map_err(|e| journal_failed(journal, e))?;
         numbers.push(n);
     }
@@ -1176,12 +1091,13 @@ pub fn clean_up(path: &Path, reporter: &dyn Reporter) -> Result<Cleaned, Error> 
     let read = parse_journal(&text).map_err(|why| Error::io(path, io::Error::other(why)))?;
     let mut out = Cleaned::default();
     for e in &read.acts {
-        match e["act"].as_str() {
-            Some("hardlink") => {
-                let (Some(temp), Some(from)) = (path_of(&e["temp"]), path_of(&e["from"])) else {
+        match e.act.as_str() {
+            "hardlink" => {
+                let (Some(temp), Some(keeper)) = (&e.temp, &e.keeper_file) else {
                     continue;
                 };
-                match leftover_link(&temp, &from, &e["keeper_file"], &e["file"]) {
+                let (temp, from) = (temp.path(), e.from.path());
+                match leftover_link(&temp, &from, keeper, &e.file) {
                     Ok(true) => {
                         // A temporary of this journal's run, ended: a second name of the
                         // keeper, or the replaced duplicate (its bytes the keeper's).
@@ -1195,12 +1111,11 @@ pub fn clean_up(path: &Path, reporter: &dyn Reporter) -> Result<Cleaned, Error> 
                     Err(why) => reporter.warning(Some(&temp), &why),
                 }
             }
-            Some("trash") => {
-                let (Some(info), Some(to), Some(from)) =
-                    (path_of(&e["info"]), path_of(&e["to"]), path_of(&e["from"]))
-                else {
+            "trash" => {
+                let (Some(info), Some(to)) = (&e.info, &e.to) else {
                     continue;
                 };
+                let (info, to, from) = (info.path(), to.path(), e.from.path());
                 let in_trash = os::symlink_metadata(&to).is_ok();
                 if !in_trash && os::symlink_metadata(&info).is_ok() {
                     trash::forget_info(&info, &from);
@@ -1219,7 +1134,7 @@ pub fn clean_up(path: &Path, reporter: &dyn Reporter) -> Result<Cleaned, Error> 
 /// is nothing there, `Err` (why not) when something is there that is neither the keeper
 /// (`keeper`, with another name) nor the replaced file (`file`, its path `from` now the
 /// keeper's).
-fn leftover_link(temp: &Path, from: &Path, keeper: &Value, file: &Value) -> Result<bool, String> {
+fn leftover_link(temp: &Path, from: &Path, keeper: &Stamp, file: &Stamp) -> Result<bool, String> {
     let Ok(meta) = os::symlink_metadata(temp) else {
         return Ok(false);
     };
@@ -1233,14 +1148,7 @@ fn leftover_link(temp: &Path, from: &Path, keeper: &Value, file: &Value) -> Resu
     // Not known here: never taken for a second name.
     #[cfg(not(unix))]
     let links = 1;
-    let stamp = |v: &Value| {
-        (
-            v["dev"].as_u64(),
-            v["ino"].as_u64(),
-            v["size"].as_u64(),
-            v["mtime_ns"].as_i64(),
-        )
-    };
+    let stamp = |v: &Stamp| (Some(v.dev), Some(v.ino), Some(v.size), Some(v.mtime_ns));
     let (k, f) = (stamp(keeper), stamp(file));
     let id = id_of(temp, &meta);
     let is = |s: (Option<u64>, Option<u64>, Option<u64>, Option<i64>)| {
@@ -1278,61 +1186,6 @@ pub struct Undone {
     pub cleaned: Cleaned,
 }
 
-/// A journal as read: its acts, and the numbers of those undone or failed.
-#[derive(Debug, Default)]
-pub struct JournalRead {
-    /// Each act's line, in order.
-    pub acts: Vec<Value>,
-    /// Acts undone by an earlier `--undo`.
-    pub undone: HashSet<u64>,
-    /// Acts that failed (nothing was done).
-    pub failed: HashSet<u64>,
-    /// Lines that are not JSON (1-based): a last line cut short by a crash.
-    pub passed_over: Vec<usize>,
-    /// Folders the run made for its moves, outermost first.
-    pub made: Vec<PathBuf>,
-}
-
-/// Reads a journal's bytes. Its first line must be a seekless journal's header; a line
-/// that is not JSON (a last line cut short by a crash) is passed over, every whole line
-/// standing alone.
-pub fn parse_journal(text: &[u8]) -> Result<JournalRead, String> {
-    let mut read = JournalRead::default();
-    let mut header = false;
-    for (i, line) in text.split(|&b| b == b'\n').enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let Ok(v) = serde_json::from_slice::<Value>(line) else {
-            if !header {
-                return Err("not a seekless journal".into());
-            }
-            read.passed_over.push(i + 1);
-            continue;
-        };
-        if !header {
-            if v.get("seekless_journal").and_then(Value::as_u64) != Some(1) {
-                return Err("not a seekless journal (version 1)".into());
-            }
-            header = true;
-            continue;
-        }
-        if let Some(n) = v.get("undone").and_then(Value::as_u64) {
-            read.undone.insert(n);
-        } else if let Some(n) = v.get("failed").and_then(Value::as_u64) {
-            read.failed.insert(n);
-        } else if v.get("act").is_some() && v.get("n").and_then(Value::as_u64).is_some() {
-            read.acts.push(v);
-        } else if let Some(folder) = v.get("made").and_then(path_of) {
-            read.made.push(folder);
-        }
-    }
-    if !header {
-        return Err("an empty journal".into());
-    }
-    Ok(read)
-}
-
 /// Reverses the moves and trashes of the journal at `path`, last first: each file goes
 /// back to its old path if it is still where the act put it, unchanged (device, inode,
 /// size, modification time), and nothing is at its old path; a trashed file's
@@ -1349,6 +1202,7 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
         failed,
         passed_over,
         made,
+        ..
     } = parse_journal(&text).map_err(|why| Error::io(path, io::Error::other(why)))?;
     for line in passed_over {
         reporter.warning(Some(path), &format!("line {line}: not JSON, passed over"));
@@ -1362,7 +1216,7 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
         .open(path)
         .map_err(|e| Error::io(path, e))?;
     for e in entries.iter().rev() {
-        let n = e["n"].as_u64().unwrap_or(0);
+        let n = e.n;
         if failed.contains(&n) {
             continue;
         }
@@ -1370,25 +1224,17 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
             out.already += 1;
             continue;
         }
-        let act = e["act"].as_str().unwrap_or("");
+        let act = e.act.as_str();
         if act != "move" && act != "trash" {
             out.kept += 1;
             continue;
         }
-        let (Some(from), Some(to)) = (path_of(&e["from"]), path_of(&e["to"])) else {
+        let (from, Some(to)) = (e.from.path(), e.to.as_ref().map(JournalPath::path)) else {
             out.failed += 1;
             reporter.warning(Some(path), &format!("act {n}: no paths, passed over"));
             continue;
         };
-        let stamp = &e["file"];
-        let expect = Known {
-            path: to.clone(),
-            dev: stamp["dev"].as_u64().unwrap_or(0),
-            ino: stamp["ino"].as_u64().unwrap_or(0),
-            size: stamp["size"].as_u64().unwrap_or(0),
-            mtime_ns: stamp["mtime_ns"].as_i64().unwrap_or(0),
-            blake3: stamp["blake3"].as_str().unwrap_or("").to_string(),
-        };
+        let expect = e.file.known(to.clone());
         // Every folder on the way back as recorded: a link put in place of one since would
         // take the file elsewhere. (Where it went, its identity is checked below.)
         if let Some(link) = through_a_link(&from) {
@@ -1486,15 +1332,12 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
         }
         sync_parents(&to, &from);
         if act == "trash"
-            && let Some(info) = path_of(&e["info"])
+            && let Some(info) = e.info.as_ref().map(JournalPath::path)
         {
             trash::forget_info(&info, &from);
         }
         out.restored += 1;
-        let mut line = serde_json::to_vec(&json!({ "undone": n })).unwrap_or_default();
-        line.push(b'\n');
-        journal
-            .write_all(&line)
+        journal::undone(&mut journal, n)
             .and_then(|()| journal.sync_data())
             .map_err(|e| Error::io(path, e))?;
     }
@@ -1547,7 +1390,7 @@ mod tests {
                 identical: false,
             },
         ];
-        let mut journal = Journal::create(&at("journal"), json!({})).unwrap();
+        let mut journal = Journal::create(&at("journal"), About::default()).unwrap();
         let mut out = Vec::new();
         let link = Act::HardLink {
             metadata_may_differ: true,
@@ -1579,30 +1422,94 @@ mod tests {
     #[test]
     fn journal_paths_survive_bytes_that_are_not_utf8() {
         for p in ["/p/a.jpg", "/p/\u{1b}[31m.jpg"] {
-            assert_eq!(path_of(&path_value(Path::new(p))), Some(PathBuf::from(p)));
+            let j = JournalPath::of(Path::new(p));
+            assert_eq!(j, JournalPath::Text(p.into()));
+            assert_eq!(j.path(), PathBuf::from(p));
         }
         #[cfg(unix)]
         {
             use std::os::unix::ffi::OsStrExt;
             let odd = Path::new(std::ffi::OsStr::from_bytes(b"/p/\xff.jpg"));
-            let v = path_value(odd);
-            assert!(v.is_object());
-            assert_eq!(path_of(&v).as_deref(), Some(odd));
+            let j = JournalPath::of(odd);
+            assert_eq!(
+                serde_json::to_string(&j).unwrap(),
+                r#"{"bytes":[47,112,47,255,46,106,112,103]}"#
+            );
+            assert_eq!(j.path(), odd);
         }
-        assert_eq!(path_of(&json!({"bytes": [300]})), None);
+        assert!(serde_json::from_str::<JournalPath>(r#"{"bytes":[300]}"#).is_err());
     }
 
     #[test]
     fn a_journal_is_read_line_by_line_and_its_header_is_required() {
-        let text = b"{\"seekless_journal\":1}\n{\"act\":\"move\",\"n\":1}\n{\"done\":1}\n\
-                     {\"act\":\"trash\",\"n\":2}\n{\"undone\":1}\n{\"failed\":2}\n{\"act\":\"mo";
-        let r = parse_journal(text).unwrap();
+        let act = |n: u64, act: &str| {
+            format!(
+                r#"{{"act":"{act}","n":{n},"from":"/p/a{n}.jpg","keeper":"/p/k.jpg","file":{{"dev":1,"ino":{n},"size":3,"mtime_ns":5}},"to":"/m/p/a{n}.jpg"}}"#
+            )
+        };
+        let text = format!(
+            "{{\"seekless_journal\":1,\"about\":{{}}}}\n{}\n{{\"done\":1}}\n{}\n{{\"undone\":1}}\n\
+             {{\"failed\":2,\"why\":null}}\n{{\"made\":\"/m/p\"}}\n{{\"act\":\"mo",
+            act(1, "move"),
+            act(2, "trash")
+        );
+        let r = parse_journal(text.as_bytes()).unwrap();
         assert_eq!(r.acts.len(), 2);
+        assert_eq!(r.acts[1].act, "trash");
+        assert_eq!(
+            r.acts[0].to.as_ref().map(JournalPath::path),
+            Some("/m/p/a1.jpg".into())
+        );
         assert!(r.undone.contains(&1) && r.failed.contains(&2));
-        assert_eq!(r.passed_over, [7]);
-        assert!(parse_journal(b"{\"act\":\"move\",\"n\":1}\n").is_err());
-        assert!(parse_journal(b"garbage\n{\"seekless_journal\":1}\n").is_err());
+        assert_eq!(r.made, [PathBuf::from("/m/p")]);
+        assert_eq!(r.passed_over, [8]);
+        // An act line missing what an act needs is not an act.
+        let text = b"{\"seekless_journal\":1,\"about\":{}}\n{\"act\":\"move\",\"n\":1}\n";
+        let r = parse_journal(text).unwrap();
+        assert!(r.acts.is_empty() && r.passed_over == [2]);
+        assert!(parse_journal(act(1, "move").as_bytes()).is_err());
+        assert!(parse_journal(b"garbage\n{\"seekless_journal\":1,\"about\":{}}\n").is_err());
         assert!(parse_journal(b"\n\n").is_err());
-        assert!(parse_journal(b"{\"seekless_journal\":2}\n").is_err());
+        assert!(parse_journal(b"{\"seekless_journal\":2,\"about\":{}}\n").is_err());
+    }
+
+    #[test]
+    fn a_journal_written_is_a_journal_read() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("j");
+        let mut j = Journal::create(
+            &path,
+            About::new("move", Path::new("/p.db"), Some(Path::new("/m")), 1),
+        )
+        .unwrap();
+        j.made(Path::new("/m/p")).unwrap();
+        let intent = Intent {
+            n: 0,
+            act: "move".into(),
+            from: JournalPath::of(Path::new("/p/a.jpg")),
+            keeper: JournalPath::of(Path::new("/p/b.jpg")),
+            file: Stamp {
+                dev: 1,
+                ino: 2,
+                size: 3,
+                mtime_ns: -4,
+                blake3: "ab".into(),
+            },
+            to: Some(JournalPath::of(Path::new("/m/p/a.jpg"))),
+            info: None,
+            temp: None,
+            keeper_file: None,
+        };
+        assert_eq!(j.intent(intent.clone()).unwrap(), 1);
+        j.outcome(1, false, Some("why")).unwrap();
+        drop(j);
+        let r = parse_journal(&fs::read(&path).unwrap()).unwrap();
+        assert_eq!(
+            r.about,
+            About::new("move", Path::new("/p.db"), Some(Path::new("/m")), 1)
+        );
+        assert_eq!(r.acts, [Intent { n: 1, ..intent }]);
+        assert!(r.failed.contains(&1) && r.passed_over.is_empty());
+        assert_eq!(r.made, [PathBuf::from("/m/p")]);
     }
 }
