@@ -1120,6 +1120,13 @@ mod tests {
     }
 
     #[test]
+    fn a_withheld_clearance_says_why() {
+        assert_eq!(Withheld::Errors(1).to_string(), "1 error in this run");
+        assert_eq!(Withheld::Errors(3).to_string(), "3 errors in this run");
+        assert_eq!(Withheld::NoWalk.to_string(), "this run walked nothing");
+    }
+
+    #[test]
     fn a_witness_that_walked_nothing_gives_no_clearance() {
         let w = Witness::new(&Quiet);
         assert_eq!(w.clearance(true).err(), Some(Withheld::NoWalk));
