@@ -140,6 +140,66 @@ pub(crate) fn reference_taken(e: &Value) -> Option<String> {
     if let Some(o) = offset.filter(|o| o.len() == 6 && (o.starts_with('+') || o.starts_with('-'))) {
         out.push_str(&o);
     }
+    canonical_taken(&out)
+}
+
+/// An ISO 8601 date and time in the one form docs/index.md gives `taken`
+/// (`YYYY-MM-DDTHH:MM:SS[.mmm][±HH:MM]`: three digits of milliseconds when there is a
+/// fraction, UTC as `+00:00`), or none when it is no date (a zero date, month 13, 30
+/// February): the test's own reading, to compare the catalog's with.
+pub(crate) fn canonical_taken(s: &str) -> Option<String> {
+    let (date, rest) = (s.get(..19)?, &s[19..]);
+    let n = |r: std::ops::Range<usize>| date.get(r)?.parse::<u32>().ok();
+    let (y, mo, d, h, mi, sec) = (
+        n(0..4)?,
+        n(5..7)?,
+        n(8..10)?,
+        n(11..13)?,
+        n(14..16)?,
+        n(17..19)?,
+    );
+    let leap = y.is_multiple_of(4) && (!y.is_multiple_of(100) || y.is_multiple_of(400));
+    let days = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if y == 0
+        || !(1..=12).contains(&mo)
+        || d == 0
+        || d > days[mo as usize - 1]
+        || h > 23
+        || mi > 59
+        || sec > 60
+    {
+        return None;
+    }
+    let mut out = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}");
+    let mut rest = rest;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits: String = frac.chars().take_while(char::is_ascii_digit).collect();
+        rest = &frac[digits.len()..];
+        if !digits.is_empty() {
+            out.push('.');
+            out.extend(digits.chars().chain("00".chars()).take(3));
+        }
+    }
+    match rest {
+        "" => {}
+        "Z" => out.push_str("+00:00"),
+        z if z.len() == 6 => out.push_str(z),
+        z if z.len() == 5 => out.push_str(&format!("{}:{}", &z[..3], &z[3..])),
+        _ => return None,
+    }
     Some(out)
 }
 

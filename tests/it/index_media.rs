@@ -27,7 +27,7 @@ use crate::common::catalog::{
     Comparison, EXIF_COLUMNS, Ifd, Val, corpus, query, reference_value, tiff_block,
 };
 use crate::common::*;
-use crate::index_fields::{reference_taken, same};
+use crate::index_fields::{canonical_taken, reference_taken, same};
 
 const EXIFTOOL: &str = "exiftool-12.57";
 const EXIV2: &str = "exiv2-0.27.6";
@@ -477,13 +477,13 @@ fn reference_video_taken(e: &Value) -> Option<String> {
         ))
     };
     if let Some(d) = e["CreationDate"].as_str().and_then(iso) {
-        return Some(d);
+        return canonical_taken(&d);
     }
     if let Some(d) = e["DateTimeOriginal"].as_str().and_then(iso) {
-        return Some(d);
+        return canonical_taken(&d);
     }
     let d = e["CreateDate"].as_str().and_then(iso)?;
-    Some(if d.len() == 19 { d + "Z" } else { d })
+    canonical_taken(&if d.len() == 19 { d + "Z" } else { d })
 }
 
 /// A duration as exiftool prints it with `-n`: seconds, or (a Matroska `DURATION` tag

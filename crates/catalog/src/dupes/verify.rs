@@ -135,53 +135,11 @@ pub fn is_burst(camera: (u32, u32), taken_ms: (Option<i64>, Option<i64>)) -> boo
     }
 }
 
-/// `taken` as the catalog stores it (`YYYY-MM-DDTHH:MM:SS[.fff][+HH:MM]`) in milliseconds
+/// `taken` as the catalog stores it (`YYYY-MM-DDTHH:MM:SS[.mmm][±HH:MM]`) in milliseconds
 /// of the camera's wall clock since 1970-01-01 (the offset, when given, is ignored: shots
 /// compared are from one camera, whose clock it is). `None` when it does not parse.
 pub fn taken_ms(taken: &str) -> Option<i64> {
-    let b = taken.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let s = b.get(r)?;
-        if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        std::str::from_utf8(s).ok()?.parse().ok()
-    };
-    if b.len() < 19
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
-    }
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
-        return None;
-    }
-    let mut ms = 0;
-    if b.get(19) == Some(&b'.') {
-        let digits = b[20..].iter().take_while(|c| c.is_ascii_digit()).count();
-        let frac = &taken[20..20 + digits];
-        // Milliseconds from the first three digits, padded.
-        let three: String = frac.chars().chain("000".chars()).take(3).collect();
-        ms = three.parse().ok()?;
-    }
-    let days = days_from_civil(y, mo, d);
-    Some(((days * 24 + hh) * 60 + mm) * 60_000 + ss * 1000 + ms)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    crate::index::taken::Taken::iso(taken).map(|t| t.wall_ms())
 }
 
 #[cfg(test)]

@@ -20,8 +20,9 @@ use seekless_jobs::destructive::Forget;
 /// `UPGRADE_V2`), also in place. Version 4 adds what a phone's or camera's library needs
 /// (`kind`, `duration`, `codec`, `rotation`, `content_id`; see `upgrade_v3`) and the
 /// XMP sidecars (the `sidecars` table and `images.sidecar`; see `V4_SIDECARS`). Version 5 adds
-/// the `decisions` table (see `V5_DECISIONS`).
-pub const SCHEMA_VERSION: i64 = 5;
+/// the `decisions` table (see `V5_DECISIONS`). Version 6 writes `taken` in one form (see
+/// `upgrade_v5`: stored dates rewritten in place).
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// `PRAGMA application_id` of a seekless catalog ("SKLS"): what tells a catalog from any
 /// other SQLite database. Catalogs made before it was set (schema versions 1 and 2) are
@@ -624,6 +625,9 @@ impl WriterLock {
         upgrade_v2(&tx).map_err(io)?;
         upgrade_v3(&tx).map_err(io)?;
         upgrade_v4(&tx).map_err(io)?;
+        if version < 6 {
+            upgrade_v5(&tx).map_err(io)?;
+        }
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(io)?;
         tx.pragma_update(None, "application_id", APPLICATION_ID)
@@ -1265,6 +1269,27 @@ pub(crate) fn upgrade_v4(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
     Ok(())
 }
 
+/// Upgrades a catalog of version 5 or before to version 6, inside the caller's
+/// transaction: every stored `taken` is rewritten in the one form
+/// ([`Taken`](super::taken::Taken): `Z` becomes `+00:00`, fractions three digits), and one
+/// that is no date (a zero date, month 13) becomes NULL. Nothing else in the row changes.
+/// Running it again changes nothing.
+pub(crate) fn upgrade_v5(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let rows: Vec<(i64, String)> = {
+        let mut stmt = tx.prepare("SELECT id, taken FROM images WHERE taken IS NOT NULL")?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    let mut update = tx.prepare("UPDATE images SET taken = ?2 WHERE id = ?1")?;
+    for (id, taken) in rows {
+        let canonical = super::taken::Taken::iso(&taken).map(|t| t.to_string());
+        if canonical.as_deref() != Some(taken.as_str()) {
+            update.execute(rusqlite::params![id, canonical])?;
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn upgrade_v2(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     let has_phash: bool = tx.query_row(
         "SELECT count(*) > 0 FROM pragma_table_info('images') WHERE name = 'phash'",
@@ -1767,7 +1792,7 @@ fn now() -> String {
         .unwrap_or_default();
     let secs = d.as_secs() as i64;
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, dd) = super::inspect::civil_from_days(days);
+    let (y, m, dd) = super::taken::civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{dd:02}T{:02}:{:02}:{:02}.{:03}Z",
         rem / 3600,
@@ -2140,6 +2165,62 @@ mod tests {
             .collect();
         assert!(names.contains(&"sidecars".to_string()), "{names:?}");
         assert!(names.contains(&"images_sidecar".to_string()), "{names:?}");
+    }
+
+    #[test]
+    fn a_version_5_catalog_gets_its_dates_in_the_one_form_and_keeps_the_rest() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        drop(Catalog::open(&db).unwrap());
+        {
+            let conn = Connection::open(&db).unwrap();
+            conn.execute_batch("INSERT OR IGNORE INTO scans (id, started) VALUES (1, 'x');")
+                .unwrap();
+            for (i, taken) in [
+                "2010-02-03T21:17:48Z",
+                "2024-05-06T07:08:09.12+02:00",
+                "2024-05-06T07:08:09.123456",
+                "0000-00-00T00:00:00",
+                "2024-05-06T07:08:09.500-07:00",
+            ]
+            .iter()
+            .enumerate()
+            {
+                conn.execute(
+                    "INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, blake3,
+                         scan, format, taken, make)
+                     VALUES (?1, CAST(?1 AS BLOB), 1, ?2, 3, 4, 'h', 1, 'jpeg', ?3, 'Canon')",
+                    rusqlite::params![format!("/p/{i}.jpg"), i as i64, taken],
+                )
+                .unwrap();
+            }
+            conn.pragma_update(None, "user_version", 5).unwrap();
+        }
+        drop(Catalog::open(&db).unwrap());
+        let conn = Connection::open(&db).unwrap();
+        let rows: Vec<(Option<String>, String, i64)> = conn
+            .prepare("SELECT taken, make, size FROM images ORDER BY ino")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let taken: Vec<Option<&str>> = rows.iter().map(|r| r.0.as_deref()).collect();
+        assert_eq!(
+            taken,
+            [
+                Some("2010-02-03T21:17:48+00:00"),
+                Some("2024-05-06T07:08:09.120+02:00"),
+                Some("2024-05-06T07:08:09.123"),
+                None,
+                Some("2024-05-06T07:08:09.500-07:00"),
+            ]
+        );
+        assert!(rows.iter().all(|r| r.1 == "Canon" && r.2 == 3));
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
     }
 
     fn sidecar_row(size: u64, fields: Option<crate::index::inspect::SidecarFields>) -> Record {

@@ -4,6 +4,8 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::index::taken::Taken;
+
 mod apple;
 mod avi;
 mod bmp;
@@ -437,7 +439,8 @@ fn fill_exif(info: &mut ImageInfo, f: tiff::Fields) {
     info.focal_length = f.focal_length;
     info.taken = f
         .date
-        .and_then(|date| exif_date(&date, f.subsec.as_deref(), f.offset.as_deref()));
+        .and_then(|date| Taken::exif(&date, f.subsec.as_deref(), f.offset.as_deref()))
+        .map(|t| t.to_string());
     info.gps_lat = f.gps_lat;
     info.gps_lon = f.gps_lon;
     info.gps_alt = f.gps_alt;
@@ -490,57 +493,6 @@ fn fill_xmp(info: &mut ImageInfo, packet: &str) {
     if info.model.is_none() {
         info.model = get("tiff:Model");
     }
-}
-
-/// The calendar date (year, month, day) of a day count since 1970-01-01 (Howard
-/// Hinnant's algorithm, <https://howardhinnant.github.io/date_algorithms.html>): the
-/// catalog's scan times and the dates containers keep as seconds.
-pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
-/// `YYYY:MM:DD HH:MM:SS` (+ sub-seconds, + offset) as ISO 8601.
-fn exif_date(date: &str, subsec: Option<&str>, offset: Option<&str>) -> Option<String> {
-    let b = date.as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
-    // Byte 19 must start a character too: `date[11..19]` is sliced below.
-    if b.len() < 19
-        || !b[..19].is_ascii()
-        || !(digits(0..4) && digits(5..7) && digits(8..10) && digits(11..13))
-    {
-        return None;
-    }
-    let mut out = format!(
-        "{}-{}-{}T{}",
-        &date[0..4],
-        &date[5..7],
-        &date[8..10],
-        &date[11..19]
-    );
-    if let Some(sub) = subsec
-        .map(str::trim)
-        .filter(|s| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
-    {
-        out.push('.');
-        out.push_str(sub);
-    }
-    if let Some(off) = offset
-        .map(str::trim)
-        .filter(|o| o.len() == 6 && (o.starts_with('+') || o.starts_with('-')))
-    {
-        out.push_str(off);
-    }
-    Some(out)
 }
 
 /// Each parser alone, and [`inspect`] without its panic guard, for the fuzz targets
@@ -772,28 +724,6 @@ mod tests {
         let info = inspect(View::whole(&jpeg), Some("jpg"));
         assert_eq!(info.content_id.as_deref(), Some(id));
         assert_eq!(info.kind, Some("image"));
-    }
-
-    #[test]
-    fn day_counts_become_calendar_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(20_425), (2025, 12, 3));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-    }
-
-    #[test]
-    fn dates_become_iso_8601_with_subseconds_and_offset() {
-        assert_eq!(
-            exif_date("2024:05:06 07:08:09", Some("123"), Some("+02:00")).as_deref(),
-            Some("2024-05-06T07:08:09.123+02:00")
-        );
-        assert_eq!(
-            exif_date("2024:05:06 07:08:09", None, None).as_deref(),
-            Some("2024-05-06T07:08:09")
-        );
-        assert_eq!(exif_date("    :  :     :  :  ", None, None), None);
-        assert_eq!(exif_date("2006:07:08 21:14:\u{FFFD}5", None, None), None);
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub mod inspect;
 mod libheif;
 mod phases;
 pub(crate) mod phash;
+pub(crate) mod taken;
 pub mod thumb;
 mod video;
 

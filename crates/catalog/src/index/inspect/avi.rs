@@ -183,13 +183,7 @@ fn riff_date(data: &[u8]) -> Option<String> {
     let [h, mi, s] = t.as_slice() else {
         return None;
     };
-    let valid = (1..=9999).contains(&y)
-        && (1..=12).contains(&mo)
-        && (1..=31).contains(&d)
-        && *h < 24
-        && *mi < 60
-        && *s < 61;
-    valid.then(|| format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}"))
+    crate::index::taken::Taken::new(y, mo, d, *h, *mi, *s).map(|t| t.to_string())
 }
 
 #[cfg(test)]

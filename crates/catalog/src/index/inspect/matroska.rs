@@ -7,8 +7,9 @@
 //! unknown (a live stream's Segment or Cluster), its end found only by walking it.
 
 use super::Layout;
-use super::quicktime::{date_time, iso6709};
+use super::quicktime::iso6709;
 use super::view::View;
+use crate::index::taken::Taken;
 
 const EBML: u32 = 0x1A45_DFA3;
 const DOC_TYPE: u32 = 0x4282;
@@ -253,7 +254,9 @@ fn read_info(info: &[u8], out: &mut Layout<'_>) {
             DATE_UTC if data.len() == 8 => {
                 let ns = i64::from_be_bytes(data.try_into().unwrap_or_default());
                 let secs = ns.div_euclid(1_000_000_000).checked_add(EPOCH_2001);
-                out.meta.taken = secs.map(|s| date_time(s, "Z"));
+                out.meta.taken = secs
+                    .and_then(|s| Taken::from_unix(s, true))
+                    .map(|t| t.to_string());
             }
             _ => {}
         }
@@ -400,7 +403,7 @@ mod tests {
         assert_eq!((out.width, out.height), (Some(320), Some(240)));
         assert_eq!(out.meta.codec.as_deref(), Some("V_VP9"));
         assert_eq!(out.meta.duration, Some(2.5));
-        assert_eq!(out.meta.taken.as_deref(), Some("2010-02-03T21:17:48Z"));
+        assert_eq!(out.meta.taken.as_deref(), Some("2010-02-03T21:17:48+00:00"));
         assert_eq!(
             (out.meta.gps_lat, out.meta.gps_lon),
             (Some(48.8584), Some(2.2945))

@@ -14,6 +14,7 @@ use super::Layout;
 use super::boxes::{self, BoxHeader};
 use super::cursor::{Cursor, fourcc_text};
 use super::view::View;
+use crate::index::taken::Taken;
 
 /// Whether `head` starts like a QuickTime movie of before `ftyp` (1990s Apple, old
 /// cameras): a first box that only a movie starts with, of a plausible size.
@@ -118,24 +119,13 @@ fn movie_header(body: &[u8]) -> Option<(Option<String>, Option<f64>)> {
         .then(|| created.checked_sub(EPOCH_1904))
         .flatten()
         .and_then(|s| i64::try_from(s).ok())
-        .map(|s| date_time(s, "Z"));
+        .and_then(|s| Taken::from_unix(s, true))
+        .map(|t| t.to_string());
     Some((created, duration))
 }
 
 /// Seconds from 1904-01-01 to 1970-01-01.
 const EPOCH_1904: u64 = 2_082_844_800;
-
-/// `YYYY-MM-DDTHH:MM:SS` and `zone` for `secs` seconds since 1970-01-01.
-pub(super) fn date_time(secs: i64, zone: &str) -> String {
-    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (year, month, day) = super::civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}{zone}",
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
-}
 
 /// The metadata found in `meta` and `udta`, the first of each kind kept.
 #[derive(Default)]
@@ -172,7 +162,7 @@ impl Tags {
         };
         match name {
             b"com.apple.quicktime.creationdate" | b"\xA9day" if self.date.is_none() => {
-                self.date = iso_date(value);
+                self.date = Taken::iso(value).map(|t| t.to_string());
             }
             b"com.apple.quicktime.make" | b"\xA9mak" => fill(&mut self.make),
             b"com.apple.quicktime.model" | b"\xA9mod" => fill(&mut self.model),
@@ -342,49 +332,6 @@ fn location(body: &[u8]) -> Option<(f64, f64, Option<f64>)> {
     let mut fixed = || c.u32().map(|v| f64::from(v as i32) / 65_536.0);
     let (lon, lat, alt) = (fixed()?, fixed()?, fixed()?);
     (lat.abs() <= 90.0 && lon.abs() <= 180.0).then_some((lat, lon, Some(alt)))
-}
-
-/// `YYYY-MM-DDTHH:MM:SS` with its zone (`+HHMM`, `+HH:MM` or `Z`) as the catalog writes
-/// dates: `YYYY-MM-DDTHH:MM:SS+HH:MM` (`Z` for UTC); fractions of a second are dropped. A value that
-/// is not a full date and time (`2008`) is none.
-pub(super) fn iso_date(value: &str) -> Option<String> {
-    let b = value.trim().as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
-    let shape = digits(0..4)
-        && b.get(4) == Some(&b'-')
-        && digits(5..7)
-        && b.get(7) == Some(&b'-')
-        && digits(8..10)
-        && matches!(b.get(10), Some(b'T' | b' '))
-        && digits(11..13)
-        && b.get(13) == Some(&b':')
-        && digits(14..16)
-        && b.get(16) == Some(&b':')
-        && digits(17..19);
-    if !shape {
-        return None;
-    }
-    let mut rest = &b[19..];
-    if rest.first() == Some(&b'.') {
-        let n = rest[1..].iter().take_while(|c| c.is_ascii_digit()).count();
-        rest = &rest[1 + n..];
-    }
-    let zone = match rest {
-        [] => String::new(),
-        [b'Z'] => "Z".into(),
-        [s @ (b'+' | b'-'), h1, h2, m1, m2] | [s @ (b'+' | b'-'), h1, h2, b':', m1, m2]
-            if [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit()) =>
-        {
-            format!(
-                "{}{}{}:{}{}",
-                *s as char, *h1 as char, *h2 as char, *m1 as char, *m2 as char
-            )
-        }
-        _ => return None,
-    };
-    let text = std::str::from_utf8(&b[..19]).ok()?;
-    Some(format!("{}T{}{zone}", &text[..10], &text[11..]))
 }
 
 /// A place in ISO 6709 (`+37.3318-122.0312+010.000/`): latitude, longitude and
@@ -667,7 +614,7 @@ mod tests {
         let file = movie(&moov, 0, false);
         let out = read(View::whole(&file));
         let m = &out.meta;
-        assert_eq!(m.taken.as_deref(), Some("2005-08-11T14:03:54Z"));
+        assert_eq!(m.taken.as_deref(), Some("2005-08-11T14:03:54+00:00"));
         assert_eq!(m.make.as_deref(), Some("Pentax"));
         assert_eq!(m.gps_lat, Some(35.0 + 18.5 / 60.0));
         assert_eq!(m.gps_lon, Some(139.0 + 38.25 / 60.0));
@@ -818,20 +765,6 @@ mod tests {
     #[test]
     fn dates_and_places_are_parsed_strictly() {
         assert_eq!(
-            iso_date("2019-05-25T14:32:17-0700").as_deref(),
-            Some("2019-05-25T14:32:17-07:00")
-        );
-        assert_eq!(
-            iso_date("2019-05-25T14:32:17.5Z").as_deref(),
-            Some("2019-05-25T14:32:17Z")
-        );
-        assert_eq!(
-            iso_date("2019-05-25 14:32:17").as_deref(),
-            Some("2019-05-25T14:32:17")
-        );
-        assert_eq!(iso_date("2008"), None);
-        assert_eq!(iso_date("2019-05-25T14:32:17+7"), None);
-        assert_eq!(
             iso6709("-33.8688+151.2093/"),
             Some((-33.8688, 151.2093, None))
         );
@@ -843,7 +776,5 @@ mod tests {
         }
         assert_eq!(location(&loci), Some((37.25, -122.5, Some(10.0))));
         assert_eq!(location(&loci[..16]), None);
-        assert_eq!(date_time(0, "+00:00"), "1970-01-01T00:00:00+00:00");
-        assert_eq!(date_time(951_825_600, ""), "2000-02-29T12:00:00");
     }
 }

@@ -428,9 +428,9 @@ fn mrw(view: View<'_>) -> Raw<'_> {
 /// `YYYY:MM:DD HH:MM:SS` (UTC) for seconds since 1970, as exiftool's ConvertUnixTime
 /// writes the dates CRW and X3F keep as numbers.
 pub(super) fn unix_date(seconds: u64) -> Option<String> {
-    let iso = super::quicktime::date_time(i64::try_from(seconds).ok()?, "");
+    let t = crate::index::taken::Taken::from_unix(i64::try_from(seconds).ok()?, false)?;
     // `YYYY-MM-DDTHH:MM:SS` as EXIF writes it; a year past 9999 is no date.
-    (iso.len() == 19).then(|| iso.replacen('-', ":", 2).replacen('T', " ", 1))
+    Some(t.to_string().replacen('-', ":", 2).replacen('T', " ", 1))
 }
 
 #[cfg(test)]

@@ -96,39 +96,10 @@ fn entity(name: &str) -> Option<char> {
 }
 
 /// An XMP date (`YYYY-MM-DDTHH:MM:SS[.fff][±HH:MM|Z]`, ISO 8601 already) as the catalog
-/// writes `taken`; `None` without seconds (a date alone says no time).
+/// writes `taken` ([`Taken`](crate::index::taken::Taken)); `None` without seconds (a date
+/// alone says no time) or when it is no date.
 pub(super) fn date(value: &str) -> Option<String> {
-    let b = value.as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
-    let shape = digits(0..4)
-        && b.get(4) == Some(&b'-')
-        && digits(5..7)
-        && b.get(7) == Some(&b'-')
-        && digits(8..10)
-        && b.get(10) == Some(&b'T')
-        && digits(11..13)
-        && digits(14..16)
-        && digits(17..19);
-    if !shape {
-        return None;
-    }
-    let mut out = value[..19].to_string();
-    let mut rest = &value[19..];
-    if let Some(frac) = rest.strip_prefix('.') {
-        let n = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if n > 0 {
-            out.push('.');
-            out.push_str(&frac[..n]);
-        }
-        rest = &frac[n..];
-    }
-    if rest.len() == 6 && (rest.starts_with('+') || rest.starts_with('-')) {
-        out.push_str(rest);
-    } else if rest == "Z" {
-        out.push_str("+00:00");
-    }
-    Some(out)
+    crate::index::taken::Taken::iso(value).map(|t| t.to_string())
 }
 
 /// The most a sidecar may be for its fields to be read (darktable's, with a long edit
