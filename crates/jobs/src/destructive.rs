@@ -1222,6 +1222,68 @@ mod tests {
         assert!(!dest.join("c.jpg").exists());
     }
 
+    #[test]
+    fn a_translated_clearance_keeps_what_it_spares_and_shields_everything_it_did() {
+        let t = tempfile::tempdir().unwrap();
+        let dest = t.path().join("photos");
+        let source = dest.join("new/deep");
+        fs::create_dir_all(&source).unwrap();
+        let meta = |p: &Path| fs::metadata(p).unwrap();
+        let spared = clear()
+            .sparing(std::slice::from_ref(&source))
+            .translated(|p| Some(p.to_path_buf()));
+        assert!(
+            spared.spares(&source, &meta(&source)).is_some(),
+            "the source"
+        );
+        let holder = dest.join("new");
+        assert!(
+            spared.spares(&holder, &meta(&holder)).is_some(),
+            "its holder"
+        );
+        assert!(spared.is_source(&source, &meta(&source)));
+        // A source that cannot be looked at shields everything, named anew or not.
+        let blind = clear()
+            .sparing(&[t.path().join("missing")])
+            .translated(|p| Some(p.to_path_buf()));
+        assert!(blind.shields(Path::new("/anything")));
+    }
+
+    #[test]
+    fn a_witness_passes_everything_on() {
+        #[derive(Default)]
+        struct Told(Mutex<Vec<String>>);
+        impl Reporter for Told {
+            fn error(&self, err: &Error) {
+                lock(&self.0).push(format!("error {}", err.path().display()));
+            }
+            fn skipped(&self, path: &Path, why: &str) {
+                lock(&self.0).push(format!("skipped {} {why}", path.display()));
+            }
+            fn planned(&self, files: u64, bytes: u64) {
+                lock(&self.0).push(format!("planned {files} {bytes}"));
+            }
+            fn warning(&self, path: Option<&Path>, what: &str) {
+                lock(&self.0).push(format!("warning {path:?} {what}"));
+            }
+        }
+        let told = Told::default();
+        let w = Witness::new(&told);
+        w.error(&Error::io("/a", io::Error::other("x")));
+        w.skipped(Path::new("/b"), "why");
+        w.planned(3, 4);
+        w.warning(None, "w");
+        assert_eq!(
+            lock(&told.0).clone(),
+            [
+                "error /a",
+                "skipped /b why",
+                "planned 3 4",
+                "warning None w"
+            ]
+        );
+    }
+
     #[cfg(unix)]
     #[test]
     fn a_source_and_what_holds_it_are_never_removed() {
