@@ -6,7 +6,7 @@
 //! - Regular files: a file whose destination has the same size and mtime is skipped
 //!   without being read (rsync's quick check; `checksum` compares content instead).
 //!   Others are read in physical order with the disk's queue kept full and written by
-//!   worker threads to `.NAME.seekless-tmp-PID-N` beside their destination, given the
+//!   worker threads to `.NAME.seekless-tmp-RUN-N` beside their destination, given the
 //!   source's owner (as root), mode, times and extended attributes, and renamed. A file
 //!   that changes while it is copied is reported and not put in place.
 //! - Hard links among the files copied stay links.
@@ -21,7 +21,8 @@
 //! (directories, links, special files, metadata refresh), `content` (the workers that
 //! write file content), `commit` (durable before renamed, a batch at a time), `verify`,
 //! `target` (destination metadata and leftovers). What may be removed or replaced is not
-//! decided here: `src/destructive.rs` owns it, given what the run saw.
+//! decided here: [`crate::destructive`] owns it, given what the run saw. What a copy is
+//! asked and what it reports: `options`.
 //!
 //! ```
 //! use seekless_jobs::copy::{CopyOptions, CopyRoot, copy};
@@ -44,10 +45,12 @@ mod commit;
 mod content;
 mod decide;
 mod nodes;
+mod options;
 mod roots;
 mod target;
 mod verify;
 
+pub use options::{CopyError, CopyEvents, CopyOptions, CopyRoot, CopySummary, Method};
 pub use roots::{ResolveError, resolve_roots};
 
 use std::collections::{HashMap, HashSet};
@@ -60,7 +63,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::atomic::{AtomicFile, parent_of};
 use crate::destructive::{self, DestinationLock, Witness};
-use crate::hash::Algorithm;
 use crate::stat::Stat;
 use commit::GroupCommit;
 use content::Shared;
@@ -69,193 +71,11 @@ use nodes::{Made, link_in_place, make_dir, make_other, refresh};
 use seekless_core::FileId;
 use seekless_core::error::Error;
 use seekless_core::os;
-use seekless_core::plan::{Plan, PlanOptions, PlannedFile};
-use seekless_core::read::{self, ConsumeOptions, Events, NoEvents, ReadOptions};
+use seekless_core::plan::{Plan, PlanOptions};
+use seekless_core::read::{self, ConsumeOptions, NoEvents};
 use seekless_core::report::Reporter;
 use seekless_core::sync::into_inner;
 use seekless_core::walk::Other;
-
-/// One source and where it goes: `source` itself becomes `dest` (a directory's contents
-/// go under `dest`).
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct CopyRoot {
-    /// A file or directory to copy.
-    pub source: PathBuf,
-    /// What it becomes.
-    pub dest: PathBuf,
-}
-
-impl CopyRoot {
-    /// `source` copied as `dest`.
-    pub fn new(source: impl Into<PathBuf>, dest: impl Into<PathBuf>) -> CopyRoot {
-        CopyRoot {
-            source: source.into(),
-            dest: dest.into(),
-        }
-    }
-}
-
-/// How to copy.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct CopyOptions {
-    /// How to read.
-    pub read: ReadOptions,
-    /// Threads writing files.
-    pub workers: usize,
-    /// Copy extended attributes (where the destination has none, silently not).
-    pub xattrs: bool,
-    /// `fsync` each file before renaming it into place (more than `sync` needs: one
-    /// flush per file instead of one per batch).
-    pub fsync: bool,
-    /// Durable before trusted: each file's data reaches the disk before the file gets its
-    /// final name (a batch of files at a time, one `syncfs` per destination filesystem
-    /// per batch), and the destination is flushed again at the end, so a power cut never
-    /// leaves a file under its final name with the right size and mtime but not its
-    /// data. Off (`--no-sync`): files are renamed as soon as written and nothing is
-    /// flushed; after a power cut a copied file may hold zeros that the next run's quick
-    /// check takes for unchanged.
-    pub sync: bool,
-    /// Compare content, not size and mtime, to decide what is unchanged.
-    pub checksum: bool,
-    /// Remove destination entries that the source does not have. Nothing is removed after
-    /// an error anywhere in the run (a directory that could not be listed, a file that
-    /// could not be read: what the plan lacks may still exist), unless `ignore_errors`.
-    pub delete: bool,
-    /// With `delete`: delete even after errors, but never at or under a path that failed
-    /// or was left out (another filesystem, walked under another name).
-    pub ignore_errors: bool,
-    /// With `delete`: a source root that is an empty directory empties its destination
-    /// too. Off: an empty source directory (what a drive that is not mounted looks like)
-    /// deletes nothing from a destination that has entries, and is reported as a failure.
-    pub allow_empty_source: bool,
-    /// After the copy, read each file copied back from the destination (its cache dropped
-    /// first) and compare its BLAKE3 hash with the source's.
-    pub verify: bool,
-    /// Hash every source file (skipped ones too: they are read, not written) with this
-    /// algorithm and report it ([`CopyEvents::hashed`]): a manifest as a by-product.
-    pub hash: Option<Algorithm>,
-    /// Within one filesystem, share blocks or copy in the kernel where possible.
-    pub fast_path: bool,
-    /// What this run writes itself (its manifest: [`AtomicFile::identity`]): where the
-    /// walk meets it, it is left out, with a message, as an unseen path (`delete` keeps
-    /// what the destination has there).
-    pub outputs: Vec<crate::OutputIdentity>,
-}
-
-impl Default for CopyOptions {
-    fn default() -> Self {
-        Self {
-            read: ReadOptions::default(),
-            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            xattrs: true,
-            fsync: false,
-            sync: true,
-            checksum: false,
-            delete: false,
-            ignore_errors: false,
-            allow_empty_source: false,
-            verify: false,
-            hash: None,
-            fast_path: true,
-            outputs: Vec::new(),
-        }
-    }
-}
-
-/// How a file's content was put in place.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum Method {
-    /// Read (in physical order) and written.
-    ReadWrite,
-    /// Blocks shared with the source (`FICLONE`).
-    Clone,
-    /// Copied inside the kernel (`copy_file_range`).
-    CopyRange,
-}
-
-/// What a copy did.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-#[non_exhaustive]
-pub struct CopySummary {
-    /// Files the destination did not have.
-    pub copied: u64,
-    /// Files the destination had, different.
-    pub updated: u64,
-    /// Files the destination had, the same (not written).
-    pub skipped: u64,
-    /// Unchanged files, links and special files whose mode, owner, times or extended
-    /// attributes were brought up to date (as rsync does).
-    pub refreshed: u64,
-    /// Destination entries removed (`delete`).
-    pub deleted: u64,
-    /// Paths that failed.
-    pub failed: u64,
-    /// Content bytes written.
-    pub bytes: u64,
-    /// Content bytes shared with the source (`FICLONE`): not written.
-    pub cloned: u64,
-    /// Directories made or brought up to date.
-    pub dirs: u64,
-    /// Symlinks, FIFOs and device nodes made.
-    pub others: u64,
-    /// Hard links made.
-    pub hardlinks: u64,
-    /// Files compared after the copy (`verify`), and those that differed.
-    pub verified: u64,
-    /// Files whose copy did not match the source (`verify`).
-    pub mismatched: u64,
-    /// Temporaries of interrupted runs removed.
-    pub leftovers_removed: u64,
-    /// How each source filesystem's files were copied: (its `st_dev`, a method used for
-    /// some of them), each pair once.
-    pub methods: Vec<(u64, Method)>,
-    /// The run stopped early (the destination is full, or cannot be written).
-    pub stopped: bool,
-    /// `delete` was asked for but nothing was deleted, because something failed
-    /// (`ignore_errors` not given).
-    pub deletion_skipped: bool,
-}
-
-/// What [`copy_with`] tells its caller as it goes, beyond the read's
-/// [`Events`] (the plan read, each file copied or failed, the end);
-/// all optional. Called one at a time.
-pub trait CopyEvents: Events {
-    /// A source file's hash ([`CopyOptions::hash`]).
-    fn hashed(&mut self, file: &PlannedFile, hex: &str) {
-        let _ = (file, hex);
-    }
-}
-
-impl CopyEvents for NoEvents {}
-
-/// Why a copy could not run at all.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum CopyError {
-    /// The destination cannot be written (found before anything was read).
-    #[error("{}: cannot write the destination: {}", path.display(), seekless_core::error::describe_io(source))]
-    Destination {
-        /// The directory tried.
-        path: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
-    /// Another run is writing into the destination (one writer at a time).
-    #[error("{}: another run is writing here: {holder}", path.display())]
-    Busy {
-        /// The destination directory.
-        path: PathBuf,
-        /// Who, as far as the system says.
-        holder: String,
-    },
-    /// A root would copy a directory to itself or into itself (see [`resolve_roots`]).
-    #[error(transparent)]
-    Roots(#[from] ResolveError),
-}
 
 /// Copies every root. Per-path problems go to `reporter` and are counted; the run goes on
 /// (and stops early only when the destination is full).
