@@ -72,7 +72,7 @@ pub struct CopyOptions {
     pub hash: Option<Algorithm>,
     /// Within one filesystem, share blocks or copy in the kernel where possible.
     pub fast_path: bool,
-    /// What this run writes itself (its manifest: [`AtomicFile::identity`]): where the
+    /// What this run writes itself (its manifest: [`AtomicFile::identity`](crate::AtomicFile::identity)): where the
     /// walk meets it, it is left out, with a message, as an unseen path (`delete` keeps
     /// what the destination has there).
     pub outputs: Vec<crate::OutputIdentity>,
