@@ -154,7 +154,7 @@ pub struct CopySummary {
     pub deletion_skipped: bool,
 }
 
-/// What [`copy_with`] tells its caller as it goes, beyond the read's
+/// What [`copy_with`](super::copy_with) tells its caller as it goes, beyond the read's
 /// [`Events`] (the plan read, each file copied or failed, the end);
 /// all optional. Called one at a time.
 pub trait CopyEvents: Events {
@@ -186,7 +186,7 @@ pub enum CopyError {
         /// Who, as far as the system says.
         holder: String,
     },
-    /// A root would copy a directory to itself or into itself (see [`resolve_roots`]).
+    /// A root would copy a directory to itself or into itself (see [`resolve_roots`](super::resolve_roots)).
     #[error(transparent)]
     Roots(#[from] ResolveError),
 }
