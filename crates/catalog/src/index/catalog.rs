@@ -482,7 +482,7 @@ pub(crate) enum Record {
 }
 
 /// The open catalog, locked for writing by this process.
-pub(crate) struct Catalog {
+pub(crate) struct IndexWriter {
     conn: Connection,
     path: PathBuf,
     /// Holds the writer lock (an OS lock on the database file, released on close or
@@ -562,7 +562,7 @@ impl WriterLock {
 
     /// Opens the database (creating, upgrading or marking its schema) and starts a scan.
     /// While another program holds its write lock, `waiting` hears of it (see [`begin`]).
-    pub fn open(self, waiting: &dyn Fn(&str)) -> Result<Catalog, CatalogError> {
+    pub fn open(self, waiting: &dyn Fn(&str)) -> Result<IndexWriter, CatalogError> {
         let conn = self.connect(waiting)?;
         let path = self.path.as_path();
         let io = |e: rusqlite::Error| CatalogError::io(path, e);
@@ -571,7 +571,7 @@ impl WriterLock {
             .map_err(io)?;
         let scan = tx.last_insert_rowid();
         tx.commit().map_err(io)?;
-        Ok(Catalog {
+        Ok(IndexWriter {
             conn,
             path: self.path,
             _lock: self.file,
@@ -1332,11 +1332,11 @@ pub(crate) fn upgrade_v3(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
     tx.execute_batch(UPGRADE_V3)
 }
 
-impl Catalog {
+impl IndexWriter {
     /// Takes the writer lock of the catalog at `path` and opens it at once (for callers
     /// that do not walk in between).
     #[cfg(test)]
-    pub fn open(path: &Path) -> Result<Catalog, CatalogError> {
+    pub fn open(path: &Path) -> Result<IndexWriter, CatalogError> {
         WriterLock::take(path)?.open(&|_| {})
     }
 
@@ -1807,7 +1807,7 @@ mod tests {
     use super::*;
 
     /// Writes `rows` in one batch.
-    fn write(catalog: &mut Catalog, rows: Vec<Row>) {
+    fn write(catalog: &mut IndexWriter, rows: Vec<Row>) {
         let mut rows = rows.into_iter().map(Record::Image);
         catalog
             .write_all(
@@ -1872,7 +1872,7 @@ mod tests {
     fn a_row_that_failed_to_read_keeps_what_was_known_says_so_and_is_read_again() {
         let t = tempfile::tempdir().unwrap();
         let db = t.path().join("c.db");
-        let mut catalog = Catalog::open(&db).unwrap();
+        let mut catalog = IndexWriter::open(&db).unwrap();
         write(&mut catalog, vec![row(1000, 7, true)]);
         let hash = Some("ab".repeat(32));
         assert_eq!(
@@ -1938,10 +1938,10 @@ mod tests {
     fn a_second_writer_is_refused_at_once() {
         let t = tempfile::tempdir().unwrap();
         let db = t.path().join("c.db");
-        let first = Catalog::open(&db).unwrap();
-        assert!(matches!(Catalog::open(&db), Err(CatalogError::Busy(_))));
+        let first = IndexWriter::open(&db).unwrap();
+        assert!(matches!(IndexWriter::open(&db), Err(CatalogError::Busy(_))));
         drop(first);
-        Catalog::open(&db).unwrap();
+        IndexWriter::open(&db).unwrap();
     }
 
     #[test]
@@ -1986,7 +1986,7 @@ mod tests {
     fn a_newer_catalog_is_refused_before_the_walk() {
         let t = tempfile::tempdir().unwrap();
         let db = t.path().join("c.db");
-        drop(Catalog::open(&db).unwrap());
+        drop(IndexWriter::open(&db).unwrap());
         Connection::open(&db)
             .unwrap()
             .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
@@ -2062,7 +2062,7 @@ mod tests {
             )
             .unwrap();
         }
-        let catalog = Catalog::open(&db).unwrap();
+        let catalog = IndexWriter::open(&db).unwrap();
         let known = catalog.known().unwrap();
         let row = &known[b"/p/a.jpg".as_slice()];
         assert_eq!((row.size, row.mtime_ns, row.read), (3, 4, true));
@@ -2103,7 +2103,7 @@ mod tests {
         assert_eq!(thumbs, 0);
         // Its schema is exactly a new catalog's.
         let new = t.path().join("new.db");
-        drop(Catalog::open(&new).unwrap());
+        drop(IndexWriter::open(&new).unwrap());
         assert_eq!(
             schema_objects(&conn).unwrap(),
             schema_objects(&Connection::open(&new).unwrap()).unwrap()
@@ -2140,7 +2140,7 @@ mod tests {
             ))
             .unwrap();
         }
-        let catalog = Catalog::open(&db).unwrap();
+        let catalog = IndexWriter::open(&db).unwrap();
         assert!(catalog.known_sidecars().unwrap().is_empty());
         let known = catalog.known().unwrap();
         let row = &known[b"/p/a.jpg".as_slice()];
@@ -2153,7 +2153,7 @@ mod tests {
             .unwrap();
         assert_eq!(kind, None);
         let new = t.path().join("new.db");
-        drop(Catalog::open(&new).unwrap());
+        drop(IndexWriter::open(&new).unwrap());
         assert_eq!(
             schema_objects(&conn).unwrap(),
             schema_objects(&Connection::open(&new).unwrap()).unwrap()
@@ -2171,7 +2171,7 @@ mod tests {
     fn a_version_5_catalog_gets_its_dates_in_the_one_form_and_keeps_the_rest() {
         let t = tempfile::tempdir().unwrap();
         let db = t.path().join("c.db");
-        drop(Catalog::open(&db).unwrap());
+        drop(IndexWriter::open(&db).unwrap());
         {
             let conn = Connection::open(&db).unwrap();
             conn.execute_batch("INSERT OR IGNORE INTO scans (id, started) VALUES (1, 'x');")
@@ -2196,7 +2196,7 @@ mod tests {
             }
             conn.pragma_update(None, "user_version", 5).unwrap();
         }
-        drop(Catalog::open(&db).unwrap());
+        drop(IndexWriter::open(&db).unwrap());
         let conn = Connection::open(&db).unwrap();
         let rows: Vec<(Option<String>, String, i64)> = conn
             .prepare("SELECT taken, make, size FROM images ORDER BY ino")
@@ -2242,8 +2242,8 @@ mod tests {
     fn a_sidecar_that_cannot_be_read_keeps_its_fields_and_is_read_again() {
         let t = tempfile::tempdir().unwrap();
         let db = t.path().join("c.db");
-        let mut catalog = Catalog::open(&db).unwrap();
-        let write = |catalog: &mut Catalog, record: Record| {
+        let mut catalog = IndexWriter::open(&db).unwrap();
+        let write = |catalog: &mut IndexWriter, record: Record| {
             let mut records = std::iter::once(record);
             catalog
                 .write_all(
@@ -2296,7 +2296,7 @@ mod tests {
     fn a_new_catalog_is_marked_and_one_made_before_the_mark_is_recognised() {
         let t = tempfile::tempdir().unwrap();
         let db = t.path().join("c.db");
-        drop(Catalog::open(&db).unwrap());
+        drop(IndexWriter::open(&db).unwrap());
         let id = |db: &Path| -> i32 {
             Connection::open(db)
                 .unwrap()
@@ -2309,7 +2309,7 @@ mod tests {
             .pragma_update(None, "application_id", 0)
             .unwrap();
         assert_eq!(id(&db), 0);
-        drop(Catalog::open(&db).unwrap());
+        drop(IndexWriter::open(&db).unwrap());
         assert_eq!(id(&db), APPLICATION_ID);
     }
 }

@@ -729,7 +729,7 @@ fn gone_sidecars(
 /// a RAW and a JPEG of one base name); `.xmp` in any case, the rest of the name exact.
 /// Decided from what the walk listed: nothing is looked up per image. A row whose sidecar
 /// was not found keeps it when the sidecar's row is kept (the walk could not see it);
-/// when that row goes, the row's link goes with it (`Catalog::relocate`). Rows already
+/// when that row goes, the row's link goes with it (`IndexWriter::relocate`). Rows already
 /// right are left out.
 fn links(
     plan: &Plan,
@@ -892,7 +892,7 @@ fn moved_and_gone(
 /// writes the rows as they come.
 fn read_and_write(
     plan: &Arc<Plan>,
-    catalog: &mut catalog::Catalog,
+    catalog: &mut catalog::IndexWriter,
     opts: &IndexOptions,
     reporter: &dyn Reporter,
     events: &mut dyn IndexEvents,
