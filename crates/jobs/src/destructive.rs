@@ -1223,6 +1223,25 @@ mod tests {
     }
 
     #[test]
+    fn a_destination_that_cannot_be_looked_at_is_a_failure_and_nothing_is_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let source = t.path().join("src");
+        fs::create_dir(&source).unwrap();
+        fs::write(source.join("a"), b"1").unwrap();
+        let mut failed = 0;
+        let n = remove_extra(
+            &source,
+            false,
+            &t.path().join("missing"),
+            &HashSet::new(),
+            &clear(),
+            &Quiet,
+            &mut failed,
+        );
+        assert_eq!((n, failed), (0, 1));
+    }
+
+    #[test]
     fn a_translated_clearance_keeps_what_it_spares_and_shields_everything_it_did() {
         let t = tempfile::tempdir().unwrap();
         let dest = t.path().join("photos");
