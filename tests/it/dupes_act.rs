@@ -1096,17 +1096,17 @@ fn undo_goes_through_no_link_put_in_place_of_a_folder() {
     assert!(under(&copies.join("a.gif")).exists());
 }
 
-#[test]
-fn undo_holds_the_way_back_it_checked_a_link_put_there_after_is_not_followed() {
-    let dir = scratch!();
-    let photos = dir.path().join("photos");
+/// `photos/a.gif` and its copy `photos/copies/NAME`, indexed, the copy moved away by
+/// `--act move`, then `--undo` with the fault hooks armed (NAME chooses the fault): the
+/// photos folder, the copy's old path, where the move put it, and the undo's output.
+fn undo_a_move_with_a_fault(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf, Output) {
+    let photos = dir.join("photos");
     put(&photos.join("a.gif"), &gif(1, 1));
-    // Its folder is replaced by a link once undo has looked at the way back (a hook).
-    let copy = photos.join("copies/seekless-fault-relink.gif");
+    let copy = photos.join("copies").join(name);
     put(&copy, &gif(1, 1));
-    let db = dir.path().join("photos.db");
+    let db = dir.join("photos.db");
     index(&db, &photos);
-    let (moved, journal) = (dir.path().join("moved"), dir.path().join("j"));
+    let (moved, journal) = (dir.join("moved"), dir.join("j"));
     assert_exit(
         &move_with(&db, &moved, &journal, &["--keep", "shortest-path"]),
         0,
@@ -1120,6 +1120,14 @@ fn undo_holds_the_way_back_it_checked_a_link_put_there_after_is_not_followed() {
             .env("SEEKLESS_INJECT_FAULTS", "1"),
         RUN_LIMIT,
     );
+    (photos, copy, there, o)
+}
+
+#[test]
+fn undo_holds_the_way_back_it_checked_a_link_put_there_after_is_not_followed() {
+    let dir = scratch!();
+    // Its folder is replaced by a link once undo has looked at the way back (a hook).
+    let (photos, _, there, o) = undo_a_move_with_a_fault(dir.path(), "seekless-fault-relink.gif");
     let err = stderr(&o);
     let elsewhere = photos.join("copies.elsewhere");
     assert!(
@@ -1142,26 +1150,8 @@ fn undo_holds_the_way_back_it_checked_a_link_put_there_after_is_not_followed() {
 #[test]
 fn undo_confirms_what_it_put_back_and_returns_another_file_put_in_its_place() {
     let dir = scratch!();
-    let photos = dir.path().join("photos");
-    put(&photos.join("a.gif"), &gif(1, 1));
     // Replaced where it was moved once undo has checked it (a hook).
-    let copy = photos.join("copies/seekless-fault-undoswap.gif");
-    put(&copy, &gif(1, 1));
-    let db = dir.path().join("photos.db");
-    index(&db, &photos);
-    let (moved, journal) = (dir.path().join("moved"), dir.path().join("j"));
-    assert_exit(
-        &move_with(&db, &moved, &journal, &["--keep", "shortest-path"]),
-        0,
-    );
-    let there = moved.join(copy.strip_prefix("/").unwrap());
-    let o = output_within(
-        seekless()
-            .args(["dupes", "--undo"])
-            .arg(&journal)
-            .env("SEEKLESS_INJECT_FAULTS", "1"),
-        RUN_LIMIT,
-    );
+    let (_, copy, there, o) = undo_a_move_with_a_fault(dir.path(), "seekless-fault-undoswap.gif");
     let err = stderr(&o);
     assert_exit(&o, 1);
     assert!(err.contains("not the file checked"), "{err}");
