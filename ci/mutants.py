@@ -2,7 +2,8 @@
 """Planted bugs in the code that decides what is deleted, replaced or trusted.
 
 Each mutant below is one deliberate bug (a check turned off, a comparison that always
-passes) in the destructive owner (crates/jobs/src/destructive.rs, destructive/resolve.rs),
+passes) in the destructive owner (crates/jobs/src/destructive.rs, destructive/resolve.rs;
+temp.rs, which judges whether a temporary's run is alive),
 the reader's change check (crates/core/src/read/mod.rs), copy's finish
 (crates/jobs/src/copy/content.rs) and tree removal. For each, the script plants it,
 builds, runs the tests named beside it, and puts the file back. A mutant is *killed* when
@@ -28,6 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 D = "crates/jobs/src/destructive.rs"
 R = "crates/jobs/src/destructive/resolve.rs"
+T = "crates/jobs/src/temp.rs"
 C = "crates/jobs/src/copy/content.rs"
 READ = "crates/core/src/read/mod.rs"
 
@@ -74,11 +76,11 @@ MUTANTS = [
      "    if path.file_name().is_some_and(is_temp) && !matches!(temp_state(path), TempState::Dead(_)) {",
      "    if false {",
      [JOBS + ["destructive"], FAULTS]),
-    ("a live run's temporary taken for dead (the young-file rule)", D,
+    ("a live run's temporary taken for dead (the young-file rule)", T,
      "        Ok(()) if just_made_by_a_running_process(path, &file) => TempState::Alive,",
      "        Ok(()) if false => TempState::Alive,",
      [JOBS + ["destructive"]]),
-    ("copy backs up a live temporary of another job", D,
+    ("copy backs up a live temporary of another job", T,
      "    path.file_name().is_some_and(is_temp) && !matches!(temp_state(path), TempState::Dead(_))\n}",
      "    false && path.file_name().is_some_and(is_temp)\n}",
      [IT + ["copy_safety::a_live_temporary"]]),

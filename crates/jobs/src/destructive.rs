@@ -15,7 +15,7 @@
 //! - `Durable`: a replacement's data is on the disk (or the user gave that up:
 //!   `--no-sync`).
 //! - `OwnTemp`: a temporary this run made, under a name only seekless makes
-//!   (`.NAME.seekless-tmp-RUN-N`: its one description is in `atomic.rs`), locked while it
+//!   (`.NAME.seekless-tmp-RUN-N`: its one description is in `temp.rs`), locked while it
 //!   lives. A temporary of another run is removed only by `remove_dead_temps`, which
 //!   proves that run has ended: the temporary's lock is free. A name alone proves nothing:
 //!   a user's `.notes.seekless-tmp-2024-12` is never touched.
@@ -36,7 +36,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::atomic::{is_temp, temp_beside};
+pub(crate) use crate::temp::may_be_live_temp;
+use crate::temp::{TempState, is_temp, is_temp_of, temp_beside, temp_state};
 use seekless_core::error::Error;
 use seekless_core::os;
 use seekless_core::report::Reporter;
@@ -632,7 +633,7 @@ impl OwnTemp {
     /// A hard link to `first` beside `dest`, under `path`, a name [`temp_beside`] gave
     /// for `dest` (recorded before the link is made: `dupes --act hardlink`'s journal).
     pub(crate) fn hard_link_named(first: &Path, path: PathBuf, dest: &Path) -> io::Result<OwnTemp> {
-        if !crate::atomic::is_temp_of(dest, path.file_name().unwrap_or_default()) {
+        if !is_temp_of(dest, path.file_name().unwrap_or_default()) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "not a temporary name for this file",
@@ -909,76 +910,6 @@ pub(crate) fn remove_dead_temps(dir: &Path, which: impl Fn(&OsStr) -> bool) -> V
     removed
 }
 
-/// Whether `path` is named as a seekless temporary whose run may be alive (its lock is
-/// held, or cannot be tried): another job's file, half made.
-pub(crate) fn may_be_live_temp(path: &Path) -> bool {
-    path.file_name().is_some_and(is_temp) && !matches!(temp_state(path), TempState::Dead(_))
-}
-
-/// What a temporary's lock says of it.
-enum TempState {
-    /// Its run has ended; we hold its lock now.
-    Dead(File),
-    /// Its run is alive.
-    Alive,
-    /// Not a regular file, or its lock cannot be tried.
-    Unknown,
-}
-
-fn temp_state(path: &Path) -> TempState {
-    let mut opts = fs::OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut opts, libc::O_NOFOLLOW);
-    let Ok(file) = os::with_path(path, |p| opts.open(p)) else {
-        return TempState::Unknown;
-    };
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return TempState::Unknown;
-    }
-    match file.try_lock() {
-        // Free: dead, unless it was made a moment ago by a process that still runs (it
-        // may be between making the file and locking it: a FUSE create takes a while).
-        Ok(()) if just_made_by_a_running_process(path, &file) => TempState::Alive,
-        Ok(()) => TempState::Dead(file),
-        Err(fs::TryLockError::WouldBlock) => TempState::Alive,
-        Err(fs::TryLockError::Error(_)) => TempState::Unknown,
-    }
-}
-
-/// How long after its creation an unlocked temporary whose process runs is still taken for
-/// alive: far longer than making and locking a file takes.
-const JUST_MADE: std::time::Duration = std::time::Duration::from_secs(10);
-
-fn just_made_by_a_running_process(path: &Path, file: &File) -> bool {
-    let young = file
-        .metadata()
-        .and_then(|m| m.modified())
-        .is_ok_and(|t| t.elapsed().map_or(true, |age| age < JUST_MADE));
-    let pid = path.file_name().and_then(crate::atomic::temp_pid);
-    young && pid.is_none_or(os::process_exists)
-}
-
-/// Who is writing `dest` under a temporary of its own right now, if anyone: another
-/// seekless run (its process, where the system says).
-pub(crate) fn live_writer(dest: &Path, which: impl Fn(&OsStr) -> bool) -> Option<String> {
-    let dir = crate::atomic::parent_of(dest);
-    let entries = os::read_dir(dir).ok()?;
-    entries.flatten().find_map(|entry| {
-        let name = entry.file_name();
-        if !is_temp(&name) || !which(&name) {
-            return None;
-        }
-        let path = dir.join(&name);
-        match temp_state(&path) {
-            TempState::Alive => {
-                Some(os::lock_holder(&path).unwrap_or_else(|| "another seekless run".to_string()))
-            }
-            _ => None,
-        }
-    })
-}
-
 /// Destination directories held by one run: a second run writing into one of them sees
 /// the lock (`flock` on the directory, which works across PID namespaces) and is refused,
 /// naming the first. Held until dropped. Where a directory cannot be locked (not Unix, a
@@ -1110,6 +1041,7 @@ impl Forget {
 #[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
+    use crate::temp::live_writer;
     use seekless_core::Quiet;
 
     /// A witness of a walk of nothing: the errors a test reports are all it saw.

@@ -23,5 +23,6 @@ pub mod hash;
 pub mod manifest;
 mod stat;
 pub mod tar;
+mod temp;
 
 pub use atomic::{AtomicFile, OutputIdentity};

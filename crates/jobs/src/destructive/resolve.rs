@@ -893,7 +893,7 @@ fn prepare(checked: &Checked, act: &Act, places: &mut Places) -> Result<Prepared
             }
             // Made just before the act, under this name, journalled first: a run killed
             // in between leaves a name its journal gives (see `clean_up`).
-            Ok(Prepared::HardLink(crate::atomic::temp_beside(path)))
+            Ok(Prepared::HardLink(crate::temp::temp_beside(path)))
         }
         Act::Reflink => Ok(Prepared::Reflink),
     }
