@@ -17,6 +17,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::destructive::{Durable, OwnTemp, remove_dead_temps};
+pub(crate) use crate::temp::parent_of;
 use crate::temp::{is_temp, is_temp_of, live_writer};
 use seekless_core::os;
 use seekless_core::path_to_bytes;
@@ -342,14 +343,6 @@ fn open_into(path: &Path) -> io::Result<File> {
         return Ok(stdout);
     }
     OpenOptions::new().write(true).open(path)
-}
-
-/// The directory `path` is in (`.` for a bare name).
-pub(crate) fn parent_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
 }
 
 #[cfg(test)]

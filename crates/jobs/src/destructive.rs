@@ -720,7 +720,7 @@ impl OwnTemp {
             return Err(Error::io(&self.dest, io::Error::other(why)));
         }
         if os::symlink_metadata(&self.dest).is_ok_and(|m| m.is_dir()) {
-            let parent = crate::atomic::parent_of(&self.dest);
+            let parent = crate::temp::parent_of(&self.dest);
             let mount = Lies::at(parent).map_err(|e| Error::io(parent, e))?;
             remove_tree(&self.dest, mount, clearance)?;
         }
@@ -835,7 +835,7 @@ pub(crate) fn make_directory(
             if let Err(e) = on_mount(
                 dest,
                 &m,
-                Lies::at(crate::atomic::parent_of(dest))?,
+                Lies::at(crate::temp::parent_of(dest))?,
                 "not replaced",
             ) {
                 return Err(io::Error::other(format!(

@@ -170,7 +170,7 @@ fn just_made_by_a_running_process(path: &Path, file: &File) -> bool {
 /// Who is writing `dest` under a temporary of its own right now, if anyone: another
 /// seekless run (its process, where the system says).
 pub(crate) fn live_writer(dest: &Path, which: impl Fn(&OsStr) -> bool) -> Option<String> {
-    let dir = crate::atomic::parent_of(dest);
+    let dir = parent_of(dest);
     let entries = os::read_dir(dir).ok()?;
     entries.flatten().find_map(|entry| {
         let name = entry.file_name();
@@ -185,6 +185,14 @@ pub(crate) fn live_writer(dest: &Path, which: impl Fn(&OsStr) -> bool) -> Option
             _ => None,
         }
     })
+}
+
+/// The directory `path` is in (`.` for a bare name).
+pub(crate) fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
 }
 
 #[cfg(test)]
