@@ -1408,6 +1408,44 @@ mod tests {
     }
 
     #[test]
+    fn another_file_of_the_same_size_and_time_is_the_file_only_with_its_content() {
+        let t = tempfile::tempdir().unwrap();
+        let (a, b) = (t.path().join("a"), t.path().join("b"));
+        fs::write(&a, b"one").unwrap();
+        fs::write(&b, b"two").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&b)
+            .unwrap()
+            .set_modified(fs::metadata(&a).unwrap().modified().unwrap())
+            .unwrap();
+        let (known_a, _) = identity(&a).unwrap();
+        let known_a = Known {
+            blake3: content_hash(&a).unwrap(),
+            ..known_a
+        };
+        let (now_b, _) = identity(&b).unwrap();
+        // Same size and time, another inode: only the same bytes make it the file (a pool
+        // that renumbers inodes); other bytes do not.
+        assert_eq!(same_file(&b, &known_a, &now_b), Err(ANOTHER_FILE));
+        fs::write(&b, b"one").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(&b)
+            .unwrap()
+            .set_modified(fs::metadata(&a).unwrap().modified().unwrap())
+            .unwrap();
+        let (now_b, _) = identity(&b).unwrap();
+        assert_eq!(same_file(&b, &known_a, &now_b), Ok(()));
+        // Without a known content, another inode is another file.
+        let bare = Known {
+            blake3: String::new(),
+            ..known_a.clone()
+        };
+        assert_eq!(same_file(&b, &bare, &now_b), Err(ANOTHER_FILE));
+    }
+
+    #[test]
     fn a_move_keeps_the_whole_path_under_its_folder() {
         assert_eq!(
             under(Path::new("/d/moved"), Path::new("/photos/2024/a.jpg")),
