@@ -1412,13 +1412,17 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let (a, b) = (t.path().join("a"), t.path().join("b"));
         fs::write(&a, b"one").unwrap();
-        fs::write(&b, b"two").unwrap();
-        fs::File::options()
-            .write(true)
-            .open(&b)
-            .unwrap()
-            .set_modified(fs::metadata(&a).unwrap().modified().unwrap())
-            .unwrap();
+        // `b` written with `bytes`, its modification time `a`'s.
+        let write_b = |bytes: &[u8]| {
+            fs::write(&b, bytes).unwrap();
+            fs::File::options()
+                .write(true)
+                .open(&b)
+                .unwrap()
+                .set_modified(fs::metadata(&a).unwrap().modified().unwrap())
+                .unwrap();
+        };
+        write_b(b"two");
         let (known_a, _) = identity(&a).unwrap();
         let known_a = Known {
             blake3: content_hash(&a).unwrap(),
@@ -1428,13 +1432,7 @@ mod tests {
         // Same size and time, another inode: only the same bytes make it the file (a pool
         // that renumbers inodes); other bytes do not.
         assert_eq!(same_file(&b, &known_a, &now_b), Err(ANOTHER_FILE));
-        fs::write(&b, b"one").unwrap();
-        fs::File::options()
-            .write(true)
-            .open(&b)
-            .unwrap()
-            .set_modified(fs::metadata(&a).unwrap().modified().unwrap())
-            .unwrap();
+        write_b(b"one");
         let (now_b, _) = identity(&b).unwrap();
         assert_eq!(same_file(&b, &known_a, &now_b), Ok(()));
         // Without a known content, another inode is another file.
