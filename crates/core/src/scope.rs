@@ -47,14 +47,21 @@ impl Scope {
     /// [`contains`](Self::contains) for a path's bytes (as the catalog stores them; see
     /// [`crate::path_to_bytes`]), without a copy on Unix.
     pub fn contains_bytes(&self, path: &[u8]) -> bool {
+        Scope::bytes_within(&self.root, path)
+    }
+
+    /// Whether the path whose bytes are `path` is `root` (already resolved) or under it:
+    /// [`contains_bytes`](Self::contains_bytes) for a caller that keeps its folders as
+    /// paths and compares many paths with them (nothing is copied on Unix).
+    pub fn bytes_within(root: &Path, path: &[u8]) -> bool {
         #[cfg(unix)]
         {
             use std::os::unix::ffi::OsStrExt;
-            self.contains(Path::new(std::ffi::OsStr::from_bytes(path)))
+            Path::new(std::ffi::OsStr::from_bytes(path)).starts_with(root)
         }
         #[cfg(not(unix))]
         {
-            self.contains(&crate::path_from_bytes(path))
+            crate::path_from_bytes(path).starts_with(root)
         }
     }
 }

@@ -200,7 +200,7 @@ impl Keeping {
 /// under, if any.
 fn under_any(m: &Member, dirs: &[PathBuf]) -> Option<usize> {
     dirs.iter()
-        .position(|d| Scope::of_resolved(d.as_path()).contains_bytes(&m.path_bytes))
+        .position(|d| Scope::bytes_within(d, &m.path_bytes))
 }
 
 #[cfg(test)]
