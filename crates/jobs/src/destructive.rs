@@ -855,7 +855,9 @@ pub(crate) fn make_directory(
 /// (`RENAME_EXCHANGE`), so that at every moment one of the two is at `dest`, and the file,
 /// then under the temporary name, is removed after. Where the filesystem cannot exchange,
 /// the file is removed first and the directory made after (a kill between the two leaves
-/// neither: the next run makes the directory).
+/// neither: the next run makes the directory). A kill between making the temporary
+/// directory and the exchange leaves it, empty, under its temporary name: no run removes
+/// a directory by such a name (only files whose lock proves their run dead), so it stays.
 fn replace_with_directory(dest: &Path) -> io::Result<bool> {
     let temp = temp_beside(dest);
     os::with_path(&temp, |p| fs::create_dir(p))?;
