@@ -442,6 +442,15 @@ cargo_package() {
     # unchanged, so a second run would verify against the first run's seekless-core.
     local dir=target/release-package
     rm -rf "$dir"
+    # The same holds for the sources cargo unpacks from that overlay registry into
+    # CARGO_HOME (registry/src/<overlay>/NAME-VERSION): it unpacks a crate only once per
+    # version, so a machine that packaged an earlier commit would verify the later crates
+    # against the earlier commit's seekless-core (stop 48's CI failed so). Only our own
+    # crates' unpacked copies are removed; crates.io's are not ours to touch.
+    local home=${CARGO_HOME:-$HOME/.cargo}
+    for p in "${published[@]}"; do
+        rm -rf "$home"/registry/src/*/"$p-$version"
+    done
     CARGO_PROFILE_DEV_DEBUG=0 CARGO_INCREMENTAL=0 \
         nice cargo package --locked --allow-dirty "${args[@]}" --target-dir "$dir" \
         --config 'profile.dev.package."*".opt-level=0'
