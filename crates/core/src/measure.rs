@@ -1,12 +1,13 @@
 //! Measure: what kind of disk a sweep reads ([`DiskKind`]), from how the disk answers a
 //! few small direct reads at scattered places, unless the caller said
 //! ([`PlanOptions::disk`](crate::PlanOptions::disk), the one place a run chooses it).
-//! Device work, below planning and reading alike: the planner asks before it locates
-//! (a disk known not to seek is not located), the reader before it sweeps.
+//! Device work, below planning and reading alike: it knows disks and extents, not plans.
+//! [`DiskJudge`] is the one place the kind is decided: the planner asks it before it
+//! locates (a disk known not to seek is not located), the reader before it sweeps.
 //!
 //! A disk's `rotational` flag is wrong on most virtual disks, so it is not trusted: the
-//! whole disk's device node is read where we may (root), else blocks of the plan's own
-//! files on it (of any size: a small file's one block), one 4 KiB block each, within
+//! whole disk's device node is read where we may (root), else blocks of the files to be
+//! read on it (of any size: a small file's one block), one 4 KiB block each, within
 //! their data extents, past the page cache, in an order that jumps across
 //! the disk (random places within even strata, the strata shuffled, new places each run
 //! so a drive's own cache cannot answer). On a seeking disk each such read costs a seek
@@ -15,12 +16,13 @@
 //! a hard disk pays three seeks, once per disk and process.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::disk::{Disk, DiskBasis, DiskKind, DiskVerdict};
 use crate::os::{self, DIRECT_BLOCK, DirectReader};
-use crate::plan::{Plan, Sweep};
+use crate::placement::Extent;
 use crate::sync::lock;
 
 /// Reads planned per measurement (the median of these, settled early: 3 on one side).
@@ -56,35 +58,84 @@ impl std::fmt::Debug for Measurements {
     }
 }
 
-/// What to take the disk of `sweep` for: what the plan's options chose, else what
-/// measuring it says, else what it reports (rotational or unknown: seeking). A pool of
-/// several disks read as one ([`Disk::pool`]) is judged member by member
-/// ([`pool_verdict`]).
-pub(crate) fn verdict(plan: &Plan, sweep: &Sweep) -> DiskVerdict {
-    let disk = &plan.disks()[sweep.disk as usize];
-    let (kind, basis) = match plan.disk_choice() {
-        Some(kind) => (kind, DiskBasis::Chosen),
-        None if !disk.members.is_empty() => pool_verdict(disk, plan.measurements()),
-        None => {
-            let key = os::disk_identity(disk);
-            let measured = plan.measurements();
-            let found = match measured.get(&key) {
-                Some(found) => Ok(found),
-                None => measure(plan, sweep, disk).inspect(|&found| {
-                    measured.insert(key, found);
-                }),
-            };
-            match found {
-                Ok((kind, median, reads)) => (kind, DiskBasis::Measured { median, reads }),
-                Err(why) => (reported_kind(disk), DiskBasis::Reported(why)),
-            }
+/// Where a run's kind of each disk is decided, and only here: the caller's choice
+/// ([`PlanOptions::disk`](crate::PlanOptions::disk)) when it made one, else what measuring
+/// the disk says (once per disk per run, kept in [`Measurements`]), else what the disk
+/// reports. The planner asks [`known_solid_state`](Self::known_solid_state) before it
+/// locates; the reader asks [`verdict`](Self::verdict) before it sweeps. A plan carries
+/// the judge its options made.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DiskJudge {
+    chosen: Option<DiskKind>,
+    measured: Measurements,
+}
+
+/// A file's place to time reads at, if the disk's device node cannot be read: its path,
+/// size and extents (of any size: a small file's one block counts).
+pub(crate) struct Sample<'a> {
+    pub(crate) path: &'a Path,
+    pub(crate) size: u64,
+    pub(crate) extents: &'a [Extent],
+}
+
+impl DiskJudge {
+    /// The judge of a run whose caller chose `chosen` (or not), keeping measurements in
+    /// `measured`.
+    pub(crate) fn new(chosen: Option<DiskKind>, measured: Measurements) -> DiskJudge {
+        DiskJudge { chosen, measured }
+    }
+
+    /// The kind the caller chose for every disk, if it did.
+    pub(crate) fn chosen(&self) -> Option<DiskKind> {
+        self.chosen
+    }
+
+    /// This judge with every disk taken for `kind`.
+    pub(crate) fn choose(&mut self, kind: DiskKind) {
+        self.chosen = Some(kind);
+    }
+
+    /// Whether `disk` is known not to seek before any of its files is located: chosen
+    /// so, or [`solid_state_before_planning`].
+    pub(crate) fn known_solid_state(&self, disk: &Disk) -> bool {
+        match self.chosen {
+            Some(kind) => kind == DiskKind::SolidState,
+            None => solid_state_before_planning(disk, &self.measured),
         }
-    };
-    DiskVerdict {
-        disk: disk.name.clone(),
-        reported: disk.rotational,
-        kind,
-        basis,
+    }
+
+    /// What to take `disk` for when its files are read: the caller's choice, else what
+    /// measuring it says (its device node, else reads of `samples()`, asked for only
+    /// then), else what it reports (rotational or unknown: seeking). A pool of several
+    /// disks read as one ([`Disk::pool`]) is judged member by member ([`pool_verdict`]).
+    pub(crate) fn verdict<'a>(
+        &self,
+        disk: &Disk,
+        samples: impl FnOnce() -> Vec<Sample<'a>>,
+    ) -> DiskVerdict {
+        let (kind, basis) = match self.chosen {
+            Some(kind) => (kind, DiskBasis::Chosen),
+            None if !disk.members.is_empty() => pool_verdict(disk, &self.measured),
+            None => {
+                let key = os::disk_identity(disk);
+                let found = match self.measured.get(&key) {
+                    Some(found) => Ok(found),
+                    None => measure(disk, samples).inspect(|&found| {
+                        self.measured.insert(key, found);
+                    }),
+                };
+                match found {
+                    Ok((kind, median, reads)) => (kind, DiskBasis::Measured { median, reads }),
+                    Err(why) => (reported_kind(disk), DiskBasis::Reported(why)),
+                }
+            }
+        };
+        DiskVerdict {
+            disk: disk.name.clone(),
+            reported: disk.rotational,
+            kind,
+            basis,
+        }
     }
 }
 
@@ -136,41 +187,33 @@ fn measured_node(disk: &Disk, measured: &Measurements, rng: &mut Rng) -> Result<
     measure_node(disk, rng).inspect(|&found| measured.insert(key, found))
 }
 
-/// Times direct reads of `disk`: its device node's, else its files'. The kind, the median
-/// latency and the reads taken; or why it could not be measured.
-fn measure(plan: &Plan, sweep: &Sweep, disk: &Disk) -> Result<Found, String> {
+/// Times direct reads of `disk`: its device node's, else its files' (`samples()`, taken
+/// only then). The kind, the median latency and the reads taken; or why it could not be
+/// measured.
+fn measure<'a>(disk: &Disk, samples: impl FnOnce() -> Vec<Sample<'a>>) -> Result<Found, String> {
     let mut rng = Rng::seeded();
     let mut why = Vec::new();
     match measure_node(disk, &mut rng) {
         Ok(found) => return Ok(found),
         Err(e) => why.push(e),
     }
-    // The plan's own files on the disk, in disk order: a block of each of a few, spread.
-    let files = plan.files();
-    let candidates: Vec<u32> = sweep
-        .files
-        .iter()
-        .copied()
-        .filter(|&i| {
-            // Files smaller than a block count too (a direct read of their one block
-            // returns what there is): a tree of tiny files is still measured. Only
-            // extents read from the device count: not inline data, holes or unwritten
-            // preallocations, which a direct read answers without the disk.
-            !files[i as usize].placement.extents().is_empty()
-        })
-        .collect();
-    let mut picks = spread(candidates.len() as u64, READS, &mut rng).into_iter();
+    // The files on the disk, in disk order: a block of each of a few, spread. Files
+    // smaller than a block count too (a direct read of their one block returns what there
+    // is): a tree of tiny files is still measured. Only extents read from the device
+    // count: not inline data, holes or unwritten preallocations, which a direct read
+    // answers without the disk.
+    let mut samples = samples();
+    samples.retain(|s| !s.extents.is_empty());
+    let mut picks = spread(samples.len() as u64, READS, &mut rng).into_iter();
     let mut last_error = None;
     let latencies = time_reads(|| {
-        let i = candidates[picks.next()? as usize];
-        let f = &files[i as usize];
-        let extents = f.placement.extents();
-        let e = &extents[rng.below(extents.len() as u64) as usize];
+        let f = &samples[picks.next()? as usize];
+        let e = &f.extents[rng.below(f.extents.len() as u64) as usize];
         // Never past the end, which a direct read answers without the disk.
         let offset = (e.logical + rng.below(e.length.div_ceil(DIRECT_BLOCK)) * DIRECT_BLOCK)
-            .min(f.entry.size.saturating_sub(1));
-        let read = DirectReader::open(&f.entry.path)
-            .and_then(|mut file| timed(|| file.read_block(offset)));
+            .min(f.size.saturating_sub(1));
+        let read =
+            DirectReader::open(f.path).and_then(|mut file| timed(|| file.read_block(offset)));
         Some(read.inspect_err(|e| last_error = Some(e.to_string())))
     });
     match settle(&latencies) {
@@ -210,7 +253,7 @@ fn measure_node(disk: &Disk, rng: &mut Rng) -> Result<Found, String> {
 /// either alone is sometimes wrong (USB bridges, virtual disks); without the node, false.
 /// A pool of several disks read as one ([`Disk::pool`]) only if every member is.
 /// The measurement is kept for the read, which then does not measure again.
-pub(crate) fn solid_state_before_planning(disk: &Disk, measured: &Measurements) -> bool {
+fn solid_state_before_planning(disk: &Disk, measured: &Measurements) -> bool {
     if disk.rotational != Some(false) {
         return false;
     }

@@ -6,25 +6,20 @@
 //! each extent at its own place in the sweep. Files without a physical position go after
 //! the located ones on their disk, by inode number (or as given).
 
-use std::collections::HashMap;
-use std::fs::File;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::device::{Device, Devices};
+use crate::device::Devices;
 use crate::disk::{Disk, DiskIndex};
-use crate::error::Error;
 use crate::fs_kind::FsKind;
-use crate::locate::{Demotion, Ladder, ladder};
-use crate::measure::{self, Measurements};
+use crate::locate::{Demotion, Locator};
+use crate::measure::{DiskJudge, Measurements};
 use crate::os;
 use crate::placement::{Placement, Strategy};
 use crate::report::Reporter;
-use crate::sync::{into_inner_rw, read, write};
 use crate::walk::{self, Entry, Other, WalkOptions, WalkStats, Walked};
 
 /// How to build a plan.
@@ -59,6 +54,14 @@ pub struct PlanOptions {
     /// The disks measured so far, shared by every plan built with these options or their
     /// clones (one run); new options measure afresh.
     pub measurements: Measurements,
+}
+
+impl PlanOptions {
+    /// What these options take each disk for: the one decision of a disk's kind, made by
+    /// [`DiskJudge`] from [`disk`](Self::disk) and [`measurements`](Self::measurements).
+    pub(crate) fn judge(&self) -> DiskJudge {
+        DiskJudge::new(self.disk, self.measurements.clone())
+    }
 }
 
 /// The orders a plan can list its files in.
@@ -250,10 +253,9 @@ pub struct Plan {
     summary: Summary,
     /// The caller's tags, when it gave its inputs some ([`Plan::build_tagged`]).
     tags: Option<Box<Tags>>,
-    /// [`PlanOptions::disk`].
-    disk_choice: Option<crate::DiskKind>,
-    /// [`PlanOptions::measurements`].
-    measurements: Measurements,
+    /// What its disks are taken for when read ([`PlanOptions::disk`],
+    /// [`PlanOptions::measurements`]).
+    judge: DiskJudge,
 }
 
 /// Which input each planned file and each alias came from, as the caller's tag. In given
@@ -317,168 +319,6 @@ impl Runs {
             }
         }
         out
-    }
-}
-
-/// A filesystem while its files are being located.
-struct FsState {
-    index: u32,
-    ladder: Ladder,
-    device: Arc<Device>,
-    /// Not located: on a disk known not to seek, for a caller that reads in any order.
-    unordered: bool,
-    /// A FUSE filesystem that did not name a file's branch: not a pool (mergerfs names
-    /// every file's), so its other files are not asked (a round trip to its server each).
-    not_a_pool: AtomicBool,
-}
-
-/// Files a walk thread locates between two additions to the plan's shared counts (and
-/// progress reports): few enough that progress shows early on a cold disk, many enough
-/// that 64 threads do not contend for the counters file by file.
-const COUNT_EVERY: u64 = 64;
-
-/// Of a walk thread's locate calls, one in this many is timed (and counted this many times).
-const TIME_EVERY: u64 = 16;
-
-/// The planner's visitor: locates each file the walk finds, on the walk's threads.
-struct Locating<'a, F> {
-    /// The state of the filesystem of device `dev` (made when first met).
-    fs_state: F,
-    opts: &'a PlanOptions,
-    reporter: &'a dyn Reporter,
-    locate_nanos: &'a AtomicU64,
-    planned: &'a AtomicU64,
-    planned_bytes: &'a AtomicU64,
-}
-
-/// One walk thread's part of [`Locating`]: the filesystem it met last (asked of the shared
-/// map only when the device changes) and what it has not yet added to the shared counts.
-#[derive(Default)]
-struct LocatingThread {
-    fs: Option<Arc<FsState>>,
-    /// Locate calls made, to time every [`TIME_EVERY`]th.
-    calls: u64,
-    files: u64,
-    bytes: u64,
-    nanos: u64,
-}
-
-impl<F> Locating<'_, F> {
-    /// Adds a thread's counts to the shared ones, reporting progress every 1,024 files.
-    fn count(&self, local: &mut LocatingThread) {
-        self.locate_nanos.fetch_add(local.nanos, Ordering::Relaxed);
-        let n = self.planned.fetch_add(local.files, Ordering::Relaxed) + local.files;
-        let b = self.planned_bytes.fetch_add(local.bytes, Ordering::Relaxed) + local.bytes;
-        if n / 1024 != (n - local.files) / 1024 {
-            self.reporter.planned(n, b);
-        }
-        local.files = 0;
-        local.bytes = 0;
-        local.nanos = 0;
-    }
-}
-
-impl<F> Locating<'_, F>
-where
-    F: Fn(&File, u64) -> Arc<FsState> + Sync,
-{
-    /// The branch filesystem and the branch file of `entry`, a file of a pool (mergerfs)
-    /// open as `file`, when the pool names its branch path and the file there is the one
-    /// planned (a regular file of the same size and modification time): it is located
-    /// there. The bytes are still read through the pool's path, so the file the reader
-    /// opens and checks is the one the walk found; only the order comes from the branch.
-    fn on_branch(&self, fs: &FsState, entry: &Entry, file: &File) -> Option<(Arc<FsState>, File)> {
-        if fs.not_a_pool.load(Ordering::Relaxed) {
-            return None;
-        }
-        let Some(path) = os::branch_path(file) else {
-            fs.not_a_pool.store(true, Ordering::Relaxed);
-            return None;
-        };
-        let branch = os::open_to_locate(&path, false).ok()?;
-        let meta = branch.metadata().ok()?;
-        let same =
-            meta.is_file() && meta.len() == entry.size && meta.modified().ok() == entry.modified;
-        if !same {
-            return None;
-        }
-        let dev = os::file_id(&path, Some(&branch), &meta).ok()?.dev;
-        Some(((self.fs_state)(&branch, dev), branch))
-    }
-}
-
-impl<F> walk::Visitor for Locating<'_, F>
-where
-    F: Fn(&File, u64) -> Arc<FsState> + Sync,
-{
-    type Item = PlannedFile;
-    type Local = LocatingThread;
-
-    fn local(&self) -> LocatingThread {
-        LocatingThread::default()
-    }
-
-    fn visit(
-        &self,
-        local: &mut LocatingThread,
-        entry: Entry,
-        file: &File,
-    ) -> Result<PlannedFile, Error> {
-        let dev = entry.id.dev;
-        let fs = match &local.fs {
-            Some(fs) if fs.device.dev == dev => fs,
-            _ => local.fs.insert((self.fs_state)(file, dev)),
-        };
-        let timed = local.calls.is_multiple_of(TIME_EVERY);
-        local.calls += 1;
-        let t = timed.then(Instant::now);
-        // A pool's file (mergerfs) is located on its branch, and swept with the branch's
-        // disk; it is still read through the pool's path (see `on_branch`).
-        let pooled = self.opts.strategy.is_none_or(Strategy::is_physical);
-        let branch = if pooled && fs.device.kind() == FsKind::Fuse {
-            self.on_branch(fs, &entry, file)
-        } else {
-            None
-        };
-        let (fs, file) = match &branch {
-            Some((fs, branch_file)) => (fs, branch_file),
-            None => (fs, file),
-        };
-        let placement = fs
-            .ladder
-            .locate(file, entry.size, self.opts.sync, &fs.device.volume)
-            .map_err(|e| Error::io(&*entry.path, e))?;
-        if let Some(t) = t {
-            local.nanos += t.elapsed().as_nanos() as u64 * TIME_EVERY;
-        }
-        // A filesystem over several disks (btrfs): the file goes to the member holding it.
-        let (disk, base, placement) = match fs.device.members.is_empty() {
-            true => (fs.device.disk, fs.device.base, placement),
-            false => match os::place_on_member(&fs.device.volume, &placement) {
-                Some((member, key)) => {
-                    let (disk, base) = fs.device.members[member];
-                    (disk, base, placement.with_key(key))
-                }
-                None => (fs.device.disk, fs.device.base, placement),
-            },
-        };
-        let planned = PlannedFile {
-            disk,
-            filesystem: fs.index,
-            base,
-            placement,
-            entry,
-        };
-        local.files += 1;
-        local.bytes += planned.entry.size;
-        if local.files == COUNT_EVERY {
-            self.count(local);
-        }
-        Ok(planned)
-    }
-
-    fn done(&self, mut local: LocatingThread) {
-        self.count(&mut local);
     }
 }
 
@@ -585,120 +425,33 @@ impl Plan {
         let started = Instant::now();
         // Shared by the walk (directory read-ahead) and the locate stage.
         let devices = &Devices::default();
-        // This plan's state per filesystem (the ladder follows `opts`): read for every
-        // file, written once per filesystem.
-        let filesystems: RwLock<HashMap<u64, Arc<FsState>>> = RwLock::new(HashMap::new());
-        let locate_nanos = AtomicU64::new(0);
-        let planned = AtomicU64::new(0);
-        let planned_bytes = AtomicU64::new(0);
-        let privileged = os::is_root();
-
-        let fs_state = |file: &File, dev: u64| -> Arc<FsState> {
-            if let Some(fs) = read(&filesystems).get(&dev) {
-                return fs.clone();
-            }
-            let mut map = write(&filesystems);
-            // One filesystem per device met, at most one per file: files are counted in
-            // u32 (sweep indices), so this cannot fail. (A u16 here wrapped past 65,535
-            // filesystems, e.g. btrfs snapshots, and mixed their files up.)
-            let next = u32::try_from(map.len()).expect("fewer filesystems than files");
-            map.entry(dev)
-                .or_insert_with(|| {
-                    let device = devices.device(dev, file);
-                    let rungs = ladder(
-                        device.kind(),
-                        os::EXTENT_STRATEGIES,
-                        opts.strategy,
-                        privileged,
-                    );
-                    // Where the ladder would locate, and the caller lets it, a disk known
-                    // not to seek is not located: inode order instead (measured here only
-                    // then, once per disk; the read reuses the verdict).
-                    // (Not a pool's: its members may differ, and one seeking is enough.)
-                    let unordered = opts.strategy.is_none()
-                        && opts.unordered_on_solid_state
-                        && device.members.is_empty()
-                        && rungs[0].is_physical()
-                        && match opts.disk {
-                            Some(kind) => kind == crate::DiskKind::SolidState,
-                            None => measure::solid_state_before_planning(
-                                &devices.disk(device.disk),
-                                &opts.measurements,
-                            ),
-                        };
-                    let rungs = if unordered {
-                        vec![Strategy::Inode]
-                    } else {
-                        rungs
-                    };
-                    let ladder = Ladder::new(rungs);
-                    if let Some(why) = os::pool_note(&device.volume) {
-                        ladder.note(Demotion::NotSplit { why: why.into() });
-                    }
-                    Arc::new(FsState {
-                        index: next,
-                        ladder,
-                        device,
-                        unordered,
-                        not_a_pool: AtomicBool::new(false),
-                    })
-                })
-                .clone()
-        };
-
-        let visit = Locating {
-            fs_state,
-            opts,
-            reporter,
-            locate_nanos: &locate_nanos,
-            planned: &planned,
-            planned_bytes: &planned_bytes,
-        };
+        let judge = opts.judge();
+        let locator = Locator::new(opts, &judge, reporter, devices);
         let Walked {
             files,
             others,
             stats: walk_stats,
             per_input,
-        } = walk::walk_on(inputs, &opts.walk, reporter, &visit, devices, tag.is_some());
+        } = walk::walk_on(
+            inputs,
+            &opts.walk,
+            reporter,
+            &locator,
+            devices,
+            tag.is_some(),
+        );
         let walk_time = started.elapsed();
-
-        let mut fs_list: Vec<FsState> = into_inner_rw(filesystems)
-            .into_values()
-            .map(|fs| Arc::try_unwrap(fs).unwrap_or_else(|_| unreachable!("the walk is over")))
-            .collect();
-        fs_list.sort_by_key(|f| f.index);
-        let filesystems = fs_list
-            .into_iter()
-            .map(|f| FilesystemReport {
-                dev: f.device.dev,
-                kind: f.device.kind(),
-                ladder: f.ladder.rungs().to_vec(),
-                strategy: f.ladder.current(),
-                demotions: f.ladder.into_demotions(),
-                disk: f.device.disk,
-                members: f.device.members.iter().map(|&(disk, _)| disk).collect(),
-                max_prefetch: f.device.max_prefetch(),
-                files: 0,
-                unordered: f.unordered,
-                split: os::striping(&f.device.volume)
-                    .filter(|_| !f.device.members.is_empty())
-                    .map(|layout| Split {
-                        layout,
-                        members: f.device.members.clone(),
-                    }),
-            })
-            .collect();
+        let (filesystems, locate_time) = locator.finish();
         let runs = tag
             .zip(per_input)
             .map(|(tag, counts)| Runs::from_counts(&counts, tag));
         let mut plan = Plan::located(files, runs, filesystems, devices.disks(), reporter);
         plan.others = others;
         plan.summary.walk_time = walk_time;
-        plan.summary.locate_time = Duration::from_nanos(locate_nanos.into_inner());
+        plan.summary.locate_time = locate_time;
         plan.summary.duplicates += walk_stats.revisited_dirs;
         plan.summary.walk = walk_stats;
-        plan.disk_choice = opts.disk;
-        plan.measurements = opts.measurements.clone();
+        plan.judge = judge;
         plan
     }
 
@@ -827,8 +580,7 @@ impl Plan {
             sweeps,
             summary,
             tags: None,
-            disk_choice: None,
-            measurements: Measurements::default(),
+            judge: DiskJudge::default(),
         }
     }
 
@@ -844,8 +596,7 @@ impl Plan {
             filesystems,
             summary,
             tags,
-            disk_choice,
-            measurements,
+            judge,
             ..
         } = self;
         // Which files were kept, for renumbering the tags' runs (only when there are some).
@@ -865,8 +616,7 @@ impl Plan {
         let mut plan = Plan::ordered(files, filesystems, disks);
         plan.aliases = aliases;
         plan.others = others;
-        plan.disk_choice = disk_choice;
-        plan.measurements = measurements;
+        plan.judge = judge;
         plan.tags = tags.zip(kept).map(|(mut tags, kept)| {
             tags.files = tags.files.keep(kept);
             tags
@@ -885,18 +635,18 @@ impl Plan {
     /// This plan with every disk taken for `kind` when read, instead of measured (what
     /// [`PlanOptions::disk`] does for a plan that is built).
     pub fn with_disk_kind(mut self, kind: crate::DiskKind) -> Plan {
-        self.disk_choice = Some(kind);
+        self.judge.choose(kind);
         self
     }
 
     /// The kind every disk is taken for, if the caller chose ([`PlanOptions::disk`]).
     pub fn disk_choice(&self) -> Option<crate::DiskKind> {
-        self.disk_choice
+        self.judge.chosen()
     }
 
-    /// Where measurements of its disks are kept ([`PlanOptions::measurements`]).
-    pub(crate) fn measurements(&self) -> &Measurements {
-        &self.measurements
+    /// What its disks are taken for when read.
+    pub(crate) fn judge(&self) -> &DiskJudge {
+        &self.judge
     }
 
     /// Every planned file, in given order.

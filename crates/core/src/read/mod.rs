@@ -199,7 +199,19 @@ impl Reader {
         };
         // Without prefetching there is nothing the kind of disk would change.
         let disks: Vec<DiskVerdict> = if opts.prefetch {
-            let verdict = |sweep| crate::measure::verdict(&plan, sweep);
+            let verdict = |sweep: &Sweep| {
+                let disk = &plan.disks()[sweep.disk as usize];
+                plan.judge().verdict(disk, || {
+                    let files = sweep.files.iter().map(|&i| &plan.files()[i as usize]);
+                    files
+                        .map(|f| crate::measure::Sample {
+                            path: &f.entry.path,
+                            size: f.entry.size,
+                            extents: f.placement.extents(),
+                        })
+                        .collect()
+                })
+            };
             std::thread::scope(|scope| {
                 // Disks in parallel; where threads are scarce, one after the other.
                 let measuring: Vec<_> = plan
