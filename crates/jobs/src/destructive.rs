@@ -101,19 +101,37 @@ impl<'a, F: Fn(&Error) + Sync> Witness<'a, F> {
     /// The evidence that the run saw what a removal needs, once it has walked
     /// ([`walk`](Self::walk)): with `ignore_errors`, always, shielding each path that failed
     /// or was left out; without, only when nothing failed. Withheld before a walk.
-    pub fn clearance(&self, ignore_errors: bool) -> Result<Clearance, Withheld> {
-        let errors = self.errors();
-        if errors > 0 && !ignore_errors {
-            return Err(Withheld::Errors(errors));
-        }
-        self.clearance_outside_unseen()
+    ///
+    /// The witness is consumed: a clearance speaks for everything its witness saw, and
+    /// nothing can be reported to that witness afterwards and go unheeded by it. (A run
+    /// that acts before it is over takes [`clearance_so_far`](Self::clearance_so_far).)
+    pub fn clearance(self, ignore_errors: bool) -> Result<Clearance, Withheld> {
+        self.clearance_now(ignore_errors)
     }
 
     /// [`clearance`](Self::clearance) with errors ignored (`index`, which keeps every row
     /// at or under what it could not see, and forgets others after errors too).
-    pub fn clearance_outside_unseen(&self) -> Result<Clearance, Withheld> {
+    pub fn clearance_outside_unseen(self) -> Result<Clearance, Withheld> {
+        self.clearance_now(true)
+    }
+
+    /// For a run that acts twice (`copy` replaces what stands in the way of a directory
+    /// after its walk, and deletes after its reads): the clearance for what was seen up to
+    /// now, and the witness that goes on from here, remembering everything this one saw.
+    /// The first clearance speaks only for what came before it; the later one, given by
+    /// the returned witness, for the whole run.
+    pub fn clearance_so_far(self, ignore_errors: bool) -> (Result<Clearance, Withheld>, Self) {
+        let clearance = self.clearance_now(ignore_errors);
+        (clearance, self)
+    }
+
+    fn clearance_now(&self, ignore_errors: bool) -> Result<Clearance, Withheld> {
         if !self.walked.load(Ordering::Relaxed) {
             return Err(Withheld::NoWalk);
+        }
+        let errors = self.errors();
+        if errors > 0 && !ignore_errors {
+            return Err(Withheld::Errors(errors));
         }
         let mut c = Clearance::nothing_shielded();
         for path in self.unseen() {
@@ -187,6 +205,17 @@ impl<F: Fn(&Error) + Sync> Reporter for Witness<'_, F> {
 /// use seekless_core::Quiet;
 /// use seekless_jobs::destructive::{Withheld, Witness};
 /// assert_eq!(Witness::new(&Quiet).clearance(false).err(), Some(Withheld::NoWalk));
+/// ```
+///
+/// A witness gives one clearance, and is not told anything after it:
+///
+/// ```compile_fail
+/// use seekless_core::{PlanOptions, Quiet, Reporter};
+/// use seekless_jobs::destructive::Witness;
+/// let w = Witness::new(&Quiet);
+/// w.walk::<&str>(&[], &PlanOptions::default());
+/// let clearance = w.clearance(false);
+/// w.skipped(std::path::Path::new("/mnt"), "another filesystem"); // unheeded: refused
 /// ```
 #[derive(Debug)]
 pub struct Clearance {
@@ -1062,11 +1091,31 @@ mod tests {
 
     #[test]
     fn a_witness_that_walked_nothing_gives_no_clearance() {
-        let w = Witness::new(&Quiet);
-        assert_eq!(w.clearance(true).err(), Some(Withheld::NoWalk));
+        let (c, w) = Witness::new(&Quiet).clearance_so_far(true);
+        assert_eq!(c.err(), Some(Withheld::NoWalk));
         assert_eq!(w.clearance_outside_unseen().err(), Some(Withheld::NoWalk));
+        assert_eq!(
+            Witness::new(&Quiet).clearance(true).err(),
+            Some(Withheld::NoWalk)
+        );
+        let w = Witness::new(&Quiet);
         w.walk::<PathBuf>(&[], &PlanOptions::default());
         assert!(w.clearance(false).is_ok());
+    }
+
+    #[test]
+    fn a_clearance_so_far_speaks_for_what_came_before_and_the_witness_goes_on_remembering() {
+        let w = walked();
+        w.skipped(Path::new("/d/a"), "another filesystem");
+        let (first, w) = w.clearance_so_far(false);
+        let first = first.unwrap();
+        assert!(first.shields(Path::new("/d/a/f")) && !first.shields(Path::new("/d/b")));
+        w.error(&Error::io("/d/b", io::Error::other("x")));
+        let (withheld, w) = w.clearance_so_far(false);
+        assert_eq!(withheld.err(), Some(Withheld::Errors(1)));
+        let last = w.clearance(true).unwrap();
+        assert!(last.shields(Path::new("/d/a/f")) && last.shields(Path::new("/d/b/g")));
+        assert!(!last.shields(Path::new("/d/c")));
     }
 
     fn clear() -> Clearance {
@@ -1077,7 +1126,8 @@ mod tests {
     fn an_error_withholds_the_clearance_unless_errors_are_ignored() {
         let w = walked();
         w.error(&Error::io("/d/a/b", io::Error::other("x")));
-        assert_eq!(w.clearance(false).err(), Some(Withheld::Errors(1)));
+        let (withheld, w) = w.clearance_so_far(false);
+        assert_eq!(withheld.err(), Some(Withheld::Errors(1)));
         let c = w.clearance(true).unwrap();
         assert!(c.shields(Path::new("/d/a/b")) && c.shields(Path::new("/d/a/b/c")));
         assert!(!c.shields(Path::new("/d/a")) && !c.shields(Path::new("/d/a/bc")));

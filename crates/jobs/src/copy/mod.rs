@@ -52,6 +52,7 @@ mod verify;
 
 pub use options::{CopyError, CopyEvents, CopyOptions, CopyRoot, CopySummary, Method};
 pub use roots::{ResolveError, resolve_roots};
+use roots::{check_destinations, destination_dirs};
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self};
@@ -61,8 +62,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use crate::atomic::{AtomicFile, parent_of};
-use crate::destructive::{self, DestinationLock, Witness};
+use crate::atomic::parent_of;
+use crate::destructive::{self, Clearance, DestinationLock, Withheld, Witness};
 use crate::stat::Stat;
 use commit::GroupCommit;
 use content::Shared;
@@ -115,22 +116,25 @@ pub fn copy_with(
     let plan = watch.walk(&sources, &walk_opts);
     let plan = leave_out_outputs(leave_out_live_temps(plan, &watch), opts, &watch);
     let map = Mapping::new(roots);
+
+    // Something else where the source has a directory is replaced, as rsync replaces it,
+    // but only while the run has seen everything (the walk is over: what it could not see
+    // is known). The witness goes on through the read.
+    let (dir_clearance, watch) = watch.clearance_so_far(false);
+    let dir_clearance = dir_clearance
+        .ok()
+        .map(|c| c.translated(|p| map.dest_side(p)).sparing(&sources));
     let mut run = Run {
         map: &map,
         opts,
-        reporter: &watch,
+        told: Told {
+            witness: Some(watch),
+            caller: reporter,
+        },
         as_root: os::is_root(),
         summary: CopySummary::default(),
         wanted: HashSet::new(),
     };
-
-    // Something else where the source has a directory is replaced, as rsync replaces it,
-    // but only while the run has seen everything (the walk is over: what it could not see
-    // is known).
-    let dir_clearance = watch
-        .clearance(false)
-        .ok()
-        .map(|c| c.translated(|p| map.dest_side(p)).sparing(&sources));
     let dirs = run.make_directories(&plan, dir_clearance.as_ref());
     run.make_others(&plan);
     let actions = run.decide_files(&plan);
@@ -141,11 +145,10 @@ pub fn copy_with(
     }
 
     // What the run could not see whole: source paths that failed or were left out (all
-    // known once the read is over; what deletion itself fails on comes after).
-    let unseen: HashSet<PathBuf> = watch.unseen().into_iter().collect();
-    let clearance = watch
-        .clearance(opts.ignore_errors)
-        .map(|c| c.translated(|p| map.dest_side(p)).sparing(&sources));
+    // known once the read is over; what deletion itself fails on comes after, and goes
+    // straight to the caller: the witness is consumed by its clearance).
+    let (unseen, clearance) = run.clearance();
+    let clearance = clearance.map(|c| c.translated(|p| map.dest_side(p)).sparing(&sources));
     run.place_over_directories(read.over_dirs, &clearance);
     if opts.delete {
         run.delete_extra(roots, &clearance);
@@ -156,7 +159,7 @@ pub fn copy_with(
     }
     let mut summary = run.summary;
     if opts.verify {
-        verify::verify(&read.hashes, &walk_opts, opts, &watch, &mut summary);
+        verify::verify(&read.hashes, &walk_opts, opts, reporter, &mut summary);
     }
     Ok(summary)
 }
@@ -197,61 +200,12 @@ fn leave_out_outputs(plan: Plan, opts: &CopyOptions, reporter: &dyn Reporter) ->
     })
 }
 
-/// Before anything is read: roots made by hand get the protection `resolve_roots` gives
-/// (a directory copied into itself would copy what it is copying); a file is not written
-/// through a dangling link (as `cp` refuses it), and the link is not replaced either; each
-/// destination directory is made and must be writable.
-fn check_destinations(roots: &[CopyRoot]) -> Result<(), CopyError> {
-    for root in roots {
-        if os::symlink_metadata(&root.source).is_ok_and(|m| m.is_dir())
-            && roots::is_inside(&root.dest, &root.source)
-        {
-            return Err(ResolveError::IntoItself {
-                dir: root.source.clone(),
-                target: root.dest.clone(),
-            }
-            .into());
-        }
-    }
-    for root in roots {
-        let dangling = os::symlink_metadata(&root.dest).is_ok_and(|m| m.is_symlink())
-            && os::metadata(&root.dest).is_err();
-        if dangling {
-            return Err(CopyError::Destination {
-                path: root.dest.clone(),
-                source: io::Error::other("not writing through dangling symlink"),
-            });
-        }
-    }
-    for dir in destination_dirs(roots) {
-        fs::create_dir_all(&dir)
-            .and_then(|()| AtomicFile::create_private(&dir.join("probe")).map(drop))
-            .map_err(|source| CopyError::Destination {
-                path: dir.clone(),
-                source,
-            })?;
-    }
-    Ok(())
-}
-
-/// The directory each root writes into: its destination for a directory, the
-/// destination's parent for anything else.
-fn destination_dirs(roots: &[CopyRoot]) -> Vec<PathBuf> {
-    roots
-        .iter()
-        .map(|root| match os::symlink_metadata(&root.source) {
-            Ok(m) if m.is_dir() => root.dest.clone(),
-            _ => parent_of(&root.dest).to_path_buf(),
-        })
-        .collect()
-}
-
 /// One copy run's state, shared by its phases.
 struct Run<'a> {
     map: &'a Mapping<'a>,
     opts: &'a CopyOptions,
-    /// The run's witness: what it could not see is remembered.
-    reporter: &'a dyn Reporter,
+    /// Where it reports: through its witness, until the witness gives its clearance.
+    told: Told<'a>,
     as_root: bool,
     summary: CopySummary,
     /// With `delete`: every destination path the source has (the rest may go).
@@ -266,9 +220,42 @@ struct ReadDone {
     over_dirs: Vec<content::OverDir>,
 }
 
+/// Where a copy run reports: through its witness (what the run could not see is
+/// remembered) until the witness gives its clearance ([`Run::clearance`]), straight to the
+/// caller after.
+struct Told<'a> {
+    witness: Option<Witness<'a>>,
+    caller: &'a dyn Reporter,
+}
+
+impl Told<'_> {
+    fn reporter(&self) -> &dyn Reporter {
+        match &self.witness {
+            Some(witness) => witness,
+            None => self.caller,
+        }
+    }
+}
+
 impl Run<'_> {
+    fn reporter(&self) -> &dyn Reporter {
+        self.told.reporter()
+    }
+
+    /// The paths the run could not see, and the clearance its witness gives (consumed:
+    /// the run reports straight to the caller from here on).
+    fn clearance(&mut self) -> (HashSet<PathBuf>, Result<Clearance, Withheld>) {
+        let witness = self
+            .told
+            .witness
+            .take()
+            .expect("a run's witness gives one clearance");
+        let unseen = witness.unseen().into_iter().collect();
+        (unseen, witness.clearance(self.opts.ignore_errors))
+    }
+
     fn fail(&mut self, err: Error) {
-        fail(&mut self.summary, self.reporter, err);
+        fail(&mut self.summary, self.told.reporter(), err);
     }
 
     /// Directories first: each made (or found; then the temporaries an interrupted run
@@ -311,7 +298,13 @@ impl Run<'_> {
             let Some(dest) = self.map.dest_of(&other.path) else {
                 continue;
             };
-            match make_other(other, &dest, self.as_root, self.opts.xattrs, self.reporter) {
+            match make_other(
+                other,
+                &dest,
+                self.as_root,
+                self.opts.xattrs,
+                self.reporter(),
+            ) {
                 Ok(Made::New) => self.summary.others += 1,
                 Ok(Made::Refreshed) => self.summary.refreshed += 1,
                 Ok(Made::Same) => {}
@@ -402,7 +395,7 @@ impl Run<'_> {
         let shared = Shared {
             map: self.map,
             opts,
-            reporter: self.reporter,
+            reporter: self.told.reporter(),
             as_root: self.as_root,
             actions: &actions,
             // With `fsync` each file is on the disk already: renamed at once.
@@ -519,7 +512,7 @@ impl Run<'_> {
         match clearance {
             Err(why) => {
                 self.summary.deletion_skipped = true;
-                self.reporter.warning(
+                self.reporter().warning(
                     None,
                     &format!(
                         "copy: nothing deleted: {why}, so the source may have more than was \
@@ -537,7 +530,7 @@ impl Run<'_> {
                             &root.dest,
                             &self.wanted,
                             clearance,
-                            self.reporter,
+                            self.told.reporter(),
                             &mut self.summary.failed,
                         );
                     }

@@ -1,11 +1,13 @@
 //! Where `copy SOURCE... DEST` puts each source, by `cp`'s and rsync's rules, and the
 //! refusals that keep a copy from running into itself.
 
+use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
-use super::CopyRoot;
-use seekless_core::path_to_bytes;
+use super::{CopyError, CopyRoot};
+use crate::atomic::{AtomicFile, parent_of};
+use seekless_core::{os, path_to_bytes};
 
 /// Why sources and a destination make no copy. All but
 /// [`Source`](ResolveError::Source) are mistakes in what was asked (`seekless copy` exits
@@ -173,6 +175,55 @@ fn resolved(path: &Path) -> Option<PathBuf> {
         }
     }
     Some(full)
+}
+
+/// Before anything is read: roots made by hand get the protection `resolve_roots` gives
+/// (a directory copied into itself would copy what it is copying); a file is not written
+/// through a dangling link (as `cp` refuses it), and the link is not replaced either; each
+/// destination directory is made and must be writable.
+pub(super) fn check_destinations(roots: &[CopyRoot]) -> Result<(), CopyError> {
+    for root in roots {
+        if os::symlink_metadata(&root.source).is_ok_and(|m| m.is_dir())
+            && is_inside(&root.dest, &root.source)
+        {
+            return Err(ResolveError::IntoItself {
+                dir: root.source.clone(),
+                target: root.dest.clone(),
+            }
+            .into());
+        }
+    }
+    for root in roots {
+        let dangling = os::symlink_metadata(&root.dest).is_ok_and(|m| m.is_symlink())
+            && os::metadata(&root.dest).is_err();
+        if dangling {
+            return Err(CopyError::Destination {
+                path: root.dest.clone(),
+                source: io::Error::other("not writing through dangling symlink"),
+            });
+        }
+    }
+    for dir in destination_dirs(roots) {
+        fs::create_dir_all(&dir)
+            .and_then(|()| AtomicFile::create_private(&dir.join("probe")).map(drop))
+            .map_err(|source| CopyError::Destination {
+                path: dir.clone(),
+                source,
+            })?;
+    }
+    Ok(())
+}
+
+/// The directory each root writes into: its destination for a directory, the
+/// destination's parent for anything else.
+pub(super) fn destination_dirs(roots: &[CopyRoot]) -> Vec<PathBuf> {
+    roots
+        .iter()
+        .map(|root| match os::symlink_metadata(&root.source) {
+            Ok(m) if m.is_dir() => root.dest.clone(),
+            _ => parent_of(&root.dest).to_path_buf(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
