@@ -4,8 +4,9 @@
 //! (new or changed files; moved files only change path; files gone are removed, but only
 //! under directories this run listed completely: see [`IndexOptions::prune`]), reads
 //! those in physical order with the queue full, hashes each whole (BLAKE3) while keeping
-//! its first bytes for the header and EXIF ([`inspect`](inspect::inspect)), and writes
-//! rows from one writer thread in batched transactions. XMP sidecars beside the images
+//! its first bytes for the header and EXIF (`inspect`; the formats it knows are one table,
+//! [`IMAGE_EXTENSIONS`] their extensions), and writes rows from one writer thread in
+//! batched transactions. XMP sidecars beside the images
 //! (`IMG_1234.CR2.xmp`, `IMG_1234.xmp`) are read in the same sweep when new or changed,
 //! into rows of their own that the images' rows point at. The schema and example queries
 //! are in `docs/index.md`.
@@ -109,8 +110,9 @@ pub struct IndexOptions {
     /// a root or mount point is an error and its rows stay: most likely a drive not
     /// mounted).
     pub prune: bool,
-    /// Make a thumbnail and a perceptual hash of each image read ([`thumb`]); unchanged
-    /// images without a thumbnail of this size are read once more to get one.
+    /// Make a thumbnail and a perceptual hash of each image read (docs/index.md,
+    /// "Thumbnails and perceptual hashes"); unchanged images without a thumbnail of this
+    /// size are read once more to get one.
     pub thumbs: Option<ThumbOptions>,
     /// Rows per transaction, at most (4,096 by default). A commit happens at least once a
     /// second whatever this is (what a crash can lose); this only caps one commit's work.

@@ -69,7 +69,7 @@ impl ThumbOptions {
 
 /// A thumbnail, as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Thumbnail {
+pub struct MadeThumbnail {
     /// Its width in pixels (EXIF orientation applied).
     pub width: u32,
     /// Its height in pixels.
@@ -88,7 +88,7 @@ pub struct Thumbnail {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Visual {
     /// The thumbnail, or why there is none.
-    pub thumb: Result<Thumbnail, String>,
+    pub thumb: Result<MadeThumbnail, String>,
     /// The perceptual hash (`index::phash`), when the image could be decoded.
     pub phash: Option<u64>,
 }
@@ -265,7 +265,7 @@ fn visual_inner(
         .map_err(|e| format!("cannot encode the thumbnail: {e}"))?;
     phases.encode += clock.lap();
     Ok(Visual {
-        thumb: Ok(Thumbnail {
+        thumb: Ok(MadeThumbnail {
             width: tw,
             height: th,
             source,
