@@ -67,7 +67,7 @@ impl ThumbOptions {
     }
 }
 
-/// A thumbnail, as stored.
+/// A thumbnail just made, as it is stored (read back, it is `dupes::Thumbnail`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MadeThumbnail {
     /// Its width in pixels (EXIF orientation applied).
