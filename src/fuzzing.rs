@@ -10,8 +10,8 @@
 use std::path::PathBuf;
 
 use crate::jobs::digest::Algorithm;
-use crate::jobs::index::inspect::fuzzing as parsers;
 use crate::jobs::manifest::{Checklist, format_line, parse_line};
+use seekless_catalog::fuzzing as parsers;
 
 /// The DC-only JPEG decoder ([`crate::jobs::index::dc_jpeg::decode`]). An image it gives
 /// has `width * height` RGB pixels, an eighth of the frame's size on each side.
@@ -66,7 +66,7 @@ pub fn sidecar(data: &[u8]) {
     parsers::sidecar(data);
 }
 
-/// [`crate::jobs::index::inspect::inspect`] without its panic guard: the format told by
+/// `index`'s `inspect` (what a file's bytes say) without its panic guard: the format told by
 /// content, then that format's parsers. The first byte picks the extension and whether
 /// the data is the whole file; the rest is the file.
 pub fn inspect(data: &[u8]) {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use seekless::Filter;
-use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexOptions, Phases, index_with, thumb};
+use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexOptions, Phases, ThumbOptions, index_with};
 use seekless::read::Bound;
 
 use crate::exit::Code;
@@ -45,12 +45,12 @@ pub struct Args {
     pub thumbs: bool,
 
     /// The longest side of a thumbnail, in pixels (smaller images are not enlarged).
-    #[arg(long, value_name = "N", default_value_t = thumb::DEFAULT_SIZE,
+    #[arg(long, value_name = "N", default_value_t = ThumbOptions::DEFAULT_SIZE,
           value_parser = clap::value_parser!(u32).range(16..=4096), requires = "thumbs")]
     pub thumb_size: u32,
 
     /// Images larger than this are not decoded (the thumbnail's error says so).
-    #[arg(long, value_name = "N", default_value_t = thumb::DEFAULT_MAX_MEGAPIXELS,
+    #[arg(long, value_name = "N", default_value_t = ThumbOptions::DEFAULT_MAX_MEGAPIXELS,
           value_parser = clap::value_parser!(u32).range(1..=100_000), requires = "thumbs")]
     pub max_megapixels: u32,
 
@@ -77,7 +77,7 @@ pub fn run(args: Args) -> Result<Code> {
     opts.prune = args.prune;
     opts.batch_rows = args.batch_rows as usize;
     if args.thumbs {
-        let mut t = thumb::ThumbOptions::new(args.thumb_size);
+        let mut t = ThumbOptions::new(args.thumb_size);
         t.max_megapixels = args.max_megapixels;
         opts.thumbs = Some(t);
     }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crossbeam_channel::RecvTimeoutError;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
+use super::formats;
 use super::inspect::ImageInfo;
 use super::thumb::Visual;
 use seekless_core::os;
@@ -178,12 +179,6 @@ CREATE TABLE IF NOT EXISTS decisions (
     UNIQUE (decision, contents)
 );
 ";
-
-/// The formats whose rows a version-3 catalog has right: their `kind` is set to `image` by
-/// the upgrade. Every other row (HEIF sizes were an item's, raw sizes a preview's) has no
-/// `kind` and is read again by the next run.
-const V3_RIGHT: &str = "format IN ('jpeg', 'png', 'gif', 'webp', 'bmp')
-    OR (format = 'tiff' AND (lower(path) LIKE '%.tif' OR lower(path) LIKE '%.tiff'))";
 
 /// Rows per transaction, at most. [`BATCH_TIME`] is the loss bound; this only caps the
 /// work one commit writes. Each commit writes every page its rows dirtied, and a row of a
@@ -1305,7 +1300,9 @@ pub(crate) fn upgrade_v2(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
 /// Upgrades a version-3 catalog (or one just made by [`upgrade_v2`]) to version 4, inside
 /// the caller's transaction: adds the `sidecars` table ([`V4_SIDECARS`]), the columns of
 /// [`V4_COLUMNS`] where missing, and [`UPGRADE_V3`]'s view and indexes. Rows of a catalog
-/// that had no `kind` get `kind = 'image'` where their fields were right ([`V3_RIGHT`]);
+/// that had no `kind` get `kind = 'image'` where their fields were right
+/// ([`formats::v3_right_sql`], from `formats::Format::v3`: HEIF sizes were an item's, raw
+/// sizes a preview's);
 /// the rest keep every field and are read again by the next run, which gives them their
 /// kind (nothing is removed). A catalog made by a build of version 4 before sidecars gets
 /// only what it lacks. Running it again changes nothing.
@@ -1325,7 +1322,9 @@ pub(crate) fn upgrade_v3(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
     }
     if added {
         tx.execute_batch(&format!(
-            "UPDATE images SET kind = 'image' WHERE blake3 IS NOT NULL AND ({V3_RIGHT});"
+            "UPDATE images SET kind = '{}' WHERE blake3 IS NOT NULL AND ({});",
+            formats::Kind::Image.name(),
+            formats::v3_right_sql()
         ))?;
     }
     tx.execute_batch("CREATE INDEX IF NOT EXISTS images_sidecar ON images(sidecar);")?;
@@ -1805,6 +1804,61 @@ fn now() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The format and kind names the schema's SQL (views, indexes, upgrades) compares
+    /// with are names of `formats::FORMATS` and its kinds.
+    #[test]
+    fn the_formats_and_kinds_the_sql_names_are_the_tables() {
+        let upgrade = formats::v3_right_sql();
+        let sqls = [
+            SCHEMA,
+            UPGRADE_V2,
+            V4_SIDECARS,
+            UPGRADE_V3,
+            V5_DECISIONS,
+            &upgrade,
+        ];
+        let kinds: Vec<&str> = [
+            formats::Kind::Image,
+            formats::Kind::Raw,
+            formats::Kind::Video,
+        ]
+        .iter()
+        .map(|k| k.name())
+        .chain([formats::OTHER_KIND])
+        .collect();
+        let (mut formats_named, mut kinds_named) = (0, 0);
+        for sql in sqls {
+            for (column, list_end) in [
+                ("format IN (", ')'),
+                ("format = '", '\''),
+                ("kind IN (", ')'),
+                ("kind = '", '\''),
+            ] {
+                for (at, _) in sql.match_indices(column) {
+                    let from = at + column.len();
+                    let to = from + sql[from..].find(list_end).unwrap();
+                    let names = sql[from..to]
+                        .split(',')
+                        .map(|n| n.trim().trim_matches('\''));
+                    for name in names {
+                        if column.starts_with("format") {
+                            assert!(formats::named(name).is_some(), "{name} is no format");
+                            formats_named += 1;
+                        } else {
+                            assert!(kinds.contains(&name), "{name} is no kind");
+                            kinds_named += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // The raw+jpeg, live-photo and export pairs and the version-3 upgrade name both.
+        assert!(
+            formats_named >= 9 && kinds_named >= 8,
+            "{formats_named} {kinds_named}"
+        );
+    }
 
     /// Writes `rows` in one batch.
     fn write(catalog: &mut IndexWriter, rows: Vec<Row>) {

@@ -4,6 +4,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::index::formats::{self, Reader, Size};
 use crate::index::taken::Taken;
 
 mod apple;
@@ -20,13 +21,12 @@ mod png;
 mod quicktime;
 mod raw;
 mod tiff;
-pub mod view;
-
-pub use view::View;
+mod view;
 mod webp;
 mod x3f;
 mod xmp;
 
+pub(crate) use view::View;
 pub(crate) use xmp::SidecarFields;
 pub(crate) use xmp::{SIDECAR_MAX, sidecar, too_large};
 
@@ -67,7 +67,7 @@ pub struct ImageInfo {
     /// GPS altitude in metres, negative below sea level.
     pub gps_alt: Option<f64>,
     /// What the file holds: `image`, `raw` (a camera raw file) or `video`, from its
-    /// format ([`kind_of`]); `other` when its format is not one the catalog knows.
+    /// format ([`formats::kind_of`]); `other` when its format is not one the catalog knows.
     pub kind: Option<&'static str>,
     /// A video's duration in seconds.
     pub duration: Option<f64>,
@@ -88,27 +88,6 @@ pub struct ImageInfo {
     /// read, the file is not an error.
     pub warning: Option<String>,
 }
-
-/// What a file of `format` holds: `raw` for camera raw formats, `video` for video
-/// containers, `image` for the rest.
-pub fn kind_of(format: &str) -> &'static str {
-    if RAW_FORMATS.contains(&format) {
-        "raw"
-    } else if VIDEO_FORMATS.contains(&format) {
-        "video"
-    } else {
-        "image"
-    }
-}
-
-/// The camera raw formats, as [`format_of`] names them.
-pub const RAW_FORMATS: &[&str] = &[
-    "dng", "cr2", "cr3", "crw", "nef", "nrw", "arw", "sr2", "orf", "rw2", "pef", "raf", "srw",
-    "3fr", "iiq", "x3f", "mrw",
-];
-
-/// The video formats, as [`format_of`] names them.
-pub const VIDEO_FORMATS: &[&str] = &["mp4", "mov", "m4v", "3gp", "mkv", "webm", "avi"];
 
 /// The format a file's first bytes say it is.
 pub fn format_of(head: &[u8]) -> Option<&'static str> {
@@ -185,47 +164,6 @@ fn ftyp_format(major: &[u8], head: &[u8]) -> Option<&'static str> {
     })
 }
 
-/// The formats a file with extension `ext` may hold (TIFF-based raw formats are TIFF
-/// inside and IFD0 may not tell which, so `.dng`, `.nef`, `.arw`, `.pef`, … accept it).
-fn formats_for_extension(ext: &str) -> &'static [&'static str] {
-    match ext.to_ascii_lowercase().as_str() {
-        "jpg" | "jpeg" | "jpe" => &["jpeg"],
-        "png" => &["png"],
-        "gif" => &["gif"],
-        "webp" => &["webp"],
-        "tif" | "tiff" => &["tiff"],
-        "bmp" => &["bmp"],
-        "heic" | "heif" | "hif" => &["heif"],
-        "avif" => &["avif", "heif"],
-        "dng" => &["dng", "tiff"],
-        "mp4" => &["mp4", "m4v", "mov", "3gp"],
-        "m4v" => &["m4v", "mp4", "mov"],
-        "mov" | "qt" => &["mov", "mp4"],
-        "3gp" | "3g2" => &["3gp", "mp4"],
-        "mkv" => &["mkv", "webm"],
-        "webm" => &["webm", "mkv"],
-        "avi" => &["avi"],
-        "jxl" => &["jxl"],
-        "cr2" => &["cr2", "tiff"],
-        "nef" => &["nef", "tiff"],
-        "nrw" => &["nrw", "nef", "tiff"],
-        "arw" => &["arw", "tiff"],
-        "sr2" => &["sr2", "arw", "tiff"],
-        "pef" => &["pef", "tiff"],
-        "srw" => &["srw", "tiff"],
-        "3fr" => &["3fr", "tiff"],
-        "iiq" => &["iiq", "tiff"],
-        "cr3" => &["cr3"],
-        "crw" => &["crw"],
-        "orf" => &["orf"],
-        "rw2" => &["rw2"],
-        "raf" => &["raf"],
-        "x3f" => &["x3f"],
-        "mrw" => &["mrw"],
-        _ => &[],
-    }
-}
-
 /// Everything the bytes kept of a file (`view`: the whole file, or its head and tail)
 /// say, for a file with extension `ext`. Never panics: a parser panic becomes the error.
 pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
@@ -240,7 +178,7 @@ pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
             }
         }
     };
-    info.kind = Some(info.format.map_or("other", kind_of));
+    info.kind = Some(info.format.map_or(formats::OTHER_KIND, formats::kind_of));
     info
 }
 
@@ -257,43 +195,47 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     if info.format == Some("tiff") {
         info.format = Some(raw::tiff_format(data, ext));
     }
+    let expected = ext.and_then(formats::of_extension);
     let Some(format) = info.format else {
-        info.ext_mismatch = ext.is_some_and(|e| !formats_for_extension(e).is_empty());
+        info.ext_mismatch = expected.is_some();
         info.error = Some("not an image this catalog knows (no known signature)".into());
         return info;
     };
-    info.ext_mismatch = ext.is_some_and(|e| {
-        let expected = formats_for_extension(e);
-        !expected.is_empty() && !expected.contains(&format)
-    });
-    info.kind = Some(kind_of(format));
-    let is_raw = RAW_FORMATS.contains(&format);
+    info.ext_mismatch = expected.is_some_and(|e| !e.accepts(format));
+    let Some(record) = formats::named(format) else {
+        // `format_of` names only formats of the table (its tests and the fuzzers hold it).
+        debug_assert!(false, "{format} is not in formats::FORMATS");
+        info.kind = Some(formats::OTHER_KIND);
+        info.error = Some(format!("{format}: a format the catalog does not know"));
+        return info;
+    };
+    info.kind = Some(record.kind.name());
     let mut raw_fields = None;
-    let mut layout = match format {
-        "jpeg" => jpeg::read(data),
-        "png" => png::read(data, complete),
-        "bmp" => bmp::read(data, complete),
-        "webp" => webp::read(data),
-        "heif" | "avif" => heif::read(view),
-        "mp4" | "mov" | "m4v" | "3gp" => quicktime::read(view),
-        "mkv" | "webm" => matroska::read(view),
-        "avi" => avi::read(view),
-        "jxl" => jxl::read(view),
+    let mut layout = match record.reader {
+        Reader::Jpeg => jpeg::read(data),
+        Reader::Png => png::read(data, complete),
+        Reader::Bmp => bmp::read(data, complete),
+        Reader::Webp => webp::read(data),
+        Reader::Heif => heif::read(view),
+        Reader::QuickTime => quicktime::read(view),
+        Reader::Matroska => matroska::read(view),
+        Reader::Avi => avi::read(view),
+        Reader::Jxl => jxl::read(view),
         // The TIFF structure is the file; its IFD0 has the dimensions.
-        "tiff" => Layout {
+        Reader::Tiff => Layout {
             exif: Some(data),
             ..Layout::default()
         },
-        _ if is_raw => {
-            let (layout, fields) = raw::read(view, format);
+        Reader::Raw(reader) => {
+            let (layout, fields) = raw::read(view, reader, format);
             raw_fields = fields;
             layout
         }
-        _ => Layout::default(),
+        Reader::None => Layout::default(),
     };
     let mut errors: Vec<String> = layout.error.take().into_iter().collect();
     let mut tiff_fields = None;
-    let whole_tiff = format == "tiff";
+    let whole_tiff = record.reader == Reader::Tiff;
     if raw_fields.is_some() {
         tiff_fields = raw_fields;
     }
@@ -307,9 +249,9 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     if whole_tiff && let Some(f) = &tiff_fields {
         (layout.width, layout.height) = (f.width, f.height);
     }
-    // Our readers' own verdict stands for the formats they read; `imagesize` has the rest
+    // Our readers' own verdict stands for the formats they size; `imagesize` has the rest
     // (GIF, WebP).
-    if layout.width.is_none() && !OWN_SIZE.contains(&format) && !is_raw {
+    if layout.width.is_none() && record.size == Size::Imagesize {
         match imagesize::blob_size(data) {
             Ok(size) => {
                 layout.width = Some(size.width as u64);
@@ -332,7 +274,7 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     // From the end, where it nearly always is (a byte-by-byte scan of a 4 MiB photo from
     // the front cost as much as hashing it).
     let has_eoi = memchr::memmem::rfind(data.get(2..).unwrap_or_default(), &[0xFF, 0xD9]).is_some();
-    if format == "jpeg" && complete && !has_eoi {
+    if record.reader == Reader::Jpeg && complete && !has_eoi {
         errors.push("truncated JPEG (no end-of-image marker)".into());
     }
     if let Some(f) = tiff_fields {
@@ -358,7 +300,7 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     // applies it; its EXIF (or XMP) Orientation is then informative only (ISO/IEC
     // 23008-12) and must not be applied again: nothing is left to apply. One without
     // `irot` keeps what its metadata states, as every other format.
-    if matches!(format, "heif" | "avif")
+    if record.reader == Reader::Heif
         && info.rotation.is_some_and(|r| r != 0)
         && info.orientation.is_some()
     {
@@ -372,13 +314,6 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
 /// The largest width or height the catalog believes: PNG's limit (2³¹ − 1), far above
 /// any real image; a header claiming more is damaged.
 const MAX_SIDE: u64 = i32::MAX as u64;
-
-/// The formats whose dimensions our own readers find (or say why not); `imagesize` is
-/// asked for the others'.
-const OWN_SIZE: &[&str] = &[
-    "jpeg", "png", "bmp", "tiff", "heif", "avif", "mp4", "mov", "m4v", "3gp", "mkv", "webm", "avi",
-    "jxl",
-];
 
 /// What a container's header says: the dimensions, where its EXIF block (a TIFF
 /// structure) is, and what was wrong with it.
@@ -504,6 +439,8 @@ fn fill_xmp(info: &mut ImageInfo, packet: &str) {
 pub mod fuzzing {
     use std::hint::black_box;
 
+    use crate::index::formats::RawReader;
+
     pub fn inspect(data: &[u8], ext: Option<&str>, complete: bool) {
         // Not complete: the file goes on past `data`, as a huge file's head.
         let size = data.len() as u64 + u64::from(!complete) * (1 << 30);
@@ -537,27 +474,47 @@ pub mod fuzzing {
             Some(f) => f,
             None => return,
         };
-        if super::RAW_FORMATS.contains(&format) {
-            black_box(super::raw::read(view, format));
+        if let Some(super::Reader::Raw(reader)) = super::formats::named(format).map(|f| f.reader) {
+            black_box(super::raw::read(view, reader, format));
         }
     }
     pub fn tiff_images(data: &[u8]) {
         let _ = black_box(super::tiff::images(data));
     }
     pub fn crw(data: &[u8]) {
-        black_box(super::raw::read(super::View::whole(data), "crw"));
+        black_box(super::raw::read(
+            super::View::whole(data),
+            RawReader::Crw,
+            "crw",
+        ));
     }
     pub fn x3f(data: &[u8]) {
-        black_box(super::raw::read(super::View::whole(data), "x3f"));
+        black_box(super::raw::read(
+            super::View::whole(data),
+            RawReader::X3f,
+            "x3f",
+        ));
     }
     pub fn cr3(data: &[u8]) {
-        black_box(super::raw::read(super::View::whole(data), "cr3"));
+        black_box(super::raw::read(
+            super::View::whole(data),
+            RawReader::Cr3,
+            "cr3",
+        ));
     }
     pub fn raf(data: &[u8]) {
-        black_box(super::raw::read(super::View::whole(data), "raf"));
+        black_box(super::raw::read(
+            super::View::whole(data),
+            RawReader::Raf,
+            "raf",
+        ));
     }
     pub fn mrw(data: &[u8]) {
-        black_box(super::raw::read(super::View::whole(data), "mrw"));
+        black_box(super::raw::read(
+            super::View::whole(data),
+            RawReader::Mrw,
+            "mrw",
+        ));
     }
     /// `data` as a file's head; when not `complete`, the file goes on (not kept) for as
     /// many bytes again, and its last quarter is kept as the tail.
@@ -672,8 +629,89 @@ mod tests {
         };
         assert_eq!(format_of(&ebml(b"webm")), Some("webm"));
         assert_eq!(format_of(&ebml(b"matroska")), Some("mkv"));
-        assert_eq!(kind_of("webm"), "video");
-        assert_eq!(kind_of("jxl"), "image");
+        assert_eq!(formats::kind_of("webm"), "video");
+        assert_eq!(formats::kind_of("jxl"), "image");
+    }
+
+    /// Every format `format_of` and `raw::tiff_format` name is one of `formats::FORMATS`,
+    /// and every one of the table is told by some bytes: one sample of each.
+    #[test]
+    fn the_formats_told_by_content_are_the_tables() {
+        let ftyp = |brand: &[u8; 4]| [&[0, 0, 0, 16][..], b"ftyp", brand, &[0; 4]].concat();
+        let ebml = |doc: &[u8]| {
+            let mut e = vec![
+                0x1A,
+                0x45,
+                0xDF,
+                0xA3,
+                0x80 | (doc.len() as u8 + 3),
+                0x42,
+                0x82,
+            ];
+            e.push(0x80 | doc.len() as u8);
+            e.extend_from_slice(doc);
+            e
+        };
+        let camera = |make: &str| {
+            tiff(
+                &[short(0x100, 8), short(0x101, 6), ascii(0x10F, make)],
+                &[],
+                4,
+            )
+        };
+        let mut bmp = b"BM".to_vec();
+        bmp.resize(30, 0);
+        let samples: Vec<(Vec<u8>, Option<&str>)> = vec![
+            (vec![0xFF, 0xD8, 0xFF, 0xE0], None),
+            (b"\x89PNG\r\n\x1a\n".to_vec(), None),
+            (b"GIF89a".to_vec(), None),
+            (b"RIFF\0\0\0\0WEBPVP8 ".to_vec(), None),
+            (camera("Scanner"), Some("tif")),
+            (bmp, None),
+            (ftyp(b"heic"), None),
+            (ftyp(b"avif"), None),
+            (b"\xFF\x0A\x08\x04".to_vec(), None),
+            (
+                tiff(&[(0xC612, 1, 4, vec![1, 4, 0, 0])], &[], 4),
+                Some("dng"),
+            ),
+            (b"II*\0\x08\0\0\0CR\x02\0".to_vec(), None),
+            (ftyp(b"crx "), None),
+            (b"II\x1a\0\0\0HEAPCCDR".to_vec(), None),
+            (camera("NIKON CORPORATION"), Some("NEF")),
+            (camera("NIKON CORPORATION"), Some("nrw")),
+            (camera("SONY"), Some("arw")),
+            (camera("SONY"), Some("sr2")),
+            (b"IIRO\x08\0\0\0".to_vec(), None),
+            (b"IIU\0\x08\0\0\0".to_vec(), None),
+            (camera("RICOH IMAGING"), Some("pef")),
+            (b"FUJIFILMCCD-RAW 0201".to_vec(), None),
+            (camera("SAMSUNG"), Some("srw")),
+            (camera("Hasselblad"), Some("3fr")),
+            (b"II*\0\x08\0\0\0IIII".to_vec(), None),
+            (b"FOVb\0\0\0\0".to_vec(), None),
+            (b"\0MRM\0\0\0\0".to_vec(), None),
+            (ftyp(b"isom"), None),
+            (ftyp(b"qt  "), None),
+            (ftyp(b"M4V "), None),
+            (ftyp(b"3gp4"), None),
+            (ebml(b"matroska"), None),
+            (ebml(b"webm"), None),
+            (b"RIFF\0\0\0\0AVI LIST".to_vec(), None),
+        ];
+        let told: Vec<&str> = samples
+            .iter()
+            .map(|(bytes, ext)| {
+                let format = format_of(bytes).unwrap_or_else(|| panic!("{bytes:?}"));
+                if format == "tiff" {
+                    raw::tiff_format(bytes, *ext)
+                } else {
+                    format
+                }
+            })
+            .collect();
+        let table: Vec<&str> = formats::FORMATS.iter().map(|f| f.name).collect();
+        assert_eq!(told, table);
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! (new or changed files; moved files only change path; files gone are removed, but only
 //! under directories this run listed completely: see [`IndexOptions::prune`]), reads
 //! those in physical order with the queue full, hashes each whole (BLAKE3) while keeping
-//! its first bytes for the header and EXIF ([`inspect`](inspect::inspect)), and writes
-//! rows from one writer thread in batched transactions. XMP sidecars beside the images
+//! its first bytes for the header and EXIF (`inspect`; the formats it knows are one table,
+//! [`IMAGE_EXTENSIONS`] their extensions), and writes rows from one writer thread in
+//! batched transactions. XMP sidecars beside the images
 //! (`IMG_1234.CR2.xmp`, `IMG_1234.xmp`) are read in the same sweep when new or changed,
 //! into rows of their own that the images' rows point at. The schema and example queries
 //! are in `docs/index.md`.
@@ -31,12 +32,13 @@ pub(crate) mod catalog;
 // and the tests: not part of the API.
 #[doc(hidden)]
 pub mod dc_jpeg;
-pub mod inspect;
+pub(crate) mod formats;
+pub(crate) mod inspect;
 mod libheif;
 mod phases;
 pub(crate) mod phash;
 pub(crate) mod taken;
-pub mod thumb;
+mod thumb;
 mod video;
 
 use std::collections::{HashMap, HashSet};
@@ -51,6 +53,7 @@ pub use catalog::{APPLICATION_ID, CatalogError, SCHEMA_VERSION};
 use catalog::{KnownSidecar, Record, Row, SidecarRow, WriterLock};
 use crossbeam_channel::RecvTimeoutError;
 pub use phases::Phases;
+pub use thumb::ThumbOptions;
 
 use seekless_core::error::Error;
 use seekless_core::plan::{Plan, PlanOptions, PlannedFile};
@@ -59,16 +62,11 @@ use seekless_core::report::Reporter;
 use seekless_core::{Scope, path_to_bytes};
 use seekless_jobs::destructive::{Clearance, Forget, Witness};
 
-/// The extensions of the files catalogued by default (case-insensitive): images, camera
-/// raw files and videos.
-pub const IMAGE_EXTENSIONS: &[&str] = &[
-    // Images.
-    "jpg", "jpeg", "jpe", "png", "gif", "webp", "tif", "tiff", "bmp", "heic", "heif", "hif", "avif",
-    "jxl", // Camera raw.
-    "dng", "cr2", "cr3", "crw", "nef", "nrw", "arw", "sr2", "orf", "rw2", "pef", "raf", "srw",
-    "3fr", "iiq", "x3f", "mrw", // Video.
-    "mp4", "mov", "m4v", "3gp", "3g2", "mkv", "webm", "avi",
-];
+/// The extensions of the files catalogued by default, lower-case (matched in any case):
+/// every extension of every format the catalog knows, images, then camera raw files, then
+/// videos (the list in `docs/index.md`, "Which files"). The command line's default
+/// `--ext`.
+pub const IMAGE_EXTENSIONS: &[&str] = &formats::EXTENSIONS;
 
 /// The extension of XMP sidecars (case-insensitive).
 const SIDECAR_EXTENSION: &str = "xmp";
@@ -81,14 +79,6 @@ fn is_sidecar(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case(SIDECAR_EXTENSION))
 }
-
-/// Extensions whose files are read for their header, EXIF and embedded previews only,
-/// never kept whole for a thumbnail (camera raw, video): their thumbnail comes from a
-/// preview they carry or from `ffmpeg`.
-const NOT_KEPT_WHOLE: &[&str] = &[
-    "dng", "cr2", "cr3", "crw", "nef", "nrw", "arw", "sr2", "orf", "rw2", "pef", "raf", "srw",
-    "3fr", "iiq", "x3f", "mrw", "mp4", "mov", "m4v", "3gp", "3g2", "mkv", "webm", "avi",
-];
 
 /// Bytes of a file kept from its start for parsing its header and EXIF (the whole file
 /// when smaller): EXIF in TIFF-based raw files may lie anywhere in it.
@@ -120,9 +110,10 @@ pub struct IndexOptions {
     /// a root or mount point is an error and its rows stay: most likely a drive not
     /// mounted).
     pub prune: bool,
-    /// Make a thumbnail and a perceptual hash of each image read ([`thumb`]); unchanged
-    /// images without a thumbnail of this size are read once more to get one.
-    pub thumbs: Option<thumb::ThumbOptions>,
+    /// Make a thumbnail and a perceptual hash of each image read (docs/index.md,
+    /// "Thumbnails and perceptual hashes"); unchanged images without a thumbnail of this
+    /// size are read once more to get one.
+    pub thumbs: Option<ThumbOptions>,
     /// Rows per transaction, at most (4,096 by default). A commit happens at least once a
     /// second whatever this is (what a crash can lose); this only caps one commit's work.
     /// Tests of what a run has committed while it goes on make it small.
@@ -997,7 +988,7 @@ fn read_and_write(
 /// The read of an index run: each file hashed whole and inspected, each sidecar read
 /// for its fields, on the workers.
 struct Reading<'a> {
-    thumbs: Option<&'a thumb::ThumbOptions>,
+    thumbs: Option<&'a ThumbOptions>,
     reporter: &'a dyn Reporter,
 }
 
@@ -1028,7 +1019,7 @@ const WRITER_QUEUE: usize = 1024;
 /// could be read, and the time each phase took.
 fn read_one(
     work: Work<'_>,
-    thumbs: Option<&thumb::ThumbOptions>,
+    thumbs: Option<&ThumbOptions>,
     reporter: &dyn Reporter,
 ) -> (Row, bool, Phases) {
     let mut phases = Phases::default();
@@ -1054,8 +1045,8 @@ fn read_one(
     };
     // With thumbnails an image is kept whole (one read, never a second), up to a bound;
     // a raw file or a video never is: its head and tail have what it needs.
-    let whole = thumbs.is_some()
-        && !ext.is_some_and(|e| NOT_KEPT_WHOLE.iter().any(|n| n.eq_ignore_ascii_case(e)));
+    // Which are: `formats::Format::kept_whole`, by the extension.
+    let whole = thumbs.is_some() && formats::kept_whole(ext);
     let keep = if whole {
         (MAX_THUMB_FILE as usize).max(KEEP)
     } else {
@@ -1116,7 +1107,6 @@ fn read_one(
                             let source = thumb::Source {
                                 view,
                                 info: &row.info,
-                                ext,
                                 path: &entry.path,
                             };
                             thumb::visual_timed(&source, t, &mut phases)
@@ -1338,7 +1328,7 @@ mod tests {
         }
 
         // The same images for thumbnails (read again: none has one yet).
-        opts.thumbs = Some(thumb::ThumbOptions::default());
+        opts.thumbs = Some(ThumbOptions::default());
         let thumbs = index(
             &roots,
             &PlanOptions::default(),

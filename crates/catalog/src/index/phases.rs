@@ -22,7 +22,7 @@ pub struct Phases {
     pub read: Duration,
     /// BLAKE3 over the file's bytes (and keeping them for the rest).
     pub hash: Duration,
-    /// Format, header and EXIF ([`inspect`](super::inspect::inspect)).
+    /// Format, header and EXIF (`inspect`).
     pub inspect: Duration,
     /// Decoding the image (at reduced scale for JPEG), or its EXIF thumbnail.
     pub decode: Duration,

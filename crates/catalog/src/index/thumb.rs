@@ -22,14 +22,11 @@ use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer
 
 use std::path::Path;
 
+use super::formats::{self, Decoder};
 use super::inspect::{ImageInfo, View};
 use super::phases::{Phases, Stopwatch};
 use super::phash;
 
-/// The longest side of a thumbnail by default, in pixels.
-pub const DEFAULT_SIZE: u32 = 256;
-/// The largest image decoded by default, in megapixels (width × height / 10^6).
-pub const DEFAULT_MAX_MEGAPIXELS: u32 = 200;
 /// The largest embedded preview read back from the file when it lies outside the bytes
 /// the sweep kept.
 const MAX_PREVIEW: u64 = 64 << 20;
@@ -49,13 +46,18 @@ pub struct ThumbOptions {
 impl Default for ThumbOptions {
     fn default() -> Self {
         Self {
-            size: DEFAULT_SIZE,
-            max_megapixels: DEFAULT_MAX_MEGAPIXELS,
+            size: Self::DEFAULT_SIZE,
+            max_megapixels: Self::DEFAULT_MAX_MEGAPIXELS,
         }
     }
 }
 
 impl ThumbOptions {
+    /// The longest side of a thumbnail by default, in pixels.
+    pub const DEFAULT_SIZE: u32 = 256;
+    /// The largest image decoded by default, in megapixels (width × height / 10^6).
+    pub const DEFAULT_MAX_MEGAPIXELS: u32 = 200;
+
     /// Thumbnails whose longest side is `size` pixels.
     pub fn new(size: u32) -> Self {
         Self {
@@ -65,9 +67,9 @@ impl ThumbOptions {
     }
 }
 
-/// A thumbnail, as stored.
+/// A thumbnail just made, as it is stored (read back, it is `dupes::Thumbnail`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Thumbnail {
+pub struct MadeThumbnail {
     /// Its width in pixels (EXIF orientation applied).
     pub width: u32,
     /// Its height in pixels.
@@ -86,7 +88,7 @@ pub struct Thumbnail {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Visual {
     /// The thumbnail, or why there is none.
-    pub thumb: Result<Thumbnail, String>,
+    pub thumb: Result<MadeThumbnail, String>,
     /// The perceptual hash (`index::phash`), when the image could be decoded.
     pub phash: Option<u64>,
 }
@@ -118,14 +120,13 @@ pub struct Source<'a> {
     pub view: View<'a>,
     /// What inspecting them found (format, kind, orientation, preview, duration).
     pub info: &'a ImageInfo,
-    /// The file's extension.
-    pub ext: Option<&'a str>,
     /// The file.
     pub path: &'a Path,
 }
 
 /// The thumbnail and perceptual hash of an image kept whole in `data` (its `format` as
 /// [`format_of`](super::inspect::format_of) says, its EXIF `orientation`). Never panics.
+#[cfg(test)]
 pub fn visual(
     data: &[u8],
     format: Option<&'static str>,
@@ -134,14 +135,13 @@ pub fn visual(
 ) -> Visual {
     let info = ImageInfo {
         format,
-        kind: format.map(super::inspect::kind_of),
+        kind: format.map(formats::kind_of),
         orientation,
         ..ImageInfo::default()
     };
     let source = Source {
         view: View::whole(data),
         info: &info,
-        ext: None,
         path: Path::new(""),
     };
     visual_timed(&source, opts, &mut Phases::default())
@@ -198,20 +198,24 @@ fn visual_inner(
     let data = source.view.head();
     let mut orientation = info.orientation;
     let mut clock = Stopwatch::start();
-    let decoded = match (info.kind, info.format) {
-        (Some("raw"), _) => {
+    // What decodes it: `formats::Format::decoder`.
+    let format = info
+        .format
+        .map(|f| (f, formats::named(f).map(|r| r.decoder)));
+    let decoded = match format {
+        Some((_, Some(Decoder::Preview))) => {
             let preview = preview(source)?;
             decode_jpeg(&preview, size, opts.max_megapixels).map(|p| Pixels {
                 source: "preview",
                 ..p
             })
         }
-        (Some("video"), _) => {
+        Some((_, Some(Decoder::Frame))) => {
             // ffmpeg turns the frame as the video's matrix says.
             orientation = None;
             video_frame(source, size, opts.max_megapixels)
         }
-        (_, Some("heif" | "avif")) => {
+        Some((_, Some(Decoder::Libheif))) => {
             let max = u64::from(opts.max_megapixels) * 1_000_000;
             super::libheif::decode(data, size, max).map(|d| Pixels {
                 width: d.width,
@@ -224,12 +228,10 @@ fn visual_inner(
                 },
             })
         }
-        (_, Some("jpeg")) => decode_jpeg(data, size, opts.max_megapixels),
-        (_, Some(f @ ("png" | "gif" | "webp" | "tiff" | "bmp"))) => {
-            decode_other(data, f, opts.max_megapixels)
-        }
-        (_, Some(f)) => return Err(format!("no decoder for {f}")),
-        (_, None) => return Err("no decoder: not an image this catalog knows".into()),
+        Some((_, Some(Decoder::Jpeg))) => decode_jpeg(data, size, opts.max_megapixels),
+        Some((f, Some(Decoder::Image(fmt)))) => decode_other(data, f, fmt, opts.max_megapixels),
+        Some((f, Some(Decoder::None) | None)) => return Err(format!("no decoder for {f}")),
+        None => return Err("no decoder: not an image this catalog knows".into()),
     };
     // A failed decode took its time too.
     phases.decode += clock.lap();
@@ -263,7 +265,7 @@ fn visual_inner(
         .map_err(|e| format!("cannot encode the thumbnail: {e}"))?;
     phases.encode += clock.lap();
     Ok(Visual {
-        thumb: Ok(Thumbnail {
+        thumb: Ok(MadeThumbnail {
             width: tw,
             height: th,
             source,
@@ -568,16 +570,14 @@ fn ifd1_jpeg(tiff: &[u8]) -> Option<&[u8]> {
     tiff.get(offset..offset.checked_add(length)?)
 }
 
-/// PNG, GIF (first frame), WebP, TIFF or BMP, decoded whole by the `image` crate. Alpha is
-/// put over white.
-fn decode_other(data: &[u8], format: &str, max_megapixels: u32) -> Result<Pixels, String> {
-    let fmt = match format {
-        "png" => image::ImageFormat::Png,
-        "gif" => image::ImageFormat::Gif,
-        "webp" => image::ImageFormat::WebP,
-        "tiff" => image::ImageFormat::Tiff,
-        _ => image::ImageFormat::Bmp,
-    };
+/// PNG, GIF (first frame), WebP, TIFF or BMP (`format`, as `fmt`), decoded whole by the
+/// `image` crate. Alpha is put over white.
+fn decode_other(
+    data: &[u8],
+    format: &str,
+    fmt: image::ImageFormat,
+    max_megapixels: u32,
+) -> Result<Pixels, String> {
     let err = |e: image::ImageError| format!("cannot decode the {format}: {e}");
     let mut reader = image::ImageReader::with_format(std::io::Cursor::new(data), fmt);
     reader.limits(limits_for(max_megapixels));

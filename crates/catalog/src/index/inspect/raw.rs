@@ -10,6 +10,7 @@
 
 use super::view::View;
 use super::{Layout, boxes, ciff, jpeg, tiff, x3f};
+use crate::index::formats::{self, RawReader};
 
 /// The raw format a TIFF structure is, from IFD0's tags (DNGVersion, Make) and, where
 /// the content cannot tell, the extension; `tiff` for a plain TIFF. A `.tif` file stays
@@ -29,38 +30,27 @@ pub(super) fn tiff_format(head: &[u8], ext: Option<&str>) -> &'static str {
     }
     // A `.tif` stays a TIFF whatever camera its Make names (scanners and converters write
     // it), and so does a file whose extension names no raw format (a `.heic`).
-    let raw_extension = ext.is_none_or(|e| {
-        super::formats_for_extension(e)
-            .iter()
-            .any(|f| super::RAW_FORMATS.contains(f))
-    });
-    if !raw_extension {
+    if !formats::raw_extension(ext) {
         return "tiff";
     }
-    let make = images.make.unwrap_or_default().to_ascii_uppercase();
-    match make.split_whitespace().next().unwrap_or_default() {
-        "NIKON" if ext == Some("nrw") => "nrw",
-        "NIKON" => "nef",
-        "SONY" if ext == Some("sr2") => "sr2",
-        "SONY" => "arw",
-        "PENTAX" | "RICOH" | "ASAHI" => "pef",
-        "SAMSUNG" => "srw",
-        "HASSELBLAD" => "3fr",
-        "LEAF" | "PHASE" if ext == Some("iiq") => "iiq",
-        _ => "tiff",
-    }
+    // Which Make names which format: `formats::FORMATS` (`Format::make`).
+    formats::by_make(&images.make.unwrap_or_default(), ext).map_or("tiff", |f| f.name)
 }
 
 /// What a raw file of `format` says: the layout (size, preview, fields outside EXIF,
 /// damage) and its EXIF fields.
-pub(super) fn read<'a>(view: View<'a>, format: &str) -> (Layout<'a>, Option<tiff::Fields>) {
-    let mut raw = match format {
-        "cr3" => cr3(view),
-        "raf" => raf(view),
-        "mrw" => mrw(view),
-        "crw" => ciff::read(view),
-        "x3f" => x3f::read(view),
-        _ => tiff_based(view, format),
+pub(super) fn read<'a>(
+    view: View<'a>,
+    reader: RawReader,
+    format: &str,
+) -> (Layout<'a>, Option<tiff::Fields>) {
+    let mut raw = match reader {
+        RawReader::Cr3 => cr3(view),
+        RawReader::Raf => raf(view),
+        RawReader::Mrw => mrw(view),
+        RawReader::Crw => ciff::read(view),
+        RawReader::X3f => x3f::read(view),
+        RawReader::Tiff => tiff_based(view, format),
     };
     raw.layout.meta.preview = largest_jpeg(view, &raw.jpegs);
     (raw.layout, raw.fields)

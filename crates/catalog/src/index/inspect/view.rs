@@ -13,6 +13,7 @@ pub struct View<'a> {
 
 impl<'a> View<'a> {
     /// A file kept whole.
+    #[cfg(any(test, feature = "fuzzing"))]
     pub fn whole(data: &'a [u8]) -> Self {
         Self {
             head: data,
