@@ -249,7 +249,8 @@ fn seeds() -> Vec<u64> {
 }
 
 fn ready(test: &str) -> bool {
-    require_root(test)
+    in_group(test, "fuse")
+        && require_root(test)
         && (Path::new("/dev/fuse").exists() || skip(test, "fuse", "/dev/fuse is missing"))
         && ["cp", "tar", "umount"]
             .iter()

@@ -469,6 +469,9 @@ fn a_lock_held_15_s_mid_run_by_another_program_is_waited_out_with_its_holder_nam
 #[test]
 fn a_lock_held_past_the_wait_stops_the_run_with_exit_1_keeping_committed_rows() {
     let test = test_name!();
+    if !in_group(test, "slow") {
+        return;
+    }
     if !require_tool(test, "sqlite3") || !require_tool(test, "python3") {
         return;
     }

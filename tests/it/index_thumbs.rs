@@ -22,6 +22,10 @@ fn python(test: &str, imagehash: bool) -> Option<&'static str> {
         return None;
     }
     if imagehash {
+        // The reference perceptual hash: a Python module ci/test installs.
+        if !in_group(test, "corpus") {
+            return None;
+        }
         python_with(test, &["PIL", "imagehash"])
     } else {
         python_with(test, &["PIL"])

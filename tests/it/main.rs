@@ -80,4 +80,6 @@ mod tar_formats; // names byte for byte, special files, sparse and > 8 GiB files
 #[cfg(target_os = "linux")]
 mod tar_safety; // changing and unreadable files; the archive file: complete or absent, kill -9
 #[cfg(target_os = "linux")]
+mod tiers; // SEEKLESS_TESTS selects the slow groups; ci/test refuses to run without root
+#[cfg(target_os = "linux")]
 mod walk; // a loop device's read requests

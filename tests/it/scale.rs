@@ -53,6 +53,9 @@ fn run_measured(cmd: &std::process::Command) -> (Vec<u8>, Option<i32>, u64) {
 
 #[test]
 fn one_directory_of_200000_entries_is_listed_within_the_memory_budget() {
+    if !in_group(test_name!(), "slow") {
+        return;
+    }
     const FILES: usize = 200_000;
     let t = scratch!();
     let dir = t.path().join("huge");
@@ -119,6 +122,9 @@ fn one_directory_of_200000_entries_is_listed_within_the_memory_budget() {
 
 #[test]
 fn a_manifest_of_200000_lines_is_checked_within_the_memory_budget() {
+    if !in_group(test_name!(), "slow") {
+        return;
+    }
     const FILES: usize = 200_000;
     // SHA-256 of "x" and of "".
     const X: &str = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881";
@@ -162,6 +168,9 @@ fn a_manifest_of_200000_lines_is_checked_within_the_memory_budget() {
 
 #[test]
 fn a_copy_manifest_of_20000_files_is_written_as_it_goes_not_held() {
+    if !in_group(test_name!(), "slow") {
+        return;
+    }
     const FILES: usize = 20_000;
     let t = scratch!();
     // Long names make the manifest large (10 MB) beside what the copy holds anyway.
@@ -241,6 +250,9 @@ fn deep_tree(root: &Path, levels: usize) -> Vec<(PathBuf, Vec<u8>)> {
 
 #[test]
 fn a_tree_deeper_than_path_max_is_listed_and_hashed_whole() {
+    if !in_group(test_name!(), "slow") {
+        return;
+    }
     let t = scratch!();
     let files = deep_tree(t.path(), 3000);
     let deepest = &files.last().unwrap().0;
@@ -300,6 +312,9 @@ fn a_tree_deeper_than_path_max_is_listed_and_hashed_whole() {
 
 #[test]
 fn a_tree_deeper_than_path_max_is_copied_whole_and_a_rerun_copies_nothing() {
+    if !in_group(test_name!(), "slow") {
+        return;
+    }
     let test = test_name!();
     if !require_tool(test, "tar") {
         return;

@@ -363,6 +363,9 @@ fn sparse_file(path: &Path, size: u64, data: &[(u64, Vec<u8>)]) {
 #[test]
 fn sparse_files_keep_their_holes_and_content_through_gnu_tar_bsdtar_and_python() {
     let test = test_name!();
+    if !in_group(test, "slow") {
+        return;
+    }
     if !require_tools(test, &["tar", "bsdtar", "sha256sum", python()]) {
         return;
     }
@@ -523,6 +526,9 @@ with tarfile.open(fileobj=sys.stdin.buffer, mode='r|', bufsize=1 << 20) as t:
 fn a_file_of_more_than_8_gib_is_sized_by_a_pax_record() {
     use std::os::fd::AsRawFd;
     let test = test_name!();
+    if !in_group(test, "slow") {
+        return;
+    }
     if !require_tools(test, &["tar", "bash", python()]) {
         return;
     }

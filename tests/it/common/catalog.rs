@@ -195,6 +195,9 @@ pub fn write_exif(test: &str, edits: &[(&Path, &[&str])]) {
 /// never uses the network), under `$SEEKLESS_CORPORA`, else `~/.cache/seekless-corpora`;
 /// `None` after a [`skip`] when it is not there.
 pub fn corpus(test: &str, name: &str, member: &str) -> Option<PathBuf> {
+    if !in_group(test, "corpus") {
+        return None;
+    }
     let corpora = match std::env::var_os("SEEKLESS_CORPORA") {
         Some(dir) => PathBuf::from(dir),
         None => std::env::var_os("XDG_CACHE_HOME")
