@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use super::CopyRoot;
-use seekless_core::path_to_bytes;
+use seekless_sys::path_to_bytes;
 
 /// Why sources and a destination make no copy. All but
 /// [`Source`](ResolveError::Source) are mistakes in what was asked (`seekless copy` exits
