@@ -91,7 +91,7 @@ install_packages() {
 }
 
 # The crates of seekless (the fault harness and the disk emulator are Linux FUSE programs).
-packages_of_seekless=(-p seekless -p seekless-core -p seekless-jobs -p seekless-catalog)
+packages_of_seekless=(-p seekless -p seekless-sys -p seekless-core -p seekless-jobs -p seekless-catalog)
 
 # Debian's toolchain, not rustup's (which is first on PATH and has no cross std).
 cross_cargo() {

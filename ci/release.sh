@@ -43,7 +43,7 @@ export WINEPREFIX=${WINEPREFIX:-$cross_target/wineprefix}
 # The largest static binary accepted (issue 34: ≤ 15 MB).
 max_static_bytes=15000000
 # The crates published to crates.io, in dependency order (faultfs and hddsim are not).
-published=(seekless-core seekless-jobs seekless-catalog seekless)
+published=(seekless-sys seekless-core seekless-jobs seekless-catalog seekless)
 
 timings=()
 current=

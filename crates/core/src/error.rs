@@ -7,6 +7,8 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub(crate) use seekless_sys::describe_io;
+
 /// What went wrong with one path.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -149,14 +151,5 @@ impl From<Error> for io::Error {
             ErrorKind::NotRegular { .. } => io::ErrorKind::InvalidInput,
         };
         io::Error::new(kind, err)
-    }
-}
-
-/// The operating system's description of an I/O error, without "(os error N)".
-pub fn describe_io(e: &io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error ") {
-        Some(at) => text[..at].to_string(),
-        None => text,
     }
 }

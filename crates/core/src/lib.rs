@@ -80,25 +80,27 @@
 // The vocabulary every stage and platform backend shares: leaf modules that import
 // nothing else from the crate.
 mod disk;
-pub mod error;
-mod file_id;
+mod error;
 mod fs_kind;
-mod path_bytes;
 mod placement;
 mod scope;
-pub mod sync;
+// Platform vocabulary from `seekless-sys`, under the paths the stages name it by.
+mod file_id {
+    pub use seekless_sys::FileId;
+}
+use seekless_sys::sync;
 
 // The pipeline, in order.
 mod device;
 mod filter;
-pub mod locate;
+mod locate;
 mod measure;
-pub mod plan;
+mod plan;
 pub mod read;
-pub mod report;
-pub mod walk;
+mod report;
+mod walk;
 
-pub mod os;
+mod os;
 
 #[cfg(any(test, feature = "test-hooks"))]
 #[doc(hidden)]
@@ -106,14 +108,13 @@ pub mod test_hooks;
 
 pub use disk::{Disk, DiskBasis, DiskIndex, DiskKind, DiskVerdict, device_name};
 pub use error::{Change, Error, ErrorKind};
-pub use file_id::FileId;
 pub use filter::Filter;
 pub use fs_kind::FsKind;
 pub use locate::Demotion;
 pub use measure::Measurements;
-pub use path_bytes::{path_from_bytes, path_to_bytes};
 pub use placement::{Extent, ExtentFlags, Placement, Strategy};
 pub use plan::{FilesystemReport, Order, Plan, PlanOptions, PlannedFile, Summary, Sweep};
 pub use report::{Quiet, Reporter};
 pub use scope::Scope;
+pub use seekless_sys::FileId;
 pub use walk::{Entry, Other, WalkOptions, WalkStats, Walked, read_path_list, walk};

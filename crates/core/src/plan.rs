@@ -939,7 +939,7 @@ pub(crate) mod tests {
         PlannedFile {
             entry: Entry {
                 path: Path::new(path).into(),
-                id: FileId { dev, ino },
+                id: FileId::new(dev, ino),
                 size,
                 modified: None,
             },

@@ -31,34 +31,6 @@ pub trait Reporter: Sync {
     }
 }
 
-/// Passes everything on to `inner`, and hands each error to `on_error` too: for a caller
-/// that must know which paths failed.
-pub struct Tee<'a, F> {
-    /// Where everything goes.
-    pub inner: &'a dyn Reporter,
-    /// Called with each error as well.
-    pub on_error: F,
-}
-
-impl<F: Fn(&Error) + Sync> Reporter for Tee<'_, F> {
-    fn error(&self, err: &Error) {
-        self.inner.error(err);
-        (self.on_error)(err);
-    }
-
-    fn skipped(&self, path: &std::path::Path, why: &str) {
-        self.inner.skipped(path, why);
-    }
-
-    fn planned(&self, files: u64, bytes: u64) {
-        self.inner.planned(files, bytes);
-    }
-
-    fn warning(&self, path: Option<&std::path::Path>, what: &str) {
-        self.inner.warning(path, what);
-    }
-}
-
 /// A reporter that ignores everything.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Quiet;

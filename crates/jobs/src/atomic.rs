@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use crate::destructive::{Durable, OwnTemp, remove_dead_temps};
 pub(crate) use crate::temp::parent_of;
 use crate::temp::{is_temp, is_temp_of, live_writer};
-use seekless_core::os;
-use seekless_core::path_to_bytes;
+use seekless_sys as os;
+use seekless_sys::path_to_bytes;
 
 /// Symbolic links followed to an output before giving up (as the kernel's `ELOOP`).
 const MAX_LINKS: usize = 40;

@@ -38,11 +38,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub(crate) use crate::temp::may_be_live_temp;
 use crate::temp::{TempState, is_temp, is_temp_of, temp_beside, temp_state};
-use seekless_core::error::Error;
-use seekless_core::os;
-use seekless_core::report::Reporter;
-use seekless_core::sync::lock;
+use seekless_core::Error;
+use seekless_core::Reporter;
 use seekless_core::{Plan, PlanOptions};
+use seekless_sys as os;
+use seekless_sys::sync::lock;
 
 pub mod resolve;
 
@@ -715,7 +715,7 @@ impl OwnTemp {
                             self.placed = true;
                             Err(io::Error::other(format!(
                                 "{why}, and it could not be put back ({}): it is at {}",
-                                seekless_core::error::describe_io(&e),
+                                seekless_sys::describe_io(&e),
                                 self.path.display()
                             )))
                         }
@@ -838,7 +838,7 @@ fn temp_name(dest: &Path) -> io::Result<PathBuf> {
 /// shields nor spares it.
 pub(crate) fn make_directory(
     dest: &Path,
-    source: &seekless_core::walk::Other,
+    source: &seekless_core::Other,
     clearance: Option<&Clearance>,
 ) -> io::Result<bool> {
     if !source.metadata.is_dir() {

@@ -23,11 +23,11 @@
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use seekless_core::error::Error;
-use seekless_core::plan::{Plan, PlannedFile};
+use seekless_core::Error;
 use seekless_core::read::{
     self, ConsumeOptions, Consumed, Events, Job, NoEvents, ReadOptions, ReadStats, Work,
 };
+use seekless_core::{Plan, PlannedFile};
 
 // Their home is `jobs::digest`; here too for code written before it was split off.
 #[doc(no_inline)]

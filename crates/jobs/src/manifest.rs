@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use crate::AtomicFile;
 use crate::digest::Algorithm;
-use seekless_core::{path_from_bytes, path_to_bytes};
+use seekless_sys::{path_from_bytes, path_to_bytes};
 
 /// Formats one manifest line (without the trailing newline) from raw path bytes.
 ///

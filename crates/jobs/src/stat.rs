@@ -2,5 +2,5 @@
 //! on every platform: where a platform has no such field, a plain default (the fields are
 //! the platform's: [`os::attrs`]).
 
-pub(crate) use seekless_core::os::Attrs as Stat;
-pub(crate) use seekless_core::os::NodeKind;
+pub(crate) use seekless_sys::Attrs as Stat;
+pub(crate) use seekless_sys::NodeKind;

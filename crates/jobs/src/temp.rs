@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use seekless_core::os;
-use seekless_core::path_to_bytes;
+use seekless_sys as os;
+use seekless_sys::path_to_bytes;
 
 /// What marks a temporary, between NAME and RUN-N.
 const TEMP_MARK: &str = ".seekless-tmp-";

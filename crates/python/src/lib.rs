@@ -37,11 +37,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use seekless_core::read::{FileReader, ReadOptions, Reader};
-use seekless_core::{
-    Error, ErrorKind, Order, Plan, PlanOptions, Reporter, path_from_bytes, path_to_bytes,
-};
+use seekless_core::{Error, ErrorKind, Order, Plan, PlanOptions, Reporter};
 use seekless_jobs::digest::Algorithm;
 use seekless_jobs::hash::hash_reader;
+use seekless_sys::{path_from_bytes, path_to_bytes};
 
 create_exception!(
     seekless,
@@ -144,7 +143,7 @@ struct Collect(Mutex<Vec<Failure>>);
 
 impl Reporter for Collect {
     fn error(&self, err: &Error) {
-        seekless_core::sync::lock(&self.0).push(Failure::of(err));
+        seekless_sys::sync::lock(&self.0).push(Failure::of(err));
     }
 }
 

@@ -135,7 +135,7 @@ fn folder(option: &str, dir: &Path) -> Result<PathBuf> {
         UsageError(format!(
             "{option} {}: {}",
             dir.display(),
-            seekless::error::describe_io(&e)
+            seekless_sys::describe_io(&e)
         ))
         .into()
     })
@@ -148,7 +148,7 @@ fn move_folder(dir: &Path) -> Result<PathBuf> {
         UsageError(format!(
             "--to {}: {}",
             dir.display(),
-            seekless::error::describe_io(&e)
+            seekless_sys::describe_io(&e)
         ))
         .into()
     };
@@ -233,7 +233,7 @@ pub fn run(args: Args) -> Result<Code> {
         eprintln!(
             "seekless: dupes: {} decisions recorded from {}",
             list.len(),
-            escaped(&seekless::path_to_bytes(file))
+            escaped(&seekless_sys::path_to_bytes(file))
         );
         let catalog = Catalog::open(&db).map_err(refusal)?;
         return run_with(args, db, keeping, act, catalog);
@@ -288,7 +288,7 @@ fn run_with(
     if args.similar > 0 && dupes.with_phash == 0 && dupes.images > 0 {
         eprintln!(
             "seekless: dupes: no image in {} has a perceptual hash (seekless index --thumbs makes them): exact duplicates only",
-            escaped(&seekless::path_to_bytes(&db))
+            escaped(&seekless_sys::path_to_bytes(&db))
         );
     }
     if let Some(path) = &args.html {
@@ -297,7 +297,7 @@ fn run_with(
         if sheet.kept_aside > 0 {
             eprintln!(
                 "seekless: dupes: {}: files there that are not the thumbnail this sheet would write, left as they are: {} (their contents are shown without one; remove the folder to have them all written again)",
-                escaped(&seekless::path_to_bytes(&html::thumbs_dir(path))),
+                escaped(&seekless_sys::path_to_bytes(&html::thumbs_dir(path))),
                 sheet.kept_aside
             );
         }
@@ -363,14 +363,14 @@ fn summary(args: &Args, dupes: &Dupes) {
 /// what was skipped on stderr.
 fn act_on(args: &Args, db: &Path, dupes: &Dupes, act: &Act, out: &mut impl Write) -> Result<Code> {
     let planned = act::plan(dupes, args.include_similar);
-    let name = |p: &Path| escaped(&seekless::path_to_bytes(p));
+    let name = |p: &Path| escaped(&seekless_sys::path_to_bytes(p));
     let line = |p: &act::Planned<'_>| -> String {
         let file = escaped(&p.file.path_bytes);
         let keeper = escaped(&p.keeper.path_bytes);
         match act {
             Act::Move(_) => {
                 let to = act
-                    .destination(&seekless::path_from_bytes(&p.file.path_bytes))
+                    .destination(&seekless_sys::path_from_bytes(&p.file.path_bytes))
                     .unwrap_or_default();
                 format!("move {file} -> {} (keeping {keeper})", name(&to))
             }

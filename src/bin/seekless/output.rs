@@ -23,7 +23,7 @@ pub fn write_path_to(out: &mut impl Write, path: &Path, end: u8, terminal: bool)
     out.write_all(&[end])
 }
 
-pub use seekless::path_to_bytes as path_bytes;
+pub use seekless_sys::path_to_bytes as path_bytes;
 
 /// The path for JSON: a string, plus the raw bytes when the name is not UTF-8 (JSON
 /// strings cannot carry them).

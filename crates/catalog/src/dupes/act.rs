@@ -139,7 +139,7 @@ fn journal_list(db: &Path) -> PathBuf {
 fn list_journal(db: &Path, journal: &Path) -> std::io::Result<()> {
     use std::io::Write;
     let journal = std::path::absolute(journal)?;
-    let mut line = seekless_core::path_to_bytes(&journal).into_owned();
+    let mut line = seekless_sys::path_to_bytes(&journal).into_owned();
     if line.contains(&b'\n') {
         return Ok(());
     }
@@ -160,7 +160,7 @@ fn journals_of(db: &Path) -> Vec<PathBuf> {
         found.extend(
             list.split(|&b| b == b'\n')
                 .filter(|l| !l.is_empty())
-                .map(seekless_core::path_from_bytes),
+                .map(seekless_sys::path_from_bytes),
         );
     }
     found.sort();
@@ -178,7 +178,7 @@ fn journals_beside(db: &Path) -> Vec<PathBuf> {
     } else {
         dir
     };
-    let prefix = seekless_core::path_to_bytes(Path::new(name)).into_owned();
+    let prefix = seekless_sys::path_to_bytes(Path::new(name)).into_owned();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -186,7 +186,7 @@ fn journals_beside(db: &Path) -> Vec<PathBuf> {
         .flatten()
         .filter(|e| {
             let n = e.file_name();
-            let n = seekless_core::path_to_bytes(Path::new(&n));
+            let n = seekless_sys::path_to_bytes(Path::new(&n));
             n.strip_prefix(&prefix[..])
                 .and_then(|rest| rest.strip_prefix(b".dupes-"))
                 .and_then(|rest| rest.strip_suffix(b".journal"))
@@ -203,7 +203,7 @@ fn journals_beside(db: &Path) -> Vec<PathBuf> {
 
 fn known(m: &Member) -> Known {
     Known {
-        path: seekless_core::path_from_bytes(&m.path_bytes),
+        path: seekless_sys::path_from_bytes(&m.path_bytes),
         dev: m.dev,
         ino: m.ino,
         size: m.size,
@@ -227,7 +227,7 @@ pub fn run(
     let mut writer = lock.open_for_dupes(&|_| {})?;
     let write_err = |e: std::io::Error| DupesError::Write {
         path: journal_path.to_path_buf(),
-        message: seekless_core::error::describe_io(&e),
+        message: seekless_sys::describe_io(&e),
     };
     let about = resolve::About::new(
         act.name(),

@@ -195,13 +195,8 @@ struct FileDecision {
 /// Reads a decisions file (the contact sheet's "Save decisions"). Every decision is
 /// checked; the first bad one fails the whole file, naming it (nothing is recorded).
 pub fn read_file(path: &Path) -> Result<Vec<Decision>, String> {
-    let text = std::fs::read(path).map_err(|e| {
-        format!(
-            "{}: {}",
-            path.display(),
-            seekless_core::error::describe_io(&e)
-        )
-    })?;
+    let text = std::fs::read(path)
+        .map_err(|e| format!("{}: {}", path.display(), seekless_sys::describe_io(&e)))?;
     parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -391,7 +391,7 @@ impl Catalog {
             .resolved()
             .map_err(|(path, e)| DupesError::Folder {
                 path,
-                message: seekless_core::error::describe_io(&e),
+                message: seekless_sys::describe_io(&e),
             })?;
         let mut dupes = Dupes::default();
         let decisions = self.decisions()?;

@@ -12,8 +12,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use super::formats;
 use super::inspect::ImageInfo;
 use super::thumb::Visual;
-use seekless_core::os;
 use seekless_jobs::destructive::Forget;
+use seekless_sys as os;
 
 /// The schema's version (`PRAGMA user_version`). Version 2 stores paths absolute; a
 /// version-1 catalog is upgraded in place, in one transaction, when opened (see
@@ -266,7 +266,7 @@ pub enum CatalogError {
     },
     /// The thread that writes the catalog's rows could not be started (threads are
     /// scarce: a pids or address-space limit); nothing was read.
-    #[error("{}: cannot start the catalog's writer thread: {}", .path.display(), seekless_core::error::describe_io(.source))]
+    #[error("{}: cannot start the catalog's writer thread: {}", .path.display(), seekless_sys::describe_io(.source))]
     WriterThread {
         /// The catalog.
         path: PathBuf,
@@ -292,7 +292,7 @@ fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     if let Some(e) = e.downcast_ref::<rusqlite::Error>() {
         one_line(e)
     } else if let Some(e) = e.downcast_ref::<std::io::Error>() {
-        seekless_core::error::describe_io(e)
+        seekless_sys::describe_io(e)
     } else {
         e.to_string()
     }
@@ -1051,7 +1051,7 @@ fn open_to_inspect(path: &Path) -> rusqlite::Result<Connection> {
     let absolute = std::path::absolute(path).map_err(|e| {
         rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
-            Some(seekless_core::error::describe_io(&e)),
+            Some(seekless_sys::describe_io(&e)),
         )
     })?;
     Connection::open_with_flags(immutable_uri(&absolute), flags | OpenFlags::SQLITE_OPEN_URI)
@@ -1061,7 +1061,7 @@ fn open_to_inspect(path: &Path) -> rusqlite::Result<Connection> {
 /// percent-encoded (RFC 3986; SQLite decodes them back).
 fn immutable_uri(absolute: &Path) -> PathBuf {
     // Windows: `C:\x` becomes `file:///C:/x`.
-    let bytes = seekless_core::os::uri_path_bytes(absolute);
+    let bytes = seekless_sys::uri_path_bytes(absolute);
     let mut uri = String::from("file://");
     for b in bytes {
         if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
@@ -1199,7 +1199,7 @@ fn one_line(e: &rusqlite::Error) -> String {
 /// is then never matched nor removed; `docs/index.md` says how to drop them). A row whose
 /// new path already has a row of its own is a duplicate of it, and goes.
 pub(crate) fn upgrade_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
-    use seekless_core::{path_from_bytes, path_to_bytes};
+    use seekless_sys::{path_from_bytes, path_to_bytes};
     let rows: Vec<(i64, Vec<u8>, i64, i64)> = {
         let mut stmt = tx.prepare("SELECT id, path_bytes, dev, ino FROM images")?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
@@ -1229,8 +1229,8 @@ pub(crate) fn upgrade_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
         if new_bytes == bytes {
             continue;
         }
-        let same_file = seekless_core::os::symlink_metadata(&new).is_ok_and(|m| {
-            seekless_core::os::file_id(&new, None, &m)
+        let same_file = seekless_sys::symlink_metadata(&new).is_ok_and(|m| {
+            seekless_sys::file_id(&new, None, &m)
                 .is_ok_and(|id| id.dev == dev as u64 && id.ino == ino as u64)
         });
         if !same_file {
@@ -1771,7 +1771,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 /// the database itself: `flock` there is independent of SQLite's own `fcntl` locks. Where
 /// they are mandatory (Windows) they would stop SQLite's own reads, so a file beside it.
 fn lock_path(db: &Path) -> PathBuf {
-    if !seekless_core::os::MANDATORY_LOCKS {
+    if !seekless_sys::MANDATORY_LOCKS {
         return db.to_path_buf();
     }
     let mut p = db.as_os_str().to_owned();
@@ -2064,11 +2064,7 @@ mod tests {
         // Printed as before: the path, then the OS's words without "(os error N)".
         assert_eq!(
             e.to_string(),
-            format!(
-                "{}: {}",
-                db.display(),
-                seekless_core::error::describe_io(io)
-            )
+            format!("{}: {}", db.display(), seekless_sys::describe_io(io))
         );
         assert!(!e.to_string().contains("os error"), "{e}");
     }

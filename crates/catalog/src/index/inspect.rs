@@ -170,7 +170,7 @@ pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     let mut info = match catch_unwind(AssertUnwindSafe(|| inspect_inner(view, ext))) {
         Ok(info) => info,
         Err(panic) => {
-            let what = seekless_core::sync::panic_text(&*panic);
+            let what = seekless_sys::sync::panic_text(&*panic);
             ImageInfo {
                 format: format_of(view.head()),
                 error: Some(format!("the image parser failed: {what}")),

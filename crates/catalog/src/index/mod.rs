@@ -55,12 +55,13 @@ use crossbeam_channel::RecvTimeoutError;
 pub use phases::Phases;
 pub use thumb::ThumbOptions;
 
-use seekless_core::error::Error;
-use seekless_core::plan::{Plan, PlanOptions, PlannedFile};
+use seekless_core::Error;
+use seekless_core::Reporter;
+use seekless_core::Scope;
 use seekless_core::read::{self, ConsumeOptions, Job, ReadOptions, Work};
-use seekless_core::report::Reporter;
-use seekless_core::{Scope, path_to_bytes};
+use seekless_core::{Plan, PlanOptions, PlannedFile};
 use seekless_jobs::destructive::{Clearance, Forget, Witness};
+use seekless_sys::path_to_bytes;
 
 /// The extensions of the files catalogued by default, lower-case (matched in any case):
 /// every extension of every format the catalog knows, images, then camera raw files, then
@@ -238,21 +239,18 @@ fn vanished_mounts(
     prune: bool,
     reporter: &dyn Reporter,
 ) -> HashSet<i64> {
-    use seekless_core::path_from_bytes;
+    use seekless_sys::path_from_bytes;
     /// What a directory on a row's path is: missing, or there (its device, whether it is
     /// an empty directory).
     fn look(dir: &Path) -> Option<(u64, bool)> {
-        match seekless_core::os::metadata(dir) {
+        match seekless_sys::metadata(dir) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             // There, but unknown: not taken for a vanished mount.
             Err(_) => Some((u64::MAX, false)),
             Ok(m) => {
-                let dev = seekless_core::os::file_id(dir, None, &m).map_or(u64::MAX, |id| id.dev);
+                let dev = seekless_sys::file_id(dir, None, &m).map_or(u64::MAX, |id| id.dev);
                 let empty = m.is_dir()
-                    && matches!(
-                        seekless_core::os::read_dir(dir).map(|mut d| d.next()),
-                        Ok(None)
-                    );
+                    && matches!(seekless_sys::read_dir(dir).map(|mut d| d.next()), Ok(None));
                 Some((dev, empty))
             }
         }
@@ -298,7 +296,7 @@ fn vanished_mounts(
 /// path that does not exist) keeps its own name, joined to its directory made canonical
 /// (looked up once per directory in `dirs`, for long `--files-from` lists).
 fn catalog_root(p: &Path, dirs: &mut HashMap<PathBuf, PathBuf>) -> PathBuf {
-    if seekless_core::os::metadata(p).is_ok_and(|m| m.is_dir())
+    if seekless_sys::metadata(p).is_ok_and(|m| m.is_dir())
         && let Ok(c) = std::fs::canonicalize(p)
     {
         return c;
@@ -401,14 +399,12 @@ fn roots_before_walk(inputs: &[PathBuf]) -> Vec<(PathBuf, RootState)> {
         .iter()
         .map(|p| {
             let root = catalog_root(p, &mut dirs);
-            let state = match seekless_core::os::metadata(&root) {
+            let state = match seekless_sys::metadata(&root) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => RootState::Missing,
-                Ok(m) if m.is_dir() => {
-                    match seekless_core::os::read_dir(&root).map(|mut d| d.next()) {
-                        Ok(None) => RootState::Empty,
-                        _ => RootState::Present,
-                    }
-                }
+                Ok(m) if m.is_dir() => match seekless_sys::read_dir(&root).map(|mut d| d.next()) {
+                    Ok(None) => RootState::Empty,
+                    _ => RootState::Present,
+                },
                 _ => RootState::Present,
             };
             (root, state)
@@ -446,16 +442,16 @@ fn walk(
     // them are never removed.
     let recorder = Witness::with_on_error(reporter, |err: &Error| {
         let path = err.path();
-        let Ok(meta) = seekless_core::os::symlink_metadata(path) else {
+        let Ok(meta) = seekless_sys::symlink_metadata(path) else {
             return;
         };
         let name = path.file_name().unwrap_or_default();
         if meta.is_file() && (filter.is_empty() || filter.keeps(path, name)) {
             let why = match err.io_error() {
-                Some(e) => seekless_core::error::describe_io(e),
+                Some(e) => seekless_sys::describe_io(e),
                 None => err.kind().to_string(),
             };
-            seekless_core::sync::lock(&unopened).push((path.to_path_buf(), meta, why));
+            seekless_sys::sync::lock(&unopened).push((path.to_path_buf(), meta, why));
         }
     });
     let plan = recorder.walk(&walked, plan_opts);
@@ -465,7 +461,7 @@ fn walk(
     Walked {
         plan,
         clearance,
-        unopened: seekless_core::sync::into_inner(unopened),
+        unopened: seekless_sys::sync::into_inner(unopened),
     }
 }
 
@@ -619,7 +615,7 @@ fn rows_of_unopened(
 ) -> Vec<Record> {
     let mut failed_rows = Vec::with_capacity(unopened.len());
     for (path, meta, why) in unopened {
-        let dev = || seekless_core::os::file_id(&path, None, &meta).map_or(0, |id| id.dev);
+        let dev = || seekless_sys::file_id(&path, None, &meta).map_or(0, |id| id.dev);
         if is_sidecar(&path) {
             summary.sidecars += 1;
             let bytes = path_to_bytes(&path).into_owned();
@@ -628,7 +624,7 @@ fn rows_of_unopened(
             }
             failed_rows.push(Record::Sidecar(SidecarRow {
                 dev: dev(),
-                ino: seekless_core::os::file_id(&path, None, &meta).map_or(0, |id| id.ino),
+                ino: seekless_sys::file_id(&path, None, &meta).map_or(0, |id| id.ino),
                 path_bytes: bytes,
                 size: meta.len(),
                 mtime_ns: mtime_ns(meta.modified().ok()),
@@ -648,7 +644,7 @@ fn rows_of_unopened(
             None => summary.added += 1,
         }
         let (dev, ino) =
-            seekless_core::os::file_id(&path, None, &meta).map_or((0, 0), |id| (id.dev, id.ino));
+            seekless_sys::file_id(&path, None, &meta).map_or((0, 0), |id| (id.dev, id.ino));
         failed_rows.push(Record::Image(Row {
             path_bytes: bytes,
             dev,
@@ -687,7 +683,7 @@ fn gone_sidecars(
         .collect();
     let paths: Vec<PathBuf> = not_found
         .iter()
-        .map(|(bytes, _)| seekless_core::path_from_bytes(bytes))
+        .map(|(bytes, _)| seekless_sys::path_from_bytes(bytes))
         .collect();
     let mut forget = Forget::gone(
         not_found
@@ -730,7 +726,7 @@ fn links(
     moved: &[(i64, Vec<u8>)],
     known_sidecars: &HashMap<Vec<u8>, KnownSidecar>,
 ) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
-    use seekless_core::path_from_bytes;
+    use seekless_sys::path_from_bytes;
     // Each sidecar by the path it is beside (its own without `.xmp`); of `a.xmp` and
     // `a.XMP`, the first by bytes.
     let mut beside: HashMap<PathBuf, Vec<u8>> = HashMap::new();
@@ -824,7 +820,7 @@ fn moved_and_gone(
     let not_found: Vec<(i64, PathBuf)> = known
         .iter()
         .filter(|(bytes, k)| !k.seen && scopes.iter().any(|r| r.contains_bytes(bytes)))
-        .map(|(bytes, k)| (k.id, seekless_core::path_from_bytes(bytes)))
+        .map(|(bytes, k)| (k.id, seekless_sys::path_from_bytes(bytes)))
         .collect();
     let mut forget = Forget::gone(
         not_found.iter().map(|(id, p)| (*id, p.as_path())),
@@ -1371,10 +1367,10 @@ mod tests {
 
     impl Reporter for Said {
         fn error(&self, err: &Error) {
-            seekless_core::sync::lock(&self.0).push(format!("error {err}"));
+            seekless_sys::sync::lock(&self.0).push(format!("error {err}"));
         }
         fn warning(&self, path: Option<&Path>, what: &str) {
-            seekless_core::sync::lock(&self.0).push(format!("warning {path:?}: {what}"));
+            seekless_sys::sync::lock(&self.0).push(format!("warning {path:?}: {what}"));
         }
     }
 
@@ -1391,9 +1387,7 @@ mod tests {
         }
         std::fs::write(full.join("other.gif"), b"x").unwrap();
         let meta = std::fs::metadata(t.path()).unwrap();
-        let here = seekless_core::os::file_id(t.path(), None, &meta)
-            .unwrap()
-            .dev;
+        let here = seekless_sys::file_id(t.path(), None, &meta).unwrap().dev;
         let elsewhere = here.wrapping_add(1);
         let bytes = |p: PathBuf| path_to_bytes(&p).into_owned();
         let paths = [
@@ -1414,7 +1408,7 @@ mod tests {
         let said = Said::default();
         let kept = vanished_mounts(&gone, false, &said);
         assert_eq!(kept, HashSet::from([1, 2]));
-        let said = seekless_core::sync::into_inner(said.0);
+        let said = seekless_sys::sync::into_inner(said.0);
         assert_eq!(said.len(), 1, "one error per directory: {said:?}");
         assert!(
             said[0].contains("mnt") && said[0].contains("with 2 rows"),
@@ -1423,7 +1417,7 @@ mod tests {
 
         let said = Said::default();
         assert!(vanished_mounts(&gone, true, &said).is_empty(), "--prune");
-        let said = seekless_core::sync::into_inner(said.0);
+        let said = seekless_sys::sync::into_inner(said.0);
         assert!(
             said[0].starts_with("warning") && said[0].contains("--prune"),
             "{said:?}"

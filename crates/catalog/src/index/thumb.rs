@@ -163,7 +163,7 @@ pub(crate) fn visual_timed(
         Ok(Err(why)) => Visual::none(why),
         Err(panic) => Visual::none(format!(
             "the image decoder failed: {}",
-            seekless_core::sync::panic_text(&*panic)
+            seekless_sys::sync::panic_text(&*panic)
         )),
     }
 }

@@ -908,10 +908,7 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let meta = std::fs::metadata(&path).unwrap();
         f.entry.path = path.into();
-        f.entry.id = crate::file_id::FileId {
-            dev: meta.dev(),
-            ino: meta.ino(),
-        };
+        f.entry.id = crate::file_id::FileId::new(meta.dev(), meta.ino());
         f.entry.modified = meta.modified().ok();
     }
 

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::path_bytes::path_from_bytes;
+use seekless_sys::path_from_bytes;
 
 /// Reads a list of paths, one per line or NUL-terminated, as `--files-from` takes them.
 ///

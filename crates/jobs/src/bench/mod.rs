@@ -40,14 +40,14 @@ use std::time::Instant;
 
 use serde::Serialize;
 
+use seekless_core::Error;
 use seekless_core::FileId;
-use seekless_core::error::Error;
-use seekless_core::os;
-use seekless_core::plan::{FilesystemReport, Plan, PlanOptions};
+use seekless_core::Reporter;
 use seekless_core::read::{self, ConsumeOptions, Job, NoEvents, ReadOptions, Work};
-use seekless_core::report::Reporter;
-use seekless_core::sync::{into_inner, lock};
 use seekless_core::{Disk, Strategy};
+use seekless_core::{FilesystemReport, Plan, PlanOptions};
+use seekless_sys as os;
+use seekless_sys::sync::{into_inner, lock};
 
 pub use seek_map::seek_map_svg;
 

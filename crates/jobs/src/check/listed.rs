@@ -9,11 +9,11 @@ use std::sync::{Arc, Mutex};
 use super::CheckEvents;
 use crate::hash::Hashing;
 use crate::manifest::Checklist;
-use seekless_core::error::Error;
-use seekless_core::plan::{Plan, PlanOptions};
+use seekless_core::Error;
+use seekless_core::Reporter;
 use seekless_core::read::{self, ConsumeOptions, ReadOptions};
-use seekless_core::report::{Reporter, Tee};
-use seekless_core::sync::lock;
+use seekless_core::{Plan, PlanOptions};
+use seekless_sys::sync::lock;
 
 /// Checks the files `list` names (all but standard input's lines, which the caller hashes
 /// with [`hash_stream`](crate::digest::hash_stream);
@@ -80,7 +80,7 @@ fn check_round(
     };
     // Planned from paths borrowed from the checklist: the plan's own are the only copy.
     let plan = Arc::new(Plan::build_iter(list.pending_paths(), &opts, &recorder));
-    let failed = seekless_core::sync::into_inner(failed);
+    let failed = seekless_sys::sync::into_inner(failed);
     if !failed.is_empty() {
         let failing = list.pending_where(|p| failed.contains(p.as_os_str()));
         drop(failed);
@@ -111,5 +111,33 @@ fn check_round(
     match write_error {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// Passes everything on to `inner`, and hands each error to `on_error` too: for a caller
+/// that must know which paths failed.
+struct Tee<'a, F> {
+    /// Where everything goes.
+    inner: &'a dyn Reporter,
+    /// Called with each error as well.
+    on_error: F,
+}
+
+impl<F: Fn(&Error) + Sync> Reporter for Tee<'_, F> {
+    fn error(&self, err: &Error) {
+        self.inner.error(err);
+        (self.on_error)(err);
+    }
+
+    fn skipped(&self, path: &std::path::Path, why: &str) {
+        self.inner.skipped(path, why);
+    }
+
+    fn planned(&self, files: u64, bytes: u64) {
+        self.inner.planned(files, bytes);
+    }
+
+    fn warning(&self, path: Option<&std::path::Path>, what: &str) {
+        self.inner.warning(path, what);
     }
 }

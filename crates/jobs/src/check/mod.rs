@@ -48,10 +48,10 @@ use std::path::{Path, PathBuf};
 
 use crate::digest::{Algorithm, hash_stream};
 use crate::manifest::{Checklist, Tally, Verdict};
-use seekless_core::error::Error;
-use seekless_core::plan::PlanOptions;
+use seekless_core::Error;
+use seekless_core::PlanOptions;
+use seekless_core::Reporter;
 use seekless_core::read::{Events, ReadOptions};
-use seekless_core::report::Reporter;
 
 pub use listed::check_listed;
 

@@ -18,9 +18,9 @@ use std::sync::Mutex;
 
 use crate::atomic::AtomicFile;
 use crate::destructive::Durable;
-use seekless_core::error::Error;
-use seekless_core::os;
-use seekless_core::sync::lock;
+use seekless_core::Error;
+use seekless_sys as os;
+use seekless_sys::sync::lock;
 
 /// Files or bytes after which a batch is flushed and renamed.
 const BATCH_FILES: usize = 4096;
@@ -146,7 +146,7 @@ fn flush<T>(batch: Batch<T>) -> Outcome<T> {
                     e.kind(),
                     format!(
                         "not put in place: flushing its filesystem failed: {}",
-                        seekless_core::error::describe_io(e)
+                        seekless_sys::describe_io(e)
                     ),
                 );
                 failed(ready, why)

@@ -16,12 +16,12 @@ use crate::atomic::AtomicFile;
 use crate::destructive::{Durable, OwnTemp};
 use crate::hash::{Algorithm, Hasher};
 use crate::stat::Stat;
-use seekless_core::error::Error;
-use seekless_core::os;
-use seekless_core::plan::PlannedFile;
+use seekless_core::Error;
+use seekless_core::PlannedFile;
+use seekless_core::Reporter;
 use seekless_core::read::{self, FileReader, Job, Work};
-use seekless_core::report::Reporter;
-use seekless_core::sync::lock;
+use seekless_sys as os;
+use seekless_sys::sync::lock;
 
 /// The read phase's state, shared by the workers.
 pub(super) struct Shared<'a> {
@@ -247,8 +247,7 @@ impl Shared<'_> {
                     return Ok(());
                 }
                 // Different: copy it, reading the source again (rare).
-                let mut again =
-                    seekless_core::os::open_to_read(src).map_err(|e| Error::io(src, e))?;
+                let mut again = seekless_sys::open_to_read(src).map_err(|e| Error::io(src, e))?;
                 let temp = AtomicFile::create_private(&dest).map_err(|e| Error::io(&dest, e))?;
                 let mut written = 0u64;
                 loop {

@@ -69,14 +69,14 @@ use commit::GroupCommit;
 use content::Shared;
 use decide::{Action, Existing, Rules};
 use nodes::{Made, link_in_place, make_dir, make_other, refresh};
+use seekless_core::Error;
 use seekless_core::FileId;
-use seekless_core::error::Error;
-use seekless_core::os;
-use seekless_core::plan::{Plan, PlanOptions};
+use seekless_core::Other;
+use seekless_core::Reporter;
 use seekless_core::read::{self, ConsumeOptions, NoEvents};
-use seekless_core::report::Reporter;
-use seekless_core::sync::into_inner;
-use seekless_core::walk::Other;
+use seekless_core::{Plan, PlanOptions};
+use seekless_sys as os;
+use seekless_sys::sync::into_inner;
 
 /// Copies every root. Per-path problems go to `reporter` and are counted; the run goes on
 /// (and stops early only when the destination is full).

@@ -8,10 +8,10 @@ use std::path::Path;
 use super::target;
 use crate::destructive::{self, Durable, OwnTemp};
 use crate::stat::{NodeKind, Stat};
-use seekless_core::error::Error;
-use seekless_core::os;
-use seekless_core::report::Reporter;
-use seekless_core::walk::Other;
+use seekless_core::Error;
+use seekless_core::Other;
+use seekless_core::Reporter;
+use seekless_sys as os;
 
 /// Makes directory `dest` (its parents exist), the copy of the source directory `source`.
 /// Returns whether it existed already. A non-directory in its place is replaced, given a

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::ResolveError;
 use crate::hash::Algorithm;
-use seekless_core::plan::PlannedFile;
+use seekless_core::PlannedFile;
 use seekless_core::read::{Events, NoEvents, ReadOptions};
 
 /// One source and where it goes: `source` itself becomes `dest` (a directory's contents
@@ -171,7 +171,7 @@ impl CopyEvents for NoEvents {}
 #[non_exhaustive]
 pub enum CopyError {
     /// The destination cannot be written (found before anything was read).
-    #[error("{}: cannot write the destination: {}", path.display(), seekless_core::error::describe_io(source))]
+    #[error("{}: cannot write the destination: {}", path.display(), seekless_sys::describe_io(source))]
     Destination {
         /// The directory tried.
         path: PathBuf,

@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::{CopyError, CopyRoot};
 use crate::atomic::{AtomicFile, parent_of};
-use seekless_core::{os, path_to_bytes};
+use seekless_sys::{self as os, path_to_bytes};
 
 /// Why sources and a destination make no copy. All but
 /// [`Source`](ResolveError::Source) are mistakes in what was asked (`seekless copy` exits

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use crate::destructive;
 use crate::stat::{NodeKind, Stat};
-use seekless_core::error::Error;
-use seekless_core::os;
+use seekless_core::Error;
+use seekless_sys as os;
 
 /// Removes the temporaries that runs which ended (killed, a power cut) left in `dir`.
 /// Returns how many.

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use super::{CopyOptions, CopySummary};
 use crate::hash::{self, Algorithm};
-use seekless_core::error::Error;
-use seekless_core::os;
-use seekless_core::plan::{Plan, PlanOptions};
+use seekless_core::Error;
+use seekless_core::Reporter;
 use seekless_core::read::{self, ConsumeOptions, NoEvents};
-use seekless_core::report::Reporter;
+use seekless_core::{Plan, PlanOptions};
+use seekless_sys as os;
 
 /// Reads every file copied back from the destination, in physical order, its cache
 /// dropped first, and compares its BLAKE3 hash with the source's.

@@ -29,12 +29,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::{Durable, Lies, OwnTemp, through_a_link};
 use crate::hash::{Algorithm, hash_plan};
-use seekless_core::error::{Error, describe_io};
-use seekless_core::os;
+use seekless_core::Error;
+use seekless_core::Reporter;
 use seekless_core::read::ReadOptions;
-use seekless_core::report::Reporter;
-use seekless_core::sync::lock;
 use seekless_core::{Plan, PlanOptions};
+use seekless_sys as os;
+use seekless_sys::describe_io;
+use seekless_sys::sync::lock;
 
 mod journal;
 mod trash;

@@ -48,14 +48,14 @@ use std::sync::Arc;
 
 use super::stat::{NodeKind, Stat};
 use format::{Kind, Member};
+use seekless_core::Error;
 use seekless_core::FileId;
-use seekless_core::error::Error;
-use seekless_core::path_to_bytes;
-use seekless_core::plan::{Plan, PlanOptions};
+use seekless_core::Reporter;
 use seekless_core::read::{self, Events, FileReader, NoEvents, ReadOptions};
-use seekless_core::report::Reporter;
-use seekless_core::walk::{Entry, Other};
-use seekless_core::{os, sync};
+use seekless_core::{Entry, Other};
+use seekless_core::{Plan, PlanOptions};
+use seekless_sys::path_to_bytes;
+use seekless_sys::{self as os, sync};
 use sink::{FillError, Sink};
 
 pub use output::{ArchiveFile, ArchiveIdentity};
@@ -519,10 +519,10 @@ impl Job<'_> {
                     // The error may carry this path already: its words only.
                     match e.get_ref().and_then(|i| i.downcast_ref::<Error>()) {
                         Some(inner) => match inner.io_error() {
-                            Some(io) => seekless_core::error::describe_io(io),
+                            Some(io) => seekless_sys::describe_io(io),
                             None => inner.kind().to_string(),
                         },
-                        None => seekless_core::error::describe_io(&e),
+                        None => seekless_sys::describe_io(&e),
                     }
                 ),
             );
@@ -901,9 +901,9 @@ mod tests {
         // Nothing to replace: the temporary alone.
         assert_eq!(own.ids.len(), 1);
         let meta = fs::metadata(file.temp_path().unwrap()).unwrap();
-        let temp_id = seekless_core::os::file_id(&path, Some(file.file()), &meta).unwrap();
+        let temp_id = seekless_sys::file_id(&path, Some(file.file()), &meta).unwrap();
         assert!(own.is_output(&temp_id));
-        let other = seekless_core::os::file_id(t.path(), None, &fs::metadata(t.path()).unwrap());
+        let other = seekless_sys::file_id(t.path(), None, &fs::metadata(t.path()).unwrap());
         assert!(!own.is_output(&other.unwrap()));
         assert_eq!(own.shown_as(file.temp_path().unwrap()), path);
         let elsewhere = Path::new("/x/.notes.seekless-tmp-2024-12");
@@ -916,7 +916,7 @@ mod tests {
                 .unwrap()
                 .identity();
             let meta = fs::metadata("/dev/null").unwrap();
-            let id = seekless_core::os::file_id(Path::new("/dev/null"), None, &meta).unwrap();
+            let id = seekless_sys::file_id(Path::new("/dev/null"), None, &meta).unwrap();
             assert_eq!(own.ids, [id]);
         }
     }

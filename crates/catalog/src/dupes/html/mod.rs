@@ -96,7 +96,7 @@ pub fn write_contact_sheet(
 ) -> Result<Sheet, DupesError> {
     let write_err = |path: &Path, e: std::io::Error| DupesError::Write {
         path: path.to_path_buf(),
-        message: seekless_core::error::describe_io(&e),
+        message: seekless_sys::describe_io(&e),
     };
     let dir = thumbs_dir(path);
     let mut sheet = Sheet::default();
@@ -130,7 +130,7 @@ fn write_thumbnails<'a>(
 ) -> Result<Thumbs<'a>, DupesError> {
     let write_err = |path: &Path, e: std::io::Error| DupesError::Write {
         path: path.to_path_buf(),
-        message: seekless_core::error::describe_io(&e),
+        message: seekless_sys::describe_io(&e),
     };
     let mut thumbs = Thumbs::new();
     let mut made_dir = false;

@@ -17,7 +17,8 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 
 use crate::fs_kind::FsKind;
 
-use super::{Volume, fiemap, hints, sysfs};
+use super::{Volume, fiemap, sysfs};
+use seekless_sys as hints;
 
 /// The most asked for one directory (larger ones are rare; readdir reads the rest).
 const MAX_DIR_BYTES: u64 = 64 << 20;

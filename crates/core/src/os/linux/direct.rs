@@ -6,9 +6,9 @@ use std::io::{self, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::longpath::sys_path;
 use super::sysfs;
 use crate::disk::Disk;
+use seekless_sys::sys_path;
 
 /// Bytes of one direct read, and their alignment in memory and in the file: `O_DIRECT`
 /// wants both aligned to the device's logical block size, which is at most a page on the

@@ -27,8 +27,8 @@ use std::io;
 use windows_sys::Win32::Foundation::{ERROR_HANDLE_EOF, ERROR_MORE_DATA};
 use windows_sys::Win32::System::Ioctl::FSCTL_GET_RETRIEVAL_POINTERS;
 
-use super::ioctl::{Aligned, device_io_control};
 use crate::placement::{Extent, ExtentFlags, LocateError, Placement, Strategy};
+use seekless_sys::ioctl::{Aligned, device_io_control};
 
 const HEADER: usize = 16;
 const RUN: usize = 16;

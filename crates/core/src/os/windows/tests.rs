@@ -7,6 +7,7 @@ use std::sync::Mutex;
 
 use super::*;
 use crate::error::Error;
+use crate::os::{drop_cache, file_id, is_root, open_to_locate, open_to_read, prefetch};
 use crate::plan::{Order, Plan, PlanOptions};
 use crate::report::Reporter;
 

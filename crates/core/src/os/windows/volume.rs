@@ -19,10 +19,10 @@ use windows_sys::Win32::System::Ioctl::{
     FSCTL_GET_RETRIEVAL_POINTER_BASE, IOCTL_STORAGE_QUERY_PROPERTY,
 };
 
-use super::ioctl::{self, Aligned, device_io_control};
 use super::retrieval::Geometry;
 use crate::disk::Disk;
 use crate::fs_kind::FsKind;
+use seekless_sys::ioctl::{self, Aligned, device_io_control};
 
 /// `GetDriveTypeW` answers (winbase.h).
 const DRIVE_REMOTE: u32 = 4;

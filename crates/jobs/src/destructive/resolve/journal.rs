@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::Known;
-use seekless_core::os;
+use seekless_sys as os;
 
 /// The version the first line names.
 const VERSION: u32 = 1;
@@ -44,7 +44,7 @@ pub enum JournalPath {
 impl JournalPath {
     /// `p`, as the journal stores it.
     pub fn of(p: &Path) -> JournalPath {
-        let bytes = seekless_core::path_to_bytes(p);
+        let bytes = seekless_sys::path_to_bytes(p);
         match std::str::from_utf8(&bytes) {
             Ok(s) => JournalPath::Text(s.to_string()),
             Err(_) => JournalPath::Bytes {
@@ -57,7 +57,7 @@ impl JournalPath {
     pub fn path(&self) -> PathBuf {
         match self {
             JournalPath::Text(s) => PathBuf::from(s),
-            JournalPath::Bytes { bytes } => seekless_core::path_from_bytes(bytes),
+            JournalPath::Bytes { bytes } => seekless_sys::path_from_bytes(bytes),
         }
     }
 }

@@ -14,7 +14,7 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use seekless_core::error::describe_io;
+use seekless_sys::describe_io;
 
 /// The trash a file goes to.
 pub(super) struct Place {
@@ -144,7 +144,7 @@ impl Place {
         };
         let text = format!(
             "[Trash Info]\nPath={}\nDeletionDate={}\n",
-            encode(&seekless_core::path_to_bytes(shown)),
+            encode(&seekless_sys::path_to_bytes(shown)),
             local_now()
         );
         let stem = Path::new(name).file_stem().unwrap_or(name).to_owned();
@@ -186,7 +186,7 @@ pub(super) fn forget_info(info: &Path, from: &Path) {
         || text.starts_with("[Trash Info]\n")
             && text.lines().any(|l| {
                 l.strip_prefix("Path=").is_some_and(|p| {
-                    let p = seekless_core::path_from_bytes(&decode(p));
+                    let p = seekless_sys::path_from_bytes(&decode(p));
                     p == from || (p.is_relative() && from.ends_with(&p))
                 })
             });

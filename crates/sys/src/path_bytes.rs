@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// The bytes of `path`, as they are on Unix.
 ///
 /// ```
-/// assert_eq!(&*seekless_core::path_to_bytes(std::path::Path::new("a/b")), b"a/b");
+/// assert_eq!(&*seekless_sys::path_to_bytes(std::path::Path::new("a/b")), b"a/b");
 /// ```
 #[cfg(unix)]
 pub fn path_to_bytes(path: &Path) -> Cow<'_, [u8]> {
@@ -32,7 +32,7 @@ pub fn path_to_bytes(path: &Path) -> Cow<'_, [u8]> {
 /// The path whose bytes are `bytes`.
 ///
 /// ```
-/// assert_eq!(seekless_core::path_from_bytes(b"a/b"), std::path::Path::new("a/b"));
+/// assert_eq!(seekless_sys::path_from_bytes(b"a/b"), std::path::Path::new("a/b"));
 /// ```
 #[cfg(unix)]
 pub fn path_from_bytes(bytes: &[u8]) -> PathBuf {
