@@ -613,24 +613,26 @@ mod tests {
         assert_eq!(format_of(b"RIFF\0\0\0\0AVI LIST"), Some("avi"));
         assert_eq!(format_of(b"\xFF\x0A\x08\x04"), Some("jxl"));
         assert_eq!(format_of(b"\0\0\0\x0cJXL \r\n\x87\n"), Some("jxl"));
-        let ebml = |doc: &[u8]| {
-            let mut e = vec![
-                0x1A,
-                0x45,
-                0xDF,
-                0xA3,
-                0x80 | (doc.len() as u8 + 3),
-                0x42,
-                0x82,
-            ];
-            e.push(0x80 | doc.len() as u8);
-            e.extend_from_slice(doc);
-            e
-        };
         assert_eq!(format_of(&ebml(b"webm")), Some("webm"));
         assert_eq!(format_of(&ebml(b"matroska")), Some("mkv"));
         assert_eq!(formats::kind_of("webm"), "video");
         assert_eq!(formats::kind_of("jxl"), "image");
+    }
+
+    /// An EBML header (Matroska, WebM) whose DocType is `doc`.
+    fn ebml(doc: &[u8]) -> Vec<u8> {
+        let mut e = vec![
+            0x1A,
+            0x45,
+            0xDF,
+            0xA3,
+            0x80 | (doc.len() as u8 + 3),
+            0x42,
+            0x82,
+        ];
+        e.push(0x80 | doc.len() as u8);
+        e.extend_from_slice(doc);
+        e
     }
 
     /// Every format `format_of` and `raw::tiff_format` name is one of `formats::FORMATS`,
@@ -638,20 +640,6 @@ mod tests {
     #[test]
     fn the_formats_told_by_content_are_the_tables() {
         let ftyp = |brand: &[u8; 4]| [&[0, 0, 0, 16][..], b"ftyp", brand, &[0; 4]].concat();
-        let ebml = |doc: &[u8]| {
-            let mut e = vec![
-                0x1A,
-                0x45,
-                0xDF,
-                0xA3,
-                0x80 | (doc.len() as u8 + 3),
-                0x42,
-                0x82,
-            ];
-            e.push(0x80 | doc.len() as u8);
-            e.extend_from_slice(doc);
-            e
-        };
         let camera = |make: &str| {
             tiff(
                 &[short(0x100, 8), short(0x101, 6), ascii(0x10F, make)],
