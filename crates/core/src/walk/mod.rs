@@ -297,6 +297,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::report::Quiet;
     use std::fs;
+    #[cfg(unix)]
     use std::sync::Mutex;
 
     /// The files the walk of `dir` finds, relative to it, in given order.

@@ -10,6 +10,7 @@ use crate::error::Error;
 use crate::os::{drop_cache, file_id, is_root, open_to_locate, open_to_read, prefetch};
 use crate::plan::{Order, Plan, PlanOptions};
 use crate::report::Reporter;
+use seekless_sys::FileId;
 
 /// Whether we run under Wine: its ntdll exports `wine_get_version`.
 fn is_wine() -> bool {
