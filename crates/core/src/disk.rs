@@ -95,7 +95,7 @@ impl Disk {
 
     /// Whether reads on this disk should be swept in order (rotational or unknown) rather
     /// than issued many at once.
-    pub fn wants_sweep(&self) -> bool {
+    pub(crate) fn wants_sweep(&self) -> bool {
         self.rotational != Some(false)
     }
 }
@@ -146,7 +146,7 @@ impl DiskKind {
     /// once `latencies` (the first of `planned` reads) settle the median of all of them
     /// whatever the rest take, `None` while they do not yet. Lets a measurement stop
     /// early: on a seeking disk every read costs a seek.
-    pub fn settled(latencies: &[Duration], planned: usize) -> Option<DiskKind> {
+    pub(crate) fn settled(latencies: &[Duration], planned: usize) -> Option<DiskKind> {
         let planned = planned.max(latencies.len());
         if planned == 0 {
             return None;

@@ -43,7 +43,7 @@ pub enum FsKind {
     /// overlayfs (extent requests are forwarded to the layer that holds the file).
     Overlay,
     /// proc, sysfs and similar: not files on any disk, and their sizes do not say how
-    /// much they hold ([`FsKind::sizes_are_lengths`]).
+    /// much they hold (sizes are not lengths there).
     Virtual,
     /// Anything else.
     Other,
@@ -79,7 +79,7 @@ impl FsKind {
     /// Whether a file's size says how many bytes reading it yields. Not on proc, sysfs
     /// and their kin, where a file's size is 0 or a page whatever it holds: such files are
     /// read to their end, and a difference from their size is no sign of change.
-    pub fn sizes_are_lengths(self) -> bool {
+    pub(crate) fn sizes_are_lengths(self) -> bool {
         self != FsKind::Virtual
     }
 }

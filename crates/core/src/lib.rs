@@ -83,7 +83,6 @@ mod disk;
 mod error;
 mod fs_kind;
 mod placement;
-mod scope;
 // Platform vocabulary from `seekless-sys`, under the paths the stages name it by.
 mod file_id {
     pub use seekless_sys::FileId;
@@ -115,6 +114,5 @@ pub use measure::Measurements;
 pub use placement::{Extent, ExtentFlags, Placement, Strategy};
 pub use plan::{FilesystemReport, Order, Plan, PlanOptions, PlannedFile, Summary, Sweep};
 pub use report::{Quiet, Reporter};
-pub use scope::Scope;
 pub use seekless_sys::FileId;
 pub use walk::{Entry, Other, WalkOptions, WalkStats, Walked, read_path_list, walk};

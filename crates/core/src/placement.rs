@@ -29,12 +29,12 @@ pub enum Strategy {
 
 impl Strategy {
     /// Whether this strategy yields physical positions.
-    pub fn is_physical(self) -> bool {
+    pub(crate) fn is_physical(self) -> bool {
         !matches!(self, Strategy::Inode | Strategy::Given)
     }
 
     /// Whether it needs privileges to work at all (`FIBMAP` needs `CAP_SYS_RAWIO`).
-    pub fn needs_privilege(self) -> bool {
+    pub(crate) fn needs_privilege(self) -> bool {
         self == Strategy::Fibmap
     }
 
@@ -162,7 +162,7 @@ impl Extent {
 
     /// Whether the extent's bytes must be read from the device at `physical` (as opposed to
     /// unknown positions, inline data and unwritten preallocations).
-    pub fn needs_read(&self) -> bool {
+    pub(crate) fn needs_read(&self) -> bool {
         !self.flags.intersects(
             ExtentFlags::UNKNOWN
                 | ExtentFlags::DELALLOC
@@ -316,7 +316,7 @@ impl Placement {
     }
 
     /// Whether the file's data lies in more than one place on the device.
-    pub fn is_fragmented(&self) -> bool {
+    pub(crate) fn is_fragmented(&self) -> bool {
         matches!(self.extents, Extents::Many(_))
     }
 }

@@ -33,7 +33,8 @@
 //!   [`sync_filesystems`];
 //! - replacing files: [`check_writable`], [`lock_holder`], [`locks_on`],
 //!   [`process_exists`], [`command_of`], [`MANDATORY_LOCKS`];
-//! - errors: [`describe_io`]; locks: [`sync`] (what a poisoned lock means here).
+//! - scopes: [`Scope`] (whether a path is at or under a folder, as copy, index and dupes
+//!   ask it); errors: [`describe_io`]; locks: [`sync`] (what a poisoned lock means here).
 //!
 //! Where each file's data lies (FIEMAP, FIBMAP, retrieval pointers, `F_LOG2PHYS_EXT`),
 //! which disk a filesystem is on, and how a pool is laid out are the planner's, private
@@ -45,11 +46,13 @@
 mod file_id;
 mod os;
 mod path_bytes;
+mod scope;
 pub mod sync;
 
 pub use file_id::FileId;
 pub use os::*;
 pub use path_bytes::{path_from_bytes, path_to_bytes};
+pub use scope::Scope;
 
 /// The operating system's description of an I/O error, without "(os error N)".
 pub fn describe_io(e: &std::io::Error) -> String {

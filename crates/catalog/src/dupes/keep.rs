@@ -20,7 +20,7 @@
 use std::cmp::Ordering;
 use std::path::PathBuf;
 
-use seekless_core::Scope;
+use seekless_sys::Scope;
 use std::str::FromStr;
 
 use super::Member;

@@ -57,10 +57,10 @@ pub use thumb::ThumbOptions;
 
 use seekless_core::Error;
 use seekless_core::Reporter;
-use seekless_core::Scope;
 use seekless_core::read::{self, ConsumeOptions, Job, ReadOptions, Work};
 use seekless_core::{Plan, PlanOptions, PlannedFile};
 use seekless_jobs::destructive::{Clearance, Forget, Witness};
+use seekless_sys::Scope;
 use seekless_sys::path_to_bytes;
 
 /// The extensions of the files catalogued by default, lower-case (matched in any case):

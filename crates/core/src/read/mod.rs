@@ -11,7 +11,7 @@
 //!
 //! Jobs consume a read through [`run`] (workers and one sink) or [`run_in_order`] (one
 //! ordered sink), after [`decide`]: the layer owns the workers' buffers, the change
-//! check, events, stopping and panics (the [`consume`] module).
+//! check, events, stopping and panics (the consume layer).
 //! [`Reader`] below is the engine they drive, usable on its own.
 //!
 //! ```
@@ -35,7 +35,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod consume;
+mod consume;
 mod guests;
 mod schedule;
 mod sweep;
@@ -73,14 +73,14 @@ pub struct ReadOptions {
     /// Files open ahead of the consumer, per disk.
     pub window_files: usize,
     /// Largest single prefetch request; large files are prefetched in pieces this size.
-    pub piece_bytes: u64,
+    pub(crate) piece_bytes: u64,
     /// Bytes that fragmented files may hold, per disk, while the sweep travels from their
     /// first extents to their last (kept outside `window_bytes`). When exceeded, the
     /// oldest waiting file is finished out of order.
-    pub held_bytes: u64,
+    pub(crate) held_bytes: u64,
     /// Fragmented files that may wait for their later extents at once, per disk (each
     /// holds a descriptor; capped by the process's open-file limit).
-    pub held_files: usize,
+    pub(crate) held_files: usize,
     /// Drop consumed pages from the page cache (`POSIX_FADV_DONTNEED`), so that a long
     /// scan does not evict everything else. Not on a solid-state disk whose planned bytes
     /// fit twice in free memory: there reading evicts nothing, and the calls cost CPU
@@ -556,8 +556,8 @@ impl FileReader {
     /// ([`check_unchanged`](Self::check_unchanged) with the bytes read). Returns the bytes
     /// read.
     ///
-    /// On filesystems whose sizes do not describe content (proc, sysfs, …; see
-    /// [`FsKind::sizes_are_lengths`](crate::FsKind::sizes_are_lengths)) there is nothing to
+    /// On filesystems whose sizes do not describe content (proc, sysfs, …:
+    /// [`FsKind::Virtual`](crate::FsKind::Virtual)) there is nothing to
     /// compare: whatever was read is the content.
     pub fn finish(self) -> Result<u64, Error> {
         self.check_unchanged(self.pos)?;
@@ -705,7 +705,7 @@ impl FileReader {
 
     /// [`read_to_end_with`](Self::read_to_end_with) through the caller's buffer (a worker
     /// of [`run`] passes its own, reused from file to file).
-    pub fn read_to_end_into(
+    pub(crate) fn read_to_end_into(
         mut self,
         buf: &mut [u8],
         mut sink: impl FnMut(&[u8]),

@@ -145,7 +145,7 @@ fn names_contents(source: &Path) -> bool {
 
 /// Whether `path` (which may not exist yet) is directory `dir` or inside it.
 pub(super) fn is_inside(path: &Path, dir: &Path) -> bool {
-    let Ok(dir) = seekless_core::Scope::resolve(dir) else {
+    let Ok(dir) = seekless_sys::Scope::resolve(dir) else {
         return false;
     };
     resolved(path).is_some_and(|p| dir.contains(&p))

@@ -50,6 +50,7 @@ pub fn data_regions(file: &File, size: u64) -> io::Result<Vec<Range<u64>>> {
     Ok(regions)
 }
 
+/// The data regions of a file: here the whole file, as one region (no `SEEK_DATA`).
 #[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn data_regions(_file: &File, size: u64) -> io::Result<Vec<Range<u64>>> {
     Ok(std::iter::once(0..size).collect())
@@ -61,6 +62,7 @@ pub fn read_link(path: &Path) -> io::Result<PathBuf> {
     std::fs::read_link(&*super::sys_path(path)?)
 }
 
+/// The target of the symbolic link at `path`.
 #[cfg(not(target_os = "linux"))]
 pub fn read_link(path: &Path) -> io::Result<PathBuf> {
     std::fs::read_link(path)
@@ -122,6 +124,7 @@ pub fn xattrs(path: &Path) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
     Ok(out)
 }
 
+/// A file's extended attributes: none here.
 #[cfg(not(target_os = "linux"))]
 pub fn xattrs(_path: &Path) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
     Ok(Vec::new())
@@ -225,11 +228,13 @@ unsafe fn name_at(name: *const libc::c_char) -> Vec<u8> {
         .to_vec()
 }
 
+/// The name of user `uid`: unknown here.
 #[cfg(not(unix))]
 pub fn user_name(_uid: u32) -> Option<Vec<u8>> {
     None
 }
 
+/// The name of group `gid`: unknown here.
 #[cfg(not(unix))]
 pub fn group_name(_gid: u32) -> Option<Vec<u8>> {
     None

@@ -156,6 +156,7 @@ pub fn set_owner(path: &Path, file: Option<&File>, uid: u32, gid: u32) -> io::Re
     }
 }
 
+/// Gives a file an owner: unsupported here.
 #[cfg(not(unix))]
 pub fn set_owner(_path: &Path, _file: Option<&File>, _uid: u32, _gid: u32) -> io::Result<()> {
     Ok(())
@@ -174,6 +175,7 @@ pub fn set_mode(path: &Path, file: Option<&File>, mode: u32) -> io::Result<()> {
     }
 }
 
+/// Gives a file a mode: only its read-only flag here.
 #[cfg(not(unix))]
 pub fn set_mode(_path: &Path, _file: Option<&File>, _mode: u32) -> io::Result<()> {
     Ok(())
@@ -193,6 +195,7 @@ pub fn set_times(
     super::write::set_times_nofollow(path, ns(atime), ns(mtime))
 }
 
+/// Gives a file access and modification times.
 #[cfg(not(unix))]
 pub fn set_times(
     _path: &Path,
@@ -227,6 +230,7 @@ pub fn keep_owner_and_mode(file: &File, old: &Metadata) -> io::Result<()> {
     file.set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o777))
 }
 
+/// Gives `file` the owner and mode `old` says: nothing to give here.
 #[cfg(not(unix))]
 pub fn keep_owner_and_mode(file: &File, old: &Metadata) -> io::Result<()> {
     let _ = (file, old);

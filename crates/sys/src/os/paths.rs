@@ -35,6 +35,7 @@ pub fn uri_path_bytes(absolute: &Path) -> Vec<u8> {
     path_to_bytes(absolute).into_owned()
 }
 
+/// The path part of a `file:` URI for `absolute`: `/` separators, the drive after a `/`.
 #[cfg(not(unix))]
 pub fn uri_path_bytes(absolute: &Path) -> Vec<u8> {
     let s = absolute.to_string_lossy().replace('\\', "/");

@@ -60,11 +60,13 @@ pub fn copy_range(src: &File, dst: &File, len: u64) -> io::Result<u64> {
     Ok(done)
 }
 
+/// Shares `src`'s data with `dst` (a reflink): unsupported here.
 #[cfg(not(target_os = "linux"))]
 pub fn clone_file(_src: &File, _dst: &File) -> io::Result<()> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
 }
 
+/// Copies `len` bytes in the kernel: unsupported here (the caller copies through memory).
 #[cfg(not(target_os = "linux"))]
 pub fn copy_range(_src: &File, _dst: &File, _len: u64) -> io::Result<u64> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
@@ -98,6 +100,7 @@ pub fn make_node(path: &Path, mode: u32, rdev: u64) -> io::Result<()> {
     })
 }
 
+/// Makes a special file: unsupported here.
 #[cfg(not(unix))]
 pub fn make_node(_path: &Path, _mode: u32, _rdev: u64) -> io::Result<()> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
@@ -154,6 +157,7 @@ pub fn set_xattr(path: &Path, name: &[u8], value: &[u8]) -> io::Result<()> {
     })
 }
 
+/// Sets an extended attribute: unsupported here.
 #[cfg(not(target_os = "linux"))]
 pub fn set_xattr(_path: &Path, _name: &[u8], _value: &[u8]) -> io::Result<()> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
@@ -180,6 +184,7 @@ pub fn remove_xattr(path: &Path, name: &[u8]) -> io::Result<()> {
     })
 }
 
+/// Removes an extended attribute: unsupported here.
 #[cfg(not(target_os = "linux"))]
 pub fn remove_xattr(_path: &Path, _name: &[u8]) -> io::Result<()> {
     Err(io::Error::from(io::ErrorKind::Unsupported))
@@ -201,6 +206,7 @@ pub fn sync_filesystem_of(file: &File) -> io::Result<()> {
     }
 }
 
+/// Writes the filesystem `file` is on to disk: here `file` itself (`fsync`).
 #[cfg(not(target_os = "linux"))]
 pub fn sync_filesystem_of(file: &File) -> io::Result<()> {
     file.sync_all()
@@ -214,11 +220,13 @@ pub fn sync_directory(dir: &Path) -> io::Result<()> {
     File::open(&*super::sys_path(dir)?)?.sync_all()
 }
 
+/// Writes the directory `dir` (its entries) to disk.
 #[cfg(all(unix, not(target_os = "linux")))]
 pub fn sync_directory(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Writes a directory's entries to disk: nothing to do here (NTFS journals them).
 #[cfg(not(unix))]
 pub fn sync_directory(_dir: &Path) -> io::Result<()> {
     Ok(())
@@ -251,6 +259,7 @@ pub fn make_symlink(target: &Path, at: &Path) -> io::Result<()> {
     std::os::unix::fs::symlink(target, at)
 }
 
+/// Makes a symbolic link at `at` to `target` (a directory link if `target` is a directory).
 #[cfg(windows)]
 pub fn make_symlink(target: &Path, at: &Path) -> io::Result<()> {
     std::os::windows::fs::symlink_file(target, at)
@@ -267,6 +276,7 @@ pub fn write_all_at(file: &File, data: &[u8], at: u64) -> io::Result<()> {
     std::os::unix::fs::FileExt::write_all_at(file, data, at)
 }
 
+/// Writes all of `data` at offset `at` of `file`.
 #[cfg(windows)]
 pub fn write_all_at(file: &File, mut data: &[u8], mut at: u64) -> io::Result<()> {
     while !data.is_empty() {

@@ -20,6 +20,7 @@ use windows_sys::Win32::System::IO::DeviceIoControl;
 pub struct Aligned<const N: usize>(pub [u8; N]);
 
 impl<const N: usize> Aligned<N> {
+    /// A buffer of zeroes.
     pub fn zeroed() -> Self {
         Self([0; N])
     }
@@ -69,8 +70,11 @@ pub fn device_io_control(
 
 /// What `GetFileInformationByHandle` says about an open file.
 pub struct HandleInfo {
+    /// The serial number of the volume the file is on.
     pub volume_serial: u32,
+    /// The file's index on the volume (on NTFS, its MFT record number).
     pub file_index: u64,
+    /// Its `FILE_ATTRIBUTE_*` flags.
     pub attributes: u32,
 }
 

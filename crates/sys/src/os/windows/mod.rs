@@ -1,6 +1,7 @@
 //! Windows: identity (volume serial number and file index), opening for a sequential
 //! read, elevation; the reading hints and limits that have no equivalent here are no-ops.
 
+/// The few Win32 calls made on open handles, as safe functions (core locates files with them).
 pub mod ioctl;
 
 use std::fs::{DirEntry, File, Metadata, OpenOptions};

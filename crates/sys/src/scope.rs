@@ -45,7 +45,7 @@ impl Scope {
     }
 
     /// [`contains`](Self::contains) for a path's bytes (as the catalog stores them; see
-    /// [`seekless_sys::path_to_bytes`]), without a copy on Unix.
+    /// [`crate::path_to_bytes`]), without a copy on Unix.
     pub fn contains_bytes(&self, path: &[u8]) -> bool {
         Scope::bytes_within(&self.root, path)
     }
@@ -61,7 +61,7 @@ impl Scope {
         }
         #[cfg(not(unix))]
         {
-            seekless_sys::path_from_bytes(path).starts_with(root)
+            crate::path_from_bytes(path).starts_with(root)
         }
     }
 }
