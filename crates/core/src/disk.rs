@@ -104,7 +104,7 @@ impl Disk {
 ///
 /// A disk's own `rotational` flag is often wrong (virtio and other virtual disks, many
 /// SANs and USB bridges say rotational whatever lies behind them), so the reader measures
-/// ([`DiskKind::from_latencies`]) unless told.
+/// (a median of 1 ms or more for small scattered reads is a seeking disk) unless told.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum DiskKind {
     /// Each jump costs milliseconds (a head moves, a platter turns): read in disk order,
@@ -119,23 +119,12 @@ impl DiskKind {
     /// Median latency of small scattered reads at or above which a disk seeks. A
     /// rotating disk's random read is a seek plus half a revolution (4–15 ms); flash and
     /// fast virtual disks answer in tens to hundreds of microseconds.
-    pub const SEEK_LATENCY: Duration = Duration::from_millis(1);
+    pub(crate) const SEEK_LATENCY: Duration = Duration::from_millis(1);
 
     /// The kind of disk whose small reads at scattered places took `latencies`: seeking
     /// when their median (the upper one of an even count) is [`SEEK_LATENCY`](Self::SEEK_LATENCY)
     /// or more. `None` without latencies.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use seekless_core::DiskKind;
-    ///
-    /// let ms = |m: f64| Duration::from_secs_f64(m / 1000.0);
-    /// let hdd = [ms(11.0), ms(7.5), ms(0.3), ms(14.2), ms(9.1)]; // one read from the drive's cache
-    /// assert_eq!(DiskKind::from_latencies(&hdd), Some(DiskKind::Seeking));
-    /// let virtio = [ms(0.05), ms(0.2), ms(3.6), ms(0.06), ms(0.05)]; // one queued behind others
-    /// assert_eq!(DiskKind::from_latencies(&virtio), Some(DiskKind::SolidState));
-    /// ```
-    pub fn from_latencies(latencies: &[Duration]) -> Option<DiskKind> {
+    pub(crate) fn from_latencies(latencies: &[Duration]) -> Option<DiskKind> {
         let mut sorted = latencies.to_vec();
         sorted.sort_unstable();
         let median = *sorted.get(sorted.len() / 2)?;

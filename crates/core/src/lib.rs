@@ -110,7 +110,6 @@ pub use error::{Change, Error, ErrorKind};
 pub use filter::Filter;
 pub use fs_kind::FsKind;
 pub use locate::Demotion;
-pub use measure::Measurements;
 pub use placement::{Extent, ExtentFlags, Placement, Strategy};
 pub use plan::{FilesystemReport, Order, Plan, PlanOptions, PlannedFile, Summary, Sweep};
 pub use report::{Quiet, Reporter};

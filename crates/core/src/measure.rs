@@ -40,7 +40,7 @@ type Found = (DiskKind, Duration, usize);
 /// one run's rounds of `hash --check`, `copy --verify`) measure each disk once, whatever
 /// number of reads follow; new options measure afresh.
 #[derive(Clone, Default)]
-pub struct Measurements(Arc<Mutex<HashMap<String, Found>>>);
+pub(crate) struct Measurements(Arc<Mutex<HashMap<String, Found>>>);
 
 impl Measurements {
     fn get(&self, key: &str) -> Option<Found> {

@@ -44,8 +44,8 @@ pub struct PlanOptions {
     pub unordered_on_solid_state: bool,
     /// What kind of disk to take every disk for, the one place a run chooses it (plans
     /// and reads follow it); `None` (the default): measure each (a few small direct reads
-    /// at scattered places, once per disk and [`measurements`](Self::measurements); see
-    /// [`DiskKind::from_latencies`](crate::DiskKind::from_latencies)), and where that
+    /// at scattered places, once per disk for these options and their clones: a median of
+    /// 1 ms or more is a seeking disk), and where that
     /// cannot be done, take it for what it reports (rotational or unknown: seeking).
     /// Seeking disks are swept in order with waits at gaps; solid-state disks get no
     /// waits. The verdicts are in [`Reader::disks`](crate::read::Reader::disks) and
@@ -53,7 +53,7 @@ pub struct PlanOptions {
     pub disk: Option<crate::DiskKind>,
     /// The disks measured so far, shared by every plan built with these options or their
     /// clones (one run); new options measure afresh.
-    pub measurements: Measurements,
+    pub(crate) measurements: Measurements,
 }
 
 impl PlanOptions {
@@ -131,7 +131,7 @@ pub struct Sweep {
     /// members: btrfs RAID0 stripes, extents in chunks on another member), in plan order.
     /// This sweep prefetches those pieces as it passes them; the file is handed out by
     /// its own sweep, that of the member holding its first byte.
-    pub guests: Vec<u32>,
+    pub(crate) guests: Vec<u32>,
 }
 
 /// What one filesystem is and got.
@@ -143,7 +143,7 @@ pub struct FilesystemReport {
     /// Its kind.
     pub kind: FsKind,
     /// The strategies to try, best first, as chosen for it.
-    pub ladder: Vec<Strategy>,
+    pub(crate) ladder: Vec<Strategy>,
     /// The most one prefetch request brings in on it, in bytes, when the operating system
     /// caps it (Linux: `readahead(2)` reads at most the larger of the device's
     /// `max_sectors_kb` and `read_ahead_kb` per call and silently drops the rest). The
@@ -184,8 +184,8 @@ pub(crate) struct Split {
 
 impl FilesystemReport {
     /// A filesystem as the caller knows it, for [`Plan::from_located`]: device `dev`, of
-    /// `kind`, on disk `disk`, its files located with `strategy` (its whole
-    /// [`ladder`](Self::ladder)), no demotions, no prefetch cap; [`files`](Self::files) is
+    /// `kind`, on disk `disk`, its files located with `strategy` (and nothing else to
+    /// try), no demotions, no prefetch cap; [`files`](Self::files) is
     /// counted by the plan.
     pub fn new(dev: u64, kind: FsKind, strategy: Strategy, disk: DiskIndex) -> Self {
         Self {
