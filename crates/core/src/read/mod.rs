@@ -157,6 +157,146 @@ pub struct Reader {
     kept_in_cache: u32,
 }
 
+/// What a reader's windows may hold, per sweep, before it is split among lanes.
+struct Budget {
+    bytes: u64,
+    files: usize,
+    held_bytes: u64,
+    held_files: usize,
+}
+
+impl Budget {
+    /// The options' windows for `sweeps` sweeps: with prefetching, every file in a window
+    /// and every fragmented file waiting for its later extents holds a descriptor, so the
+    /// files stay well inside the open-file limit as it is; without, one file at a time.
+    fn of(opts: &ReadOptions, sweeps: usize) -> Budget {
+        if !opts.prefetch {
+            return Budget {
+                bytes: 1,
+                files: 1,
+                held_bytes: 0,
+                held_files: 0,
+            };
+        }
+        let spare = os::open_file_limit().saturating_sub(256) / sweeps;
+        let files = opts.window_files.min(spare / 2).max(1);
+        Budget {
+            bytes: opts.window_bytes,
+            files,
+            held_bytes: opts.held_bytes,
+            held_files: opts.held_files.min(spare.saturating_sub(files)),
+        }
+    }
+}
+
+/// What kind of disk each sweep's disk is taken for ([`DiskJudge`](crate::measure::DiskJudge)),
+/// in sweep order: disks measured in parallel, or one after the other where threads are
+/// scarce.
+fn verdicts(plan: &Plan) -> Vec<DiskVerdict> {
+    let verdict = |sweep: &Sweep| {
+        let disk = &plan.disks()[sweep.disk as usize];
+        plan.judge().verdict(disk, || {
+            let files = sweep.files.iter().map(|&i| &plan.files()[i as usize]);
+            files
+                .map(|f| crate::measure::Sample {
+                    path: &f.entry.path,
+                    size: f.entry.size,
+                    extents: f.placement.extents(),
+                })
+                .collect()
+        })
+    };
+    std::thread::scope(|scope| {
+        let measuring: Vec<_> = plan
+            .sweeps()
+            .iter()
+            .map(|sweep| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || verdict(sweep))
+                    .map_err(|_| sweep)
+            })
+            .collect();
+        measuring
+            .into_iter()
+            .map(|m| m.map_or_else(verdict, crate::sync::join))
+            .collect()
+    })
+}
+
+/// The reader's lanes: per sweep, several on a solid-state disk (each file to one, in
+/// turn, so the lanes move through the plan together), one on a seeking disk.
+struct Lanes {
+    /// Each lane's sweep (an index into the plan's), and its share of the sweep's files
+    /// where the sweep has several lanes.
+    lanes: Vec<(usize, Option<Sweep>)>,
+    /// Whether to drop read pages behind, per lane.
+    drop_behind: Vec<bool>,
+    /// Disks whose read pages stay cached although drop-behind is on: solid-state ones
+    /// whose planned bytes fit twice in free memory.
+    kept_in_cache: u32,
+}
+
+impl Lanes {
+    fn of(plan: &Plan, opts: &ReadOptions, disks: &[DiskVerdict]) -> Lanes {
+        let free = os::free_memory().unwrap_or(0);
+        let mut out = Lanes {
+            lanes: Vec::new(),
+            drop_behind: Vec::new(),
+            kept_in_cache: 0,
+        };
+        for (s, sweep) in plan.sweeps().iter().enumerate() {
+            let solid = disks.get(s).is_some_and(|d| d.kind == DiskKind::SolidState);
+            let bytes: u64 = sweep
+                .files
+                .iter()
+                .map(|&i| plan.files()[i as usize].entry.size)
+                .sum();
+            let keep = opts.drop_behind && solid && bytes.saturating_mul(2) <= free;
+            out.kept_in_cache += u32::from(keep);
+            let n = if solid { opts.lanes.max(1) } else { 1 };
+            if n == 1 {
+                out.lanes.push((s, None));
+            } else {
+                for lane in 0..n {
+                    let share = |all: &[u32]| all.iter().skip(lane).step_by(n).copied().collect();
+                    out.lanes.push((
+                        s,
+                        Some(Sweep {
+                            disk: sweep.disk,
+                            files: share(&sweep.files),
+                            guests: share(&sweep.guests),
+                        }),
+                    ));
+                }
+            }
+            out.drop_behind
+                .resize(out.lanes.len(), opts.drop_behind && !keep);
+        }
+        out
+    }
+
+    /// One window per lane: its sweep's budget shared among the sweep's lanes.
+    fn windows(&self, budget: &Budget) -> Vec<Arc<Window>> {
+        let sweeps = self.lanes.iter().map(|(s, _)| s + 1).max().unwrap_or(0);
+        let mut lanes_of = vec![0u64; sweeps];
+        for (s, _) in &self.lanes {
+            lanes_of[*s] += 1;
+        }
+        self.lanes
+            .iter()
+            .map(|(s, _)| {
+                let n = lanes_of[*s];
+                Arc::new(Window::new(
+                    budget.bytes.div_ceil(n),
+                    budget.files.div_ceil(n as usize),
+                    budget.held_bytes.div_ceil(n),
+                    budget.held_files.div_ceil(n as usize),
+                ))
+            })
+            .collect()
+    }
+}
+
 /// Raises the process's soft open-file limit (`RLIMIT_NOFILE`) to its hard limit (at most
 /// 2^20) and returns the new soft limit: a [`Reader`] sizes its window of open files by
 /// this limit, and the default 1,024 holds few files ahead. Call it once, early (the
@@ -181,104 +321,17 @@ impl Reader {
     /// ([`raise_open_file_limit`]; the `seekless` command does at its start): a library
     /// does not change process-wide settings behind its caller's back.
     pub fn new(plan: Arc<Plan>, opts: ReadOptions) -> Reader {
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let seq = Arc::new(AtomicU64::new(0));
-        let gap_waits = Arc::new(AtomicU64::new(0));
-        let mut windows = Vec::new();
-        let mut threads = Vec::new();
-        let disks = plan.sweeps().len().max(1);
-        let (bytes, files, held_bytes, held_files) = if opts.prefetch {
-            // Every held file keeps a descriptor: stay well inside the open-file limit.
-            let fds = os::open_file_limit();
-            let spare = fds.saturating_sub(256) / disks;
-            let files = opts.window_files.min(spare / 2).max(1);
-            let held = opts.held_files.min(spare.saturating_sub(files));
-            (opts.window_bytes, files, opts.held_bytes, held)
-        } else {
-            (1, 1, 0, 0)
-        };
+        let budget = Budget::of(&opts, plan.sweeps().len().max(1));
         // Without prefetching there is nothing the kind of disk would change.
-        let disks: Vec<DiskVerdict> = if opts.prefetch {
-            let verdict = |sweep: &Sweep| {
-                let disk = &plan.disks()[sweep.disk as usize];
-                plan.judge().verdict(disk, || {
-                    let files = sweep.files.iter().map(|&i| &plan.files()[i as usize]);
-                    files
-                        .map(|f| crate::measure::Sample {
-                            path: &f.entry.path,
-                            size: f.entry.size,
-                            extents: f.placement.extents(),
-                        })
-                        .collect()
-                })
-            };
-            std::thread::scope(|scope| {
-                // Disks in parallel; where threads are scarce, one after the other.
-                let measuring: Vec<_> = plan
-                    .sweeps()
-                    .iter()
-                    .map(|sweep| {
-                        std::thread::Builder::new()
-                            .spawn_scoped(scope, move || verdict(sweep))
-                            .map_err(|_| sweep)
-                    })
-                    .collect();
-                measuring
-                    .into_iter()
-                    .map(|m| m.map_or_else(verdict, crate::sync::join))
-                    .collect()
-            })
+        let disks = if opts.prefetch {
+            verdicts(&plan)
         } else {
             Vec::new()
         };
-        let free = os::free_memory().unwrap_or(0);
-        let mut kept_in_cache = 0;
-        // Per sweep: several lanes on a solid-state disk (each file to one, in turn, so
-        // the lanes move through the plan together), one on a seeking disk.
-        let mut lanes: Vec<(usize, Option<Sweep>)> = Vec::new();
-        let mut drop_behind = Vec::new();
-        for (s, sweep) in plan.sweeps().iter().enumerate() {
-            let solid = disks.get(s).is_some_and(|d| d.kind == DiskKind::SolidState);
-            let bytes: u64 = sweep
-                .files
-                .iter()
-                .map(|&i| plan.files()[i as usize].entry.size)
-                .sum();
-            let keep = opts.drop_behind && solid && bytes.saturating_mul(2) <= free;
-            kept_in_cache += u32::from(keep);
-            let n = if solid { opts.lanes.max(1) } else { 1 };
-            if n == 1 {
-                lanes.push((s, None));
-            } else {
-                for lane in 0..n {
-                    let share = |all: &[u32]| all.iter().skip(lane).step_by(n).copied().collect();
-                    lanes.push((
-                        s,
-                        Some(Sweep {
-                            disk: sweep.disk,
-                            files: share(&sweep.files),
-                            guests: share(&sweep.guests),
-                        }),
-                    ));
-                }
-            }
-            drop_behind.resize(lanes.len(), opts.drop_behind && !keep);
-        }
-        let mut lanes_of = vec![0u64; plan.sweeps().len()];
-        for (s, _) in &lanes {
-            lanes_of[*s] += 1;
-        }
-        for (s, _) in &lanes {
-            let n = lanes_of[*s];
-            windows.push(Arc::new(Window::new(
-                bytes.div_ceil(n),
-                files.div_ceil(n as usize),
-                held_bytes.div_ceil(n),
-                held_files.div_ceil(n as usize),
-            )));
-        }
+        let lanes = Lanes::of(&plan, &opts, &disks);
+        let windows = lanes.windows(&budget);
         let ledger = Ledger::new(
-            lanes.iter().map(|(s, lane)| {
+            lanes.lanes.iter().map(|(s, lane)| {
                 lane.as_ref()
                     .unwrap_or(&plan.sweeps()[*s])
                     .guests
@@ -288,7 +341,11 @@ impl Reader {
             plan.files().len(),
         )
         .map(Arc::new);
-        for (index, (s, lane)) in lanes.into_iter().enumerate() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let seq = Arc::new(AtomicU64::new(0));
+        let gap_waits = Arc::new(AtomicU64::new(0));
+        let mut threads = Vec::new();
+        for (index, (s, lane)) in lanes.lanes.into_iter().enumerate() {
             let window = windows[index].clone();
             let (plan, tx, seq) = (plan.clone(), tx.clone(), seq.clone());
             let waits = gap_waits.clone();
@@ -329,8 +386,8 @@ impl Reader {
             ledger,
             threads,
             disks,
-            drop_behind,
-            kept_in_cache,
+            drop_behind: lanes.drop_behind,
+            kept_in_cache: lanes.kept_in_cache,
         }
     }
 
