@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fs;
 use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -562,4 +563,82 @@ fn within_xfs_files_are_cloned_sharing_their_blocks() {
 #[test]
 fn within_ext4_files_are_copied_in_the_kernel() {
     same_filesystem_case(test_name!(), "ext4", IN_KERNEL, false);
+}
+
+/// Where `cp -a SOURCE DEST` (or `rsync -a`) puts things, for a fresh DEST: the sorted
+/// relative names under DEST.
+fn placed(tool: &str, cwd: &Path, source: &str, dest: &Path) -> Vec<String> {
+    let _ = fs::remove_dir_all(dest);
+    fs::create_dir(dest).unwrap();
+    let o = match tool {
+        "cp" => Command::new("cp")
+            .arg("-a")
+            .arg(source)
+            .arg(dest)
+            .current_dir(cwd)
+            .output()
+            .unwrap(),
+        "rsync" => Command::new("rsync")
+            .arg("-a")
+            .arg(source)
+            .arg(dest)
+            .current_dir(cwd)
+            .output()
+            .unwrap(),
+        _ => output_within(copy_cmd().arg(source).arg(dest).current_dir(cwd), RUN_LIMIT),
+    };
+    assert!(o.status.success(), "{tool} {source}: {}", stderr(&o));
+    let mut names: Vec<String> = walk(dest)
+        .into_iter()
+        .map(|p| p.strip_prefix(dest).unwrap().display().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        out.push(p.clone());
+        if fs::symlink_metadata(&p).unwrap().is_dir() {
+            out.extend(walk(&p));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_source_form_is_placed_as_cp_a_and_rsync_a_place_it() {
+    let test = test_name!();
+    if !require_tool(test, "cp") || !require_tool(test, "rsync") {
+        return;
+    }
+    let t = scratch!();
+    let p = t.path().join("p");
+    put(&p, b"src/sub/f", b"f");
+    put(&p, b"src/g", b"g");
+    symlink("src", p.join("lnk")).unwrap();
+    let dest = t.path().join("d");
+    // (form, where it is run, which tool it is placed as). A trailing slash is rsync's
+    // "contents of" (seekless follows rsync there; cp copies the directory itself).
+    let cases = [
+        ("src", "p", "cp"),
+        ("src/", "p", "rsync"),
+        ("src/.", "p", "cp"),
+        ("src/./", "p", "cp"),
+        ("src/sub/..", "p", "cp"),
+        (".", "p/src", "cp"),
+        ("./", "p/src", "cp"),
+        ("..", "p/src/sub", "cp"),
+        ("lnk", "p", "cp"),
+        ("lnk/", "p", "rsync"),
+        ("lnk/.", "p", "cp"),
+    ];
+    for (form, cwd, like) in cases {
+        let cwd = t.path().join(cwd);
+        let want = placed(like, &cwd, form, &dest);
+        let got = placed("seekless", &cwd, form, &dest);
+        assert_eq!(got, want, "{form} (from {}) as {like}", cwd.display());
+    }
 }

@@ -9,10 +9,12 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::common::copying::*;
+use crate::common::fixtures::{Holder, temp_name, to_dev_stdout};
 use crate::common::*;
 // copy's own (nothing on stdout either), not common's.
 use crate::common::copying::assert_exit;
@@ -597,4 +599,140 @@ fn a_live_temporary_of_another_job_is_not_backed_up() {
     // A dead one is a file like any other here (a name alone proves nothing).
     assert!(dest.join(dead.file_name().unwrap()).exists(), "{err}");
     drop(held);
+}
+
+#[test]
+fn a_users_file_named_like_a_temporary_is_never_removed() {
+    let t = scratch!();
+    let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+    put(&src, b"a", b"a");
+    put(&src, b".notes.seekless-tmp-2024-12", b"mine");
+    put(&dest, b".notes.seekless-tmp-2024-12", b"mine");
+    put(&dest, b"sub/.x.seekless-tmp-1-2", b"also mine");
+    put(&src, b"sub/.x.seekless-tmp-1-2", b"also mine");
+    for delete in [false, true] {
+        let mut args = vec![slash(&src), dest.clone().into_os_string()];
+        if delete {
+            args.insert(0, "--delete".into());
+        }
+        let o = output_within(copy_cmd().args(&args), RUN_LIMIT);
+        assert_exit(&o, 0);
+        assert_eq!(
+            fs::read(dest.join(".notes.seekless-tmp-2024-12")).unwrap(),
+            b"mine"
+        );
+        assert_eq!(
+            fs::read(dest.join("sub/.x.seekless-tmp-1-2")).unwrap(),
+            b"also mine"
+        );
+    }
+}
+
+#[test]
+fn a_live_temporary_of_another_run_is_left_alone_and_a_dead_one_removed() {
+    let test = test_name!();
+    if !require_tool(test, "python3") {
+        return;
+    }
+    let t = scratch!();
+    let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+    put(&src, b"sub/a", b"a");
+    fs::create_dir_all(dest.join("sub")).unwrap();
+    let temp = dest.join("sub").join(temp_name("x.tar"));
+    let holder = Holder::lock(&temp);
+    let o = copy(&[slash(&src).as_os_str(), arg(&dest)]);
+    assert_exit(&o, 0);
+    assert!(temp.exists(), "a running program's temporary is left alone");
+    drop(holder);
+    let o = copy(&[slash(&src).as_os_str(), arg(&dest)]);
+    assert_exit(&o, 0);
+    assert!(!temp.exists(), "a dead run's temporary is removed");
+}
+
+#[test]
+fn a_second_copy_into_one_destination_is_refused_naming_the_first() {
+    let test = test_name!();
+    if !require_tool(test, "python3") {
+        return;
+    }
+    let t = scratch!();
+    let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+    put(&src, b"a", b"a");
+    fs::create_dir(&dest).unwrap();
+    let holder = Holder::lock(&dest);
+    let o = copy(&[slash(&src).as_os_str(), arg(&dest)]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("process {}", holder.pid())),
+        "names the holder: {err}"
+    );
+    assert!(!dest.join("a").exists(), "nothing written");
+    drop(holder);
+    assert_exit(&copy(&[slash(&src).as_os_str(), arg(&dest)]), 0);
+    assert_eq!(fs::read(dest.join("a")).unwrap(), b"a");
+}
+
+#[test]
+fn copy_of_a_file_onto_a_link_writes_the_links_target_as_cp_does() {
+    let test = test_name!();
+    if !require_tool(test, "cp") {
+        return;
+    }
+    let t = scratch!();
+    let p = t.path();
+    let mut shapes = Vec::new();
+    for tool in ["cp", "seekless"] {
+        let d = p.join(tool);
+        put(&d, b"f", b"new");
+        put(&d, b"real", b"old");
+        symlink("real", d.join("link")).unwrap();
+        symlink("made", d.join("dangling")).unwrap();
+        // Written through a link to a file; refused through a dangling one.
+        for (to, ok) in [("link", true), ("dangling", false)] {
+            let o = if tool == "cp" {
+                Command::new("cp")
+                    .arg("-a")
+                    .arg(d.join("f"))
+                    .arg(d.join(to))
+                    .output()
+                    .unwrap()
+            } else {
+                copy(&[arg(&d.join("f")), arg(&d.join(to))])
+            };
+            assert_eq!(o.status.success(), ok, "{tool} {to}: {}", stderr(&o));
+        }
+        let shape: Vec<(String, bool, Vec<u8>)> = ["link", "dangling", "real", "made"]
+            .iter()
+            .map(|n| {
+                let path = d.join(n);
+                let is_link = fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink());
+                (n.to_string(), is_link, fs::read(&path).unwrap_or_default())
+            })
+            .collect();
+        shapes.push(shape);
+    }
+    assert_eq!(shapes[1], shapes[0], "seekless as cp -a");
+    assert_eq!(shapes[1][2].2, b"new");
+}
+
+#[test]
+fn copy_manifest_dev_stdout_writes_into_standard_output_and_never_replaces_it() {
+    let test = test_name!();
+    if !require_tool(test, "b3sum") {
+        return;
+    }
+    let t = scratch!();
+    put(t.path(), b"src/a", b"alpha");
+    let out = to_dev_stdout(test, t.path(), "copy --manifest /dev/stdout src/ dest");
+    if out.as_os_str().is_empty() {
+        return;
+    }
+    let manifest = fs::read_to_string(&out).unwrap();
+    assert!(manifest.contains("src/a"), "{manifest:?}");
+    let check = run(Command::new("b3sum")
+        .arg("-c")
+        .arg(&out)
+        .current_dir(t.path()));
+    assert!(check.status.success(), "b3sum -c: {}", stderr(&check));
 }

@@ -26,7 +26,7 @@ mod check; // --check against GNU coreutils' sha256sum -c / md5sum -c
 #[cfg(target_os = "linux")]
 mod copy; // cp -a, rsync, diff -r, getfattr; the tree as cp -a makes it, incremental runs
 #[cfg(target_os = "linux")]
-mod copy_mounts; // --delete beside mounts and bind mounts (loop ext4), an unmounted source drive
+mod copy_delete; // what --delete removes: beside mounts and bind mounts (loop ext4), an unmounted source drive, a directory in the way, a source inside its destination
 #[cfg(target_os = "linux")]
 mod copy_runs; // kill -9, full disks, --delete/--checksum/--verify/--manifest against rsync, b3sum
 #[cfg(target_os = "linux")]
@@ -67,8 +67,6 @@ mod partitions; // partitions of one loop device (losetup -P, or loop devices at
 mod pools; // btrfs over two loop devices, mergerfs over two ext4 loops: filefrag, btrfs inspect-internal, sha256sum
 #[cfg(target_os = "linux")]
 mod read; // the page cache (fincore) and sysfs queue settings
-#[cfg(target_os = "linux")]
-mod safety; // issue 30's cases: python3 holds locks, unshare a private /dev, btrfs corrupted for EIO
 #[cfg(target_os = "linux")]
 mod scale; // wait4, setrlimit, openat past PATH_MAX
 #[cfg(target_os = "linux")]

@@ -5,11 +5,15 @@
 //! so the moment is chosen by what the archive holds) leaves no temporary behind.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::common::archive::*;
+use crate::common::copying::put;
+use crate::common::fixtures::{Holder, temp_name, to_dev_stdout};
 use crate::common::trees::*;
 use crate::common::*;
 
@@ -821,4 +825,193 @@ fn a_terminal_on_standard_output_is_refused() {
         "a message says why: {shown:?}"
     );
     assert!(!shown.contains("ustar"), "an archive went to the terminal");
+}
+
+#[test]
+fn a_second_tar_of_one_archive_is_refused_while_the_first_writes_it() {
+    let test = test_name!();
+    if !require_tool(test, "python3") {
+        return;
+    }
+    let t = scratch!();
+    put(t.path(), b"d/a", b"a");
+    let archive = t.path().join("a.tar");
+    let holder = Holder::lock(&t.path().join(temp_name("a.tar")));
+    let o = output_within(
+        seekless()
+            .arg("tar")
+            .arg("-f")
+            .arg(&archive)
+            .arg(t.path().join("d")),
+        RUN_LIMIT,
+    );
+    crate::common::assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains(&format!("process {}", holder.pid())),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!archive.exists());
+    drop(holder);
+    let o = output_within(
+        seekless()
+            .arg("tar")
+            .arg("-f")
+            .arg(&archive)
+            .arg(t.path().join("d")),
+        RUN_LIMIT,
+    );
+    crate::common::assert_exit(&o, 0);
+    assert!(archive.exists());
+    assert!(
+        !t.path().join(temp_name("a.tar")).exists(),
+        "the dead one went"
+    );
+}
+
+#[test]
+fn tar_f_through_a_link_replaces_the_target_and_keeps_the_link_as_gnu_tar_does() {
+    let test = test_name!();
+    if !require_tool(test, "tar") {
+        return;
+    }
+    let t = scratch!();
+    let p = t.path();
+    put(p, b"d/a", b"alpha");
+    for tool in ["tar", "seekless"] {
+        let real = p.join(format!("{tool}-real.tar"));
+        fs::write(&real, b"old").unwrap();
+        let link = p.join(format!("{tool}-link.tar"));
+        std::os::unix::fs::symlink(real.file_name().unwrap(), &link).unwrap();
+        let o = if tool == "tar" {
+            run(Command::new("tar")
+                .arg("-cf")
+                .arg(&link)
+                .arg("-C")
+                .arg(p)
+                .arg("d"))
+        } else {
+            output_within(
+                seekless()
+                    .arg("tar")
+                    .arg("-f")
+                    .arg(&link)
+                    .arg("-C")
+                    .arg(p)
+                    .arg("d"),
+                RUN_LIMIT,
+            )
+        };
+        assert!(o.status.success(), "{tool}: {}", stderr(&o));
+        assert!(fs::symlink_metadata(&link).unwrap().is_symlink(), "{tool}");
+        let listed = run(Command::new("tar").arg("-tf").arg(&real));
+        assert!(
+            String::from_utf8_lossy(&listed.stdout).contains("d/a"),
+            "{tool}: the target is the archive"
+        );
+    }
+}
+
+#[test]
+fn tar_f_dev_stdout_writes_into_standard_output_and_never_replaces_it() {
+    let test = test_name!();
+    if !require_tool(test, "tar") {
+        return;
+    }
+    let t = scratch!();
+    put(t.path(), b"d/a", b"alpha");
+    let out = to_dev_stdout(test, t.path(), "tar -f /dev/stdout d");
+    if out.as_os_str().is_empty() {
+        return;
+    }
+    let listed = run(Command::new("tar").arg("-tf").arg(&out));
+    let mut names: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    assert_eq!(names, ["d/", "d/a"]);
+}
+
+/// The byte offset of `file`'s first data block on the block device under its btrfs, so
+/// the test can corrupt it (btrfs then returns EIO: its checksum fails).
+fn btrfs_data_offset(fs: &LoopFs, file: &Path) -> u64 {
+    let o = run(Command::new("filefrag").arg("-v").arg("-b4096").arg(file));
+    let text = String::from_utf8_lossy(&o.stdout);
+    // "   0:        0..       0:      3328..      3328:      1:             last,eof"
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("0:"))
+        .unwrap_or_else(|| panic!("no extent in {text}"));
+    let physical: u64 = line
+        .split(':')
+        .nth(2)
+        .unwrap()
+        .split("..")
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let logical = physical * 4096;
+    let o = run(Command::new("btrfs-map-logical")
+        .arg("-l")
+        .arg(logical.to_string())
+        .arg(&fs.device));
+    let text = String::from_utf8_lossy(&o.stdout);
+    // "mirror 1 logical 13631488 physical 22020096 device /dev/loop3"
+    let physical = text
+        .split_whitespace()
+        .skip_while(|w| *w != "physical")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no mapping in {text}"));
+    physical.parse().unwrap()
+}
+
+#[test]
+fn tar_says_a_member_read_with_an_error_is_padded_and_not_the_files_content() {
+    let test = test_name!();
+    if !require_root(test)
+        || !require_tool(test, "btrfs-map-logical")
+        || !require_tool(test, "filefrag")
+        || !require_tool(test, "tar")
+    {
+        return;
+    }
+    let fs_ = LoopFs::new(test, "btrfs", 200);
+    let dir = fs_.path("d");
+    put(&dir, b"bad.bin", &[0x5a; 64 << 10]);
+    put(&dir, b"good.bin", &[0x33; 10 << 10]);
+    run(&mut Command::new("sync"));
+    let offset = btrfs_data_offset(&fs_, &dir.join("bad.bin"));
+    run(Command::new("umount").arg(&fs_.mnt));
+    {
+        let mut img = fs::OpenOptions::new().write(true).open(&fs_.image).unwrap();
+        std::io::Seek::seek(&mut img, std::io::SeekFrom::Start(offset)).unwrap();
+        img.write_all(&[0xff; 4096]).unwrap();
+        img.sync_all().unwrap();
+    }
+    run(Command::new("mount").arg(&fs_.device).arg(&fs_.mnt));
+    let out = scratch!();
+    let archive = out.path().join("a.tar");
+    let o = output_within(
+        seekless()
+            .arg("tar")
+            .arg("-f")
+            .arg(&archive)
+            .arg("-C")
+            .arg(&fs_.mnt)
+            .arg("d"),
+        RUN_LIMIT,
+    );
+    let err = stderr(&o);
+    crate::common::assert_exit(&o, 1);
+    assert!(
+        err.contains("bad.bin")
+            && err.contains("read error at byte 0")
+            && err.contains("padded with 65536 zero bytes and is not this file's content"),
+        "{err}"
+    );
+    let listed = run(Command::new("tar").arg("-tvf").arg(&archive));
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("d/good.bin"));
 }

@@ -135,11 +135,6 @@ impl Browser {
         }
     }
 
-    /// The browser's process id (its renderers and helpers are its descendants).
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
     fn log_tail(&self) -> String {
         let text = std::fs::read(&self.log).unwrap_or_default();
         let start = text.len().saturating_sub(2000);

@@ -6,7 +6,6 @@
 //! [`python_with`] or [`skip`]: a test that cannot run fails unless `SEEKLESS_ALLOW_SKIP`
 //! allows that skip, and the allowed skips are counted and printed when the run ends
 //! ([`skip`]'s module says how).
-#![allow(dead_code)]
 
 #[cfg(target_os = "linux")]
 pub mod archive;
@@ -20,6 +19,8 @@ mod child;
 pub mod copying;
 #[cfg(target_os = "linux")]
 pub mod faults;
+#[cfg(target_os = "linux")]
+pub mod fixtures;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]

@@ -4,10 +4,13 @@
 //! whichever path would have reached it (an extra entry, a directory in the way of a
 //! file, `--ignore-errors`, `-x`, a directory the source has too); a source root that is
 //! an empty directory deletes nothing from a backup that has files, unless
-//! `--allow-empty-source`.
+//! `--allow-empty-source`. A directory in the way of a file is replaced only by a whole
+//! file and never leaves its name empty; a source inside its destination (or reached
+//! through a bind mount of it) is never deleted as an extra.
 
 use std::fs;
 use std::path::Path;
+use std::process::Command;
 
 use crate::common::copying::*;
 use crate::common::*;
@@ -225,4 +228,153 @@ fn delete_keeps_bind_mounts_on_xfs_and_btrfs_and_a_btrfs_subvolume() {
         );
         assert!(!dest.join("extra.jpg").exists(), "{kind}: {}", stderr(&o));
     }
+}
+
+#[test]
+fn delete_keeps_a_directory_in_the_way_when_the_file_replacing_it_changes_while_read() {
+    let t = scratch!();
+    let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+    // The source has a file where the backup has a directory with the old backup in it.
+    put(&src, b"b/seekless-fault-grow-x", &[7u8; 100_000]);
+    put(&src, b"b/other", b"o");
+    put(
+        &dest,
+        b"b/seekless-fault-grow-x/old/backup.jpg",
+        b"only copy",
+    );
+    let o = output_within(
+        copy_cmd()
+            .env("SEEKLESS_INJECT_FAULTS", "1")
+            .args(["--delete", "--summary"])
+            .arg(slash(&src))
+            .arg(&dest),
+        RUN_LIMIT,
+    );
+    let err = stderr(&o);
+    assert_exit(&o, 1);
+    assert!(err.contains("nothing deleted"), "{err}");
+    assert_eq!(counts(&o).deleted, 0, "{err}");
+    assert_eq!(
+        fs::read(dest.join("b/seekless-fault-grow-x/old/backup.jpg")).unwrap(),
+        b"only copy"
+    );
+    assert_eq!(fs::read(dest.join("b/other")).unwrap(), b"o");
+    // The same file read whole (no fault): the directory goes, the file takes its place.
+    let o = copy(&["--delete".as_ref(), slash(&src).as_os_str(), arg(&dest)]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        fs::read(dest.join("b/seekless-fault-grow-x")).unwrap(),
+        fs::read(src.join("b/seekless-fault-grow-x")).unwrap()
+    );
+}
+
+#[test]
+fn a_file_in_the_way_of_a_directory_is_exchanged_never_leaving_the_name_empty() {
+    let t = scratch!();
+    let (src, dest) = (t.path().join("src"), t.path().join("dest"));
+    // The source has a directory where the backup has a file.
+    put(&src, b"seekless-fault-abort-d/new.jpg", b"new");
+    put(&dest, b"seekless-fault-abort-d", b"the old file");
+    let at = dest.join("seekless-fault-abort-d");
+    // Killed (an abort: nothing cleaned up) once the directory took the name and before
+    // the file is removed: the name is never empty.
+    let o = output_within(
+        copy_cmd()
+            .env("SEEKLESS_INJECT_FAULTS", "1")
+            .arg(slash(&src))
+            .arg(&dest),
+        RUN_LIMIT,
+    );
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&o.status),
+        Some(libc::SIGABRT),
+        "the run was stopped where the test meant: {}",
+        stderr(&o)
+    );
+    assert!(
+        fs::symlink_metadata(&at).unwrap().is_dir(),
+        "{}",
+        stderr(&o)
+    );
+    // The next run finishes the job and leaves nothing of its own.
+    let o = copy(&[slash(&src).as_os_str(), arg(&dest)]);
+    assert_exit(&o, 0);
+    assert_eq!(fs::read(at.join("new.jpg")).unwrap(), b"new");
+    let left: Vec<_> = fs::read_dir(&dest)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        left,
+        vec![std::ffi::OsString::from("seekless-fault-abort-d")]
+    );
+}
+
+#[test]
+fn delete_never_removes_a_source_nested_in_its_destination() {
+    let t = scratch!();
+    let p = t.path();
+    put(p, b"photos/old.jpg", b"old");
+    put(p, b"photos/new/deep/a.jpg", b"a");
+    put(p, b"photos/new/b.jpg", b"b");
+    let new = p.join("photos/new");
+    let o = copy(&[
+        "--delete".as_ref(),
+        slash(&new).as_os_str(),
+        arg(&p.join("photos")),
+    ]);
+    assert_eq!(
+        fs::read(new.join("deep/a.jpg")).unwrap(),
+        b"a",
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(fs::read(new.join("b.jpg")).unwrap(), b"b");
+    assert_eq!(fs::read(p.join("photos/deep/a.jpg")).unwrap(), b"a");
+    assert!(
+        !p.join("photos/old.jpg").exists(),
+        "an extra file still goes"
+    );
+
+    let deep = p.join("photos/new/deep");
+    let o = copy(&["--delete".as_ref(), slash(&deep).as_os_str(), arg(p)]);
+    assert_eq!(
+        fs::read(deep.join("a.jpg")).unwrap(),
+        b"a",
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(fs::read(p.join("a.jpg")).unwrap(), b"a");
+    assert!(stderr(&o).contains("holds a source"), "{}", stderr(&o));
+}
+
+#[test]
+fn delete_never_removes_a_source_reached_through_a_bind_mount() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "mount") {
+        return;
+    }
+    let t = scratch!();
+    let p = t.path();
+    put(p, b"photos/new/a.jpg", b"a");
+    put(p, b"photos/old.jpg", b"old");
+    let bind = p.join("bind");
+    fs::create_dir(&bind).unwrap();
+    run(Command::new("mount")
+        .arg("--bind")
+        .arg(p.join("photos/new"))
+        .arg(&bind));
+    let o = copy(&[
+        "--delete".as_ref(),
+        slash(&bind).as_os_str(),
+        arg(&p.join("photos")),
+    ]);
+    run(Command::new("umount").arg(&bind));
+    assert_eq!(
+        fs::read(p.join("photos/new/a.jpg")).unwrap(),
+        b"a",
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(fs::read(p.join("photos/a.jpg")).unwrap(), b"a");
 }
