@@ -23,9 +23,7 @@ fn a_copy_killed_mid_run_leaves_only_complete_files_and_a_rerun_completes_it() {
     if !ready(test, &[]) {
         return;
     }
-    let s = LoopFs::new(test, "ext4", 256);
-    let d = LoopFs::new(test, "xfs", 300);
-    let src = s.path("data");
+    let (s, d, src) = two_disks(test, ("ext4", 256), ("xfs", 300), "data");
     let mut names = Vec::new();
     for k in 0..4 {
         let sub = format!("d{k}");
@@ -156,9 +154,7 @@ fn a_full_destination_stops_the_copy_naming_the_file_and_a_rerun_after_freeing_s
     if !ready(test, &["fallocate"]) {
         return;
     }
-    let s = LoopFs::new(test, "ext4", 256);
-    let d = LoopFs::new(test, "ext4", 128);
-    let src = s.path("big");
+    let (s, d, src) = two_disks(test, ("ext4", 256), ("ext4", 128), "big");
     // 60 MiB of source, 12 files of 5 MiB.
     let names = flat_corpus(&src, 12, 5 << 20, 5 << 20, 3);
     sync();
@@ -244,9 +240,7 @@ fn an_unwritable_destination_fails_before_anything_is_read() {
     if !ready(test, &[]) {
         return;
     }
-    let s = LoopFs::new(test, "ext4", 64);
-    let d = LoopFs::new(test, "ext4", 64);
-    let src = s.path("src");
+    let (_s, d, src) = two_disks(test, ("ext4", 64), ("ext4", 64), "src");
     flat_corpus(&src, 3, 1000, 5000, 4);
     fs::create_dir(d.path("out")).unwrap();
     run(Command::new("mount").args(["-o", "remount,ro"]).arg(&d.mnt));
@@ -372,9 +366,7 @@ fn delete_removes_what_the_source_no_longer_has_as_rsync_delete_does() {
     if !ready(test, &["rsync"]) {
         return;
     }
-    let s = LoopFs::new(test, "ext4", 256);
-    let d = LoopFs::new(test, "btrfs", 256);
-    let src = s.path("src");
+    let (_s, d, src) = two_disks(test, ("ext4", 256), ("btrfs", 256), "src");
     for name in [
         &b"keep.txt"[..],
         b"gone.txt",
@@ -452,15 +444,9 @@ fn checksum_finds_a_file_changed_without_its_size_or_mtime_and_the_quick_check_d
     if !ready(test, &["rsync"]) {
         return;
     }
-    let s = LoopFs::new(test, "ext4", 256);
-    let d = LoopFs::new(test, "xfs", 300);
-    let src = s.path("data");
+    let (s, d, src) = two_disks(test, ("ext4", 256), ("xfs", 300), "data");
     let names = flat_corpus(&src, 20, 1000, 200_000, 6);
-    noatime(&s);
-    noatime(&d);
-    let dest = d.path("copy");
-    assert_exit(&copy(&[arg(&src), arg(&dest)]), 0);
-    let root = dest.join("data");
+    let (dest, root) = first_copy(&s, &d, &src);
 
     // One copy changed behind seekless's back: same size, its times put back.
     let victim = at(&root, &names[7]);
@@ -527,15 +513,9 @@ fn checksum_brings_over_a_new_mtime_of_unchanged_content_as_rsync_checksum_does(
     if !ready(test, &["rsync"]) {
         return;
     }
-    let s = LoopFs::new(test, "ext4", 256);
-    let d = LoopFs::new(test, "xfs", 300);
-    let src = s.path("data");
+    let (s, d, src) = two_disks(test, ("ext4", 256), ("xfs", 300), "data");
     let names = flat_corpus(&src, 5, 1000, 50_000, 13);
-    noatime(&s);
-    noatime(&d);
-    let dest = d.path("copy");
-    assert_exit(&copy(&[arg(&src), arg(&dest)]), 0);
-    let root = dest.join("data");
+    let (dest, root) = first_copy(&s, &d, &src);
 
     // Touched, not changed: the same bytes with another mtime.
     let touched = at(&src, &names[2]);
@@ -593,9 +573,7 @@ fn verify_reads_the_copies_back_and_names_one_corrupted_on_the_destination_disk(
     if !ready(test, &[]) {
         return;
     }
-    let s = LoopFs::new(test, "ext4", 256);
-    let d = LoopFs::new(test, "ext4", 512);
-    let src = s.path("data");
+    let (_s, d, src) = two_disks(test, ("ext4", 256), ("ext4", 512), "data");
     let names = flat_corpus(&src, 1000, 16 << 10, 40 << 10, 8);
     sync();
     let n = names.len() as u64;
@@ -723,10 +701,8 @@ fn manifest_lists_every_source_file_as_b3sum_and_sha256sum_check_it() {
     if !ready(test, &["b3sum", "sha256sum"]) {
         return;
     }
-    let s = LoopFs::new(test, "ext4", 256);
-    let d = LoopFs::new(test, "xfs", 300);
     let mut rng = Rng::new(9);
-    let src = s.path("src");
+    let (s, d, src) = two_disks(test, ("ext4", 256), ("xfs", 300), "src");
     for (name, size) in [
         (&b"a.txt"[..], 10),
         (b"sub/b.bin", 100_000),

@@ -8,8 +8,8 @@
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::fs::symlink;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -375,9 +375,7 @@ fn xattrs_and_acls_removed_in_the_source_are_removed_from_the_copy() {
     if !require_root(test) || !require_tool(test, "setfacl") || !require_tool(test, "setfattr") {
         return;
     }
-    let s = LoopFs::new(test, "ext4", 64);
-    let d = LoopFs::new(test, "xfs", 300);
-    let src = s.path("src");
+    let (_s, d, src) = two_disks(test, ("ext4", 64), ("xfs", 300), "src");
     put(&src, b"granted", b"secret");
     put(&src, b"tagged", b"t");
     put(&src, b"plain", b"p");
@@ -462,9 +460,7 @@ fn copies_are_flushed_in_batches_before_they_get_their_names() {
     if !require_root(test) || !require_tool(test, "strace") {
         return;
     }
-    let s = LoopFs::new(test, "ext4", 64);
-    let d = LoopFs::new(test, "xfs", 300);
-    let src = s.path("src");
+    let (_s, d, src) = two_disks(test, ("ext4", 64), ("xfs", 300), "src");
     let names = flat_corpus(&src, 200, 1 << 10, 8 << 10, 3);
     let dest = d.path("dest");
     let mut cmd = copy_cmd();
@@ -540,9 +536,7 @@ fn a_full_destination_stops_the_reading_too() {
     if !require_root(test) {
         return;
     }
-    let s = LoopFs::new(test, "ext4", 300);
-    let d = LoopFs::new(test, "ext4", 24);
-    let src = s.path("src");
+    let (s, d, src) = two_disks(test, ("ext4", 300), ("ext4", 24), "src");
     fs::create_dir(&src).unwrap();
     let chunk: Vec<u8> = (0..1u32 << 20).map(|i| (i * 13 + i / 512) as u8).collect();
     for i in 0..256 {

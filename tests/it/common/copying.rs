@@ -144,6 +144,33 @@ pub fn noatime(fs: &LoopFs) {
         .arg(&fs.mnt));
 }
 
+/// A copy's two disks, each a filesystem on a loop device of its own: the source `(kind,
+/// MiB)` and the destination; returns both and the source folder `name` on the first (not
+/// made).
+pub fn two_disks(
+    test: &str,
+    source: (&str, u64),
+    dest: (&str, u64),
+    name: &str,
+) -> (LoopFs, LoopFs, PathBuf) {
+    let s = LoopFs::new(test, source.0, source.1);
+    let d = LoopFs::new(test, dest.0, dest.1);
+    let src = s.path(name);
+    (s, d, src)
+}
+
+/// The first copy of a source on `s` written by the test: both disks remounted
+/// [`noatime`], then `seekless copy SRC D/copy`, asserted to succeed. Returns `D/copy` and
+/// the copy of `src` in it.
+pub fn first_copy(s: &LoopFs, d: &LoopFs, src: &Path) -> (PathBuf, PathBuf) {
+    noatime(s);
+    noatime(d);
+    let dest = d.path("copy");
+    assert_exit(&copy(&[arg(src), arg(&dest)]), 0);
+    let root = dest.join(src.file_name().unwrap());
+    (dest, root)
+}
+
 pub fn at(root: &Path, rel: &[u8]) -> PathBuf {
     if rel.is_empty() {
         root.to_path_buf()

@@ -7,7 +7,6 @@ use std::process::{Child, Command, Stdio};
 
 use super::*;
 
-
 /// A process holding an exclusive `flock` on `path` (made if missing, as a file) until
 /// dropped: another program's lock, taken before this returns.
 pub struct Holder(Child);
