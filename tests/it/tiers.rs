@@ -43,3 +43,37 @@ fn ci_test_without_root_says_what_it_needs_in_one_line_and_exits_1() {
     );
     assert!(out.stdout.is_empty(), "nothing done: {:?}", out.stdout);
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn ci_test_without_the_network_for_a_first_fetch_says_so_in_one_line_and_exits_1() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "unshare") || !require_tool(test, "curl") {
+        return;
+    }
+    // A network namespace of its own (nothing but a loopback that is down) and an empty
+    // corpus cache: the corpora must be fetched and cannot be. The packages step before
+    // it finds ci/packages.txt installed (ci/test --setup ran before the tests).
+    let t = scratch!();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/test");
+    let out = std::process::Command::new("unshare")
+        .args(["--net", "bash"])
+        .arg(&script)
+        .arg("--setup")
+        .env("SEEKLESS_CORPORA", t.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.starts_with("ci/test: could not fetch the test corpora")
+            && stderr.contains("SEEKLESS_CORPORA"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.contains("Python references"),
+        "it stopped at the corpora: {stdout}"
+    );
+}
