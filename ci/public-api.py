@@ -118,13 +118,31 @@ def items(doc):
     return sorted(out)
 
 
+# The most items a crate may make public (issue 42: the core under 150), counted as the
+# Rust Reference counts items: a struct's fields and an enum's variants are parts of their
+# item, not items of their own (the lists show them too, so that they are reviewed).
+LIMITS = {"seekless-core": 150}
+
+
+def counted(listed):
+    """The listed entries, and the items among them (fields and variants left out)."""
+    own = [line for line in listed if line.split(" ", 1)[0] not in ("field", "variant")]
+    return f"{len(listed)} entries, {len(own)} items", len(own)
+
+
 def main():
     write = "--write" in sys.argv[1:]
     os.makedirs(os.path.join(ROOT, "api"), exist_ok=True)
-    differ = False
+    differ = over = False
     for package in CRATES:
         doc = rustdoc_json(package)
         listed = items(doc)
+        said, own = counted(listed)
+        limit = LIMITS.get(package)
+        if limit is not None and own >= limit:
+            over = True
+            print(f"public-api: {package}: {own} public items, the limit is under {limit}",
+                  file=sys.stderr)
         path = os.path.join(ROOT, "api", f"{package}.txt")
         # The format of rustdoc's JSON changes between toolchains: the lists say which one
         # made them, and another one is not compared (said), rather than failing for what
@@ -134,7 +152,7 @@ def main():
         if write:
             with open(path, "w") as f:
                 f.write(text)
-            print(f"public-api: {package}: {len(listed)} items -> api/{package}.txt")
+            print(f"public-api: {package}: {said} -> api/{package}.txt")
             continue
         old = open(path).read() if os.path.exists(path) else ""
         if old and not old.startswith(header):
@@ -149,12 +167,12 @@ def main():
             for line in sorted(before - after):
                 print(f"public-api: {package}: - {line}", file=sys.stderr)
         else:
-            print(f"public-api: {package}: {len(listed)} items, as api/{package}.txt lists")
+            print(f"public-api: {package}: {said}, as api/{package}.txt lists")
     if differ:
         print("public-api: the public API changed: if that is meant, run "
               "`python3 ci/public-api.py --write` and commit api/*.txt with the change",
               file=sys.stderr)
-    return 1 if differ else 0
+    return 1 if differ or over else 0
 
 
 if __name__ == "__main__":
