@@ -190,7 +190,7 @@ pub fn jxl(data: &[u8]) {
 /// covers sorted, distinct BLAKE3s (64 lower-case hex digits), and a keeper decision's
 /// keeper is one of them.
 pub fn decisions(data: &[u8]) {
-    use crate::jobs::dupes::DecisionKind;
+    use crate::jobs::dupes::decisions::DecisionKind;
     if let Ok(list) = crate::jobs::dupes::decisions::parse(data) {
         for d in list {
             assert!(!d.contents.is_empty());

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Output, Stdio};
 
-use seekless::jobs::hash::Algorithm;
+use seekless::jobs::digest::Algorithm;
 
 use crate::common::*;
 

@@ -298,7 +298,7 @@ fn a_tree_deeper_than_path_max_is_listed_and_hashed_whole() {
         .collect();
     assert_eq!(lines.len(), files.len());
     for (path, content) in &files {
-        let mut h = seekless::jobs::hash::Algorithm::Sha256.hasher();
+        let mut h = seekless::jobs::digest::Algorithm::Sha256.hasher();
         h.update(content);
         let got = lines.get(path.as_os_str().as_bytes()).copied();
         assert_eq!(

@@ -31,7 +31,7 @@ use seekless_core::{Plan, PlannedFile};
 
 // Their home is `jobs::digest`; here too for code written before it was split off.
 #[doc(no_inline)]
-pub use crate::digest::{Algorithm, Hasher, hash_stream};
+pub(crate) use crate::digest::{Algorithm, Hasher, hash_stream};
 
 /// Hashes one file from a reader to its end and checks it did not change.
 pub fn hash_reader(

@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use seekless::jobs::dupes::act::{self, Act, Outcome};
 use seekless::jobs::dupes::{
-    Catalog, DEFAULT_SIMILAR, Decision, DecisionKind, Dupes, DupesError, DupesOptions, GroupKind,
-    Keeping, MAX_SIMILAR, decisions, html,
+    Catalog, DEFAULT_SIMILAR, Dupes, DupesError, DupesOptions, GroupKind, Keeping, MAX_SIMILAR,
+    decisions::{self, Decision, DecisionKind},
+    html,
 };
 
 use crate::exit::Code;

@@ -79,7 +79,7 @@ impl FromStr for KeepRule {
 
 /// The default rules: `preferred,resolution,oldest,shortest-path`. Not `largest`: of a
 /// lossless original and its lossy re-encoding, the re-encoding can be the larger file.
-pub const DEFAULT_RULES: [KeepRule; 4] = [
+pub(crate) const DEFAULT_RULES: [KeepRule; 4] = [
     KeepRule::Preferred,
     KeepRule::Resolution,
     KeepRule::Oldest,
@@ -90,8 +90,10 @@ pub const DEFAULT_RULES: [KeepRule; 4] = [
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Keeping {
-    /// The rules, in order ([`DEFAULT_RULES`] by default). Without
-    /// [`KeepRule::Preferred`] among them, preferred folders come first.
+    /// The rules, in order; by default `preferred,resolution,oldest,shortest-path` (not
+    /// `largest`: of a lossless original and its lossy re-encoding, the re-encoding can be
+    /// the larger file). Without [`KeepRule::Preferred`] among them, preferred folders come
+    /// first.
     pub rules: Vec<KeepRule>,
     /// Folders whose files are kept before others (`--prefer`, absolute).
     pub prefer: Vec<PathBuf>,

@@ -49,7 +49,7 @@
 pub mod act;
 pub mod decisions;
 pub mod html;
-pub mod keep;
+mod keep;
 mod mih;
 mod verify;
 
@@ -60,7 +60,7 @@ use serde::Serialize;
 
 use crate::index::CatalogError;
 use crate::index::catalog::{HashedRow, ReadOnly};
-pub use decisions::{Decision, DecisionKind};
+use decisions::{Decision, DecisionKind};
 pub use keep::{KeepRule, Keeping};
 
 /// The default `--similar`: pHashes within 6 bits (re-encoding at quality 60 or a 50 %
