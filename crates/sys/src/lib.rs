@@ -33,6 +33,8 @@
 //!   [`sync_filesystems`];
 //! - replacing files: [`check_writable`], [`lock_holder`], [`locks_on`],
 //!   [`process_exists`], [`command_of`], [`MANDATORY_LOCKS`];
+//! - loading at run time: [`shared_library_names`], [`can_load_shared_libraries`],
+//!   [`executable_name`];
 //! - scopes: [`Scope`] (whether a path is at or under a folder, as copy, index and dupes
 //!   ask it); errors: [`describe_io`]; locks: [`sync`] (what a poisoned lock means here).
 //!

@@ -5,7 +5,6 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::index::formats::{self, Reader, Size};
-use crate::index::taken::Taken;
 
 mod apple;
 mod avi;
@@ -13,7 +12,9 @@ mod bmp;
 pub(crate) mod boxes;
 mod ciff;
 mod cursor;
+mod fields;
 mod heif;
+mod identify;
 mod jpeg;
 mod jxl;
 mod matroska;
@@ -26,6 +27,8 @@ mod webp;
 mod x3f;
 mod xmp;
 
+use fields::{fill_exif, fill_meta, fill_xmp};
+pub use identify::format_of;
 pub(crate) use view::View;
 pub(crate) use xmp::SidecarFields;
 pub(crate) use xmp::{SIDECAR_MAX, sidecar, too_large};
@@ -87,81 +90,6 @@ pub struct ImageInfo {
     /// Damage every reader works around (junk between JPEG segments): the fields were
     /// read, the file is not an error.
     pub warning: Option<String>,
-}
-
-/// The format a file's first bytes say it is.
-pub fn format_of(head: &[u8]) -> Option<&'static str> {
-    let at = |i: usize, s: &[u8]| head.get(i..i + s.len()) == Some(s);
-    if at(0, &[0xFF, 0xD8, 0xFF]) {
-        Some("jpeg")
-    } else if at(0, b"\x89PNG\r\n\x1a\n") {
-        Some("png")
-    } else if at(0, b"GIF87a") || at(0, b"GIF89a") {
-        Some("gif")
-    } else if at(0, b"RIFF") && at(8, b"WEBP") {
-        Some("webp")
-    } else if at(0, b"BM") && head.len() >= 26 {
-        Some("bmp")
-    } else if at(0, b"II\x1a\0\0\0") && at(6, b"HEAPCCDR") {
-        Some("crw")
-    } else if at(0, b"FUJIFILMCCD-RAW") {
-        Some("raf")
-    } else if at(0, b"FOVb") {
-        Some("x3f")
-    } else if at(0, b"\0MRM") {
-        Some("mrw")
-    } else if at(0, b"II*\0") && at(8, b"CR\x02") {
-        Some("cr2")
-    } else if at(0, b"IIRO") || at(0, b"IIRS") || at(0, b"MMOR") {
-        Some("orf")
-    } else if at(0, b"IIU\0") {
-        Some("rw2")
-    } else if at(0, b"II*\0") || at(0, b"MM\0*") || at(0, b"II+\0") || at(0, b"MM\0+") {
-        // Classic TIFF (42) and BigTIFF (43); which raw format it may be is told from
-        // IFD0 by `raw::tiff_format`.
-        Some("tiff")
-    } else if at(4, b"ftyp") {
-        ftyp_format(head.get(8..12)?, head)
-    } else if at(0, b"RIFF") && at(8, b"AVI ") {
-        Some("avi")
-    } else if at(0, &[0x1A, 0x45, 0xDF, 0xA3]) {
-        matroska::doc_type(head)
-    } else if at(0, &[0xFF, 0x0A]) || at(0, b"\0\0\0\x0cJXL \r\n\x87\n") {
-        Some("jxl")
-    } else if quicktime::is_classic(head) {
-        Some("mov")
-    } else {
-        None
-    }
-}
-
-/// The format an ISO BMFF file's major brand names; a brand this catalog does not know
-/// is looked for among the compatible brands (after the minor version) too.
-fn ftyp_format(major: &[u8], head: &[u8]) -> Option<&'static str> {
-    let of = |brand: &[u8]| -> Option<&'static str> {
-        Some(match brand {
-            b"avif" | b"avis" => "avif",
-            b"heic" | b"heix" | b"heim" | b"heis" | b"hevc" | b"hevx" | b"mif1" | b"msf1" => "heif",
-            b"crx " => "cr3",
-            b"qt  " => "mov",
-            b"M4V " | b"M4VH" | b"M4VP" => "m4v",
-            [b'3', b'g', b'p' | b'2' | b'e' | b's', _] => "3gp",
-            b"isom" | b"iso2" | b"iso3" | b"iso4" | b"iso5" | b"iso6" | b"iso7" | b"iso8"
-            | b"iso9" | b"mp41" | b"mp42" | b"avc1" | b"dash" | b"MSNV" | b"XAVC" | b"f4v "
-            | b"mmp4" | b"NDAS" | b"mp71" => "mp4",
-            _ => return None,
-        })
-    };
-    // Audio (iTunes' M4A, M4B, M4P) lists `isom` among its brands, yet is no video.
-    if matches!(major, b"M4A " | b"M4B " | b"M4P " | b"F4A " | b"F4B ") {
-        return None;
-    }
-    of(major).or_else(|| {
-        // The ftyp box's own size bounds its compatible brands.
-        let size = u32::from_be_bytes(head.get(..4)?.try_into().ok()?) as usize;
-        let brands = head.get(16..size.min(head.len()))?;
-        brands.chunks_exact(4).find_map(of)
-    })
 }
 
 /// Everything the bytes kept of a file (`view`: the whole file, or its head and tail)
@@ -363,223 +291,17 @@ impl Layout<'_> {
     }
 }
 
-fn fill_exif(info: &mut ImageInfo, f: tiff::Fields) {
-    info.make = f.make;
-    info.model = f.model;
-    info.lens = f.lens;
-    info.orientation = f.orientation;
-    info.exposure_time = f.exposure_time;
-    info.f_number = f.f_number;
-    info.iso = f.iso;
-    info.focal_length = f.focal_length;
-    info.taken = f
-        .date
-        .and_then(|date| Taken::exif(&date, f.subsec.as_deref(), f.offset.as_deref()))
-        .map(|t| t.to_string());
-    info.gps_lat = f.gps_lat;
-    info.gps_lon = f.gps_lon;
-    info.gps_alt = f.gps_alt;
-}
-
-/// The fields EXIF did not have, from the container's own structure; and what only the
-/// container says (a preview's place, a video's duration).
-fn fill_meta(info: &mut ImageInfo, m: Meta) {
-    fn or<T>(field: &mut Option<T>, value: Option<T>) {
-        if field.is_none() {
-            *field = value;
-        }
-    }
-    or(&mut info.taken, m.taken);
-    or(&mut info.make, m.make);
-    or(&mut info.model, m.model);
-    or(&mut info.orientation, m.orientation);
-    or(&mut info.exposure_time, m.exposure_time);
-    or(&mut info.f_number, m.f_number);
-    or(&mut info.iso, m.iso);
-    or(&mut info.focal_length, m.focal_length);
-    // A position is one: the container's only where EXIF has none at all.
-    if info.gps_lat.is_none() && info.gps_lon.is_none() && info.gps_alt.is_none() {
-        (info.gps_lat, info.gps_lon, info.gps_alt) = (m.gps_lat, m.gps_lon, m.gps_alt);
-    }
-    or(&mut info.duration, m.duration);
-    or(&mut info.codec, m.codec);
-    or(&mut info.rotation, m.rotation);
-    or(&mut info.content_id, m.content_id);
-    or(&mut info.preview, m.preview);
-}
-
-/// The fields EXIF did not have, from XMP.
-fn fill_xmp(info: &mut ImageInfo, packet: &str) {
-    let get = |name| xmp::property(packet, name);
-    if info.orientation.is_none() {
-        info.orientation = get("tiff:Orientation")
-            .and_then(|o| o.parse().ok())
-            .filter(|o| (1..=8).contains(o));
-    }
-    if info.taken.is_none() {
-        info.taken = get("exif:DateTimeOriginal").and_then(|d| xmp::date(&d));
-    }
-    if info.lens.is_none() {
-        info.lens = get("exifEX:LensModel");
-    }
-    if info.make.is_none() {
-        info.make = get("tiff:Make");
-    }
-    if info.model.is_none() {
-        info.model = get("tiff:Model");
-    }
-}
-
 /// Each parser alone, and [`inspect`] without its panic guard, for the fuzz targets
 /// (`seekless::fuzzing`): what they find is thrown away, only panics, hangs and memory
 /// count.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 #[allow(missing_docs)]
-pub mod fuzzing {
-    use std::hint::black_box;
-
-    use crate::index::formats::RawReader;
-
-    pub fn inspect(data: &[u8], ext: Option<&str>, complete: bool) {
-        // Not complete: the file goes on past `data`, as a huge file's head.
-        let size = data.len() as u64 + u64::from(!complete) * (1 << 30);
-        black_box(super::inspect_inner(super::View::new(data, &[], size), ext));
-    }
-    pub fn jpeg(data: &[u8]) {
-        let layout = super::jpeg::read(data);
-        if let Some(block) = layout.exif {
-            let _ = black_box(super::tiff::read(block));
-        }
-        black_box(layout);
-    }
-    pub fn tiff(data: &[u8]) {
-        let _ = black_box(super::tiff::read(data));
-    }
-    pub fn png(data: &[u8], complete: bool) {
-        black_box(super::png::read(data, complete));
-    }
-    pub fn webp(data: &[u8]) {
-        black_box(super::webp::read(data));
-    }
-    pub fn bmp(data: &[u8], complete: bool) {
-        black_box(super::bmp::read(data, complete));
-    }
-    /// The raw readers, each on `data` as a whole file (the format by its signature or,
-    /// for a TIFF structure, by `raw::tiff_format`).
-    pub fn raw(data: &[u8], ext: Option<&str>) {
-        let view = super::View::whole(data);
-        let format = match super::format_of(data) {
-            Some("tiff") => super::raw::tiff_format(data, ext),
-            Some(f) => f,
-            None => return,
-        };
-        if let Some(super::Reader::Raw(reader)) = super::formats::named(format).map(|f| f.reader) {
-            black_box(super::raw::read(view, reader, format));
-        }
-    }
-    pub fn tiff_images(data: &[u8]) {
-        let _ = black_box(super::tiff::images(data));
-    }
-    pub fn crw(data: &[u8]) {
-        black_box(super::raw::read(
-            super::View::whole(data),
-            RawReader::Crw,
-            "crw",
-        ));
-    }
-    pub fn x3f(data: &[u8]) {
-        black_box(super::raw::read(
-            super::View::whole(data),
-            RawReader::X3f,
-            "x3f",
-        ));
-    }
-    pub fn cr3(data: &[u8]) {
-        black_box(super::raw::read(
-            super::View::whole(data),
-            RawReader::Cr3,
-            "cr3",
-        ));
-    }
-    pub fn raf(data: &[u8]) {
-        black_box(super::raw::read(
-            super::View::whole(data),
-            RawReader::Raf,
-            "raf",
-        ));
-    }
-    pub fn mrw(data: &[u8]) {
-        black_box(super::raw::read(
-            super::View::whole(data),
-            RawReader::Mrw,
-            "mrw",
-        ));
-    }
-    /// `data` as a file's head; when not `complete`, the file goes on (not kept) for as
-    /// many bytes again, and its last quarter is kept as the tail.
-    fn view(data: &[u8], complete: bool) -> super::View<'_> {
-        if complete {
-            super::View::whole(data)
-        } else {
-            let size = data.len() as u64 * 2;
-            super::View::new(&data[..data.len() / 2], &data[data.len() * 3 / 4..], size)
-        }
-    }
-    pub fn heif(data: &[u8], complete: bool) {
-        let layout = super::heif::read(view(data, complete));
-        if let Some(block) = layout.exif.or(layout.owned_exif.as_deref()) {
-            black_box(super::apple::content_id(block));
-        }
-        black_box(layout);
-    }
-    pub fn quicktime(data: &[u8], complete: bool) {
-        black_box(super::quicktime::read(view(data, complete)));
-        black_box(super::quicktime::is_classic(data));
-    }
-    pub fn matroska(data: &[u8], complete: bool) {
-        black_box(super::matroska::read(view(data, complete)));
-        black_box(super::matroska::doc_type(data));
-    }
-    pub fn avi(data: &[u8], complete: bool) {
-        black_box(super::avi::read(view(data, complete)));
-    }
-    pub fn jxl(data: &[u8], complete: bool) {
-        black_box(super::jxl::read(view(data, complete)));
-    }
-    pub fn apple(data: &[u8]) {
-        black_box(super::apple::content_id(data));
-    }
-    pub fn xmp(data: &[u8]) {
-        if let Some(packet) = super::xmp::packet(data) {
-            for name in ["tiff:Orientation", "exif:DateTimeOriginal", "tiff:Make"] {
-                black_box(super::xmp::property(packet, name).and_then(|v| super::xmp::date(&v)));
-            }
-        }
-        if let Ok(text) = std::str::from_utf8(data) {
-            black_box(super::xmp::date(text));
-        }
-    }
-    pub fn sidecar(data: &[u8]) {
-        let _ = black_box(super::xmp::sidecar(data));
-    }
-}
+pub mod fuzzing;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn formats_are_told_by_their_signatures() {
-        assert_eq!(format_of(&[0xFF, 0xD8, 0xFF, 0xE0]), Some("jpeg"));
-        assert_eq!(format_of(b"\x89PNG\r\n\x1a\n...."), Some("png"));
-        assert_eq!(format_of(b"RIFF\0\0\0\0WEBPVP8 "), Some("webp"));
-        assert_eq!(format_of(b"II*\0\x08\0\0\0CR\x02\0"), Some("cr2"));
-        assert_eq!(format_of(b"MM\0*\0\0\0\x08"), Some("tiff"));
-        assert_eq!(format_of(b"\0\0\0\x1cftypheic"), Some("heif"));
-        assert_eq!(format_of(b"\0\0\0\x1cftypavif"), Some("avif"));
-        assert_eq!(format_of(b"hello"), None);
-    }
 
     #[test]
     fn video_and_new_image_formats_are_told_by_their_signatures() {

@@ -58,14 +58,9 @@ struct Api {
     image_release: unsafe extern "C" fn(*const Image),
 }
 
-/// The library's names, most specific first.
-const NAMES: &[&str] = if cfg!(target_os = "macos") {
-    &["libheif.1.dylib", "libheif.dylib"]
-} else if cfg!(windows) {
-    &["libheif.dll", "heif.dll"]
-} else {
-    &["libheif.so.1", "libheif.so"]
-};
+/// The library's name and major version: its files' names, most specific first, are
+/// [`seekless_sys::shared_library_names`]'s.
+const NAME: (&str, u32) = ("heif", 1);
 
 /// What to tell a user who has no libheif.
 pub const MISSING: &str = "no decoder for heif: libheif is not installed (Debian and Ubuntu: \
@@ -80,7 +75,7 @@ fn api() -> Result<&'static Api, &'static str> {
     // would bring a second C library beside the one linked in; musl's dlopen always
     // fails): the static release binary (ci/release.sh) treats HEIF files as a machine
     // without libheif does, recording this error for the thumbnail.
-    if cfg!(all(unix, target_feature = "crt-static")) {
+    if !seekless_sys::can_load_shared_libraries() {
         return Err(STATIC_BUILD);
     }
     static API: OnceLock<Option<Api>> = OnceLock::new();
@@ -88,12 +83,15 @@ fn api() -> Result<&'static Api, &'static str> {
 }
 
 /// The library's file: `SEEKLESS_LIBHEIF` when set (empty: none, as on a machine without
-/// libheif), else the first of [`NAMES`] the loader finds.
+/// libheif), else the first of its names ([`NAME`]) the loader finds.
 fn load() -> Option<Api> {
     let names: Vec<std::ffi::OsString> = match std::env::var_os("SEEKLESS_LIBHEIF") {
         Some(name) if name.is_empty() => return None,
         Some(name) => vec![name],
-        None => NAMES.iter().map(Into::into).collect(),
+        None => seekless_sys::shared_library_names(NAME.0, NAME.1)
+            .into_iter()
+            .map(Into::into)
+            .collect(),
     };
     // SAFETY: loading libheif runs its initialisers, which have no preconditions; the
     // library stays loaded for the life of the process (it is kept in a static).

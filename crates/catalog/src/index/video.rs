@@ -27,13 +27,9 @@ fn ffmpeg() -> Option<&'static Path> {
             if let Some(p) = std::env::var_os("SEEKLESS_FFMPEG") {
                 return (!p.is_empty()).then(|| PathBuf::from(p));
             }
-            let name = if cfg!(windows) {
-                "ffmpeg.exe"
-            } else {
-                "ffmpeg"
-            };
+            let name = seekless_sys::executable_name("ffmpeg");
             std::env::split_paths(&std::env::var_os("PATH")?)
-                .map(|dir| dir.join(name))
+                .map(|dir| dir.join(&name))
                 .find(|p| p.is_file())
         })
         .as_deref()

@@ -3,6 +3,7 @@ mod unix;
 
 mod archive;
 mod attrs;
+mod libs;
 mod paths;
 mod process;
 mod write;
@@ -10,6 +11,7 @@ pub use archive::{data_regions, group_name, read_link, user_name, xattrs};
 pub use attrs::{
     Attrs, NodeKind, attrs, is_unsupported, keep_owner_and_mode, set_mode, set_owner, set_times,
 };
+pub use libs::{can_load_shared_libraries, executable_name, shared_library_names};
 pub use paths::{member_name_bytes, uri_path_bytes};
 #[cfg(unix)]
 pub use process::stdout_if_same;
