@@ -43,6 +43,7 @@ use seekless_core::Reporter;
 use seekless_core::{Plan, PlanOptions};
 use seekless_sys as os;
 use seekless_sys::sync::lock;
+use seekless_sys::{exchange_unsupported, rename_exchange};
 
 pub mod resolve;
 
@@ -605,12 +606,9 @@ impl OwnTemp {
         let path = temp_name(dest)?;
         let mut opts = fs::OpenOptions::new();
         opts.write(true).create_new(true);
-        #[cfg(unix)]
         if let Some(mode) = mode {
-            std::os::unix::fs::OpenOptionsExt::mode(&mut opts, mode);
+            os::set_create_mode(&mut opts, mode);
         }
-        #[cfg(not(unix))]
-        let _ = mode;
         let file = os::with_path(&path, |t| opts.open(t))?;
         let temp = OwnTemp::new(path, dest);
         // The lock says "alive" to other runs. Where there are no locks (some network
@@ -620,24 +618,20 @@ impl OwnTemp {
         Ok((temp, file))
     }
 
-    /// [`create_file`](Self::create_file), never seen unlocked by another run: on Linux the
-    /// file is made without a name (`O_TMPFILE`), locked, and only then linked under its
-    /// name; where that cannot be done, as `create_file`. For outputs, where another run
+    /// [`create_file`](Self::create_file), never seen unlocked by another run: where it can
+    /// be (Linux) the file is made without a name (`O_TMPFILE`), locked, and only then
+    /// linked under its name; where that cannot be done, as `create_file`. For outputs, where another run
     /// may be writing the same file at the same time.
     pub(crate) fn create_file_locked(
         dest: &Path,
         mode: Option<u32>,
     ) -> io::Result<(OwnTemp, File)> {
-        #[cfg(target_os = "linux")]
-        {
-            let path = temp_name(dest)?;
-            match os::create_locked_then_named(&path, mode.unwrap_or(0o666)) {
-                Ok(file) => return Ok((OwnTemp::new(path, dest), file)),
-                Err(e) if os::is_unsupported(&e) => {}
-                Err(e) => return Err(e),
-            }
+        let path = temp_name(dest)?;
+        match os::create_locked_then_named(&path, mode.unwrap_or(0o666)) {
+            Ok(file) => Ok((OwnTemp::new(path, dest), file)),
+            Err(e) if os::is_unsupported(&e) => Self::create_file(dest, mode),
+            Err(e) => Err(e),
         }
-        Self::create_file(dest, mode)
     }
 
     /// A symlink to `target` beside `dest`.
@@ -766,59 +760,6 @@ impl Drop for OwnTemp {
             let _ = os::with_path(&self.path, |p| fs::remove_file(p));
         }
     }
-}
-
-/// Swaps the names `a` and `b` atomically (Linux `renameat2(RENAME_EXCHANGE)`; elsewhere
-/// unsupported).
-fn rename_exchange(a: &Path, b: &Path) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    return renameat2(a, b, libc::RENAME_EXCHANGE);
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (a, b);
-        Err(io::Error::from(io::ErrorKind::Unsupported))
-    }
-}
-
-/// `renameat2(2)` of `from` to `to` with `flags` (`RENAME_NOREPLACE`, `RENAME_EXCHANGE`):
-/// the one call behind the renames of this module that must not replace blindly.
-#[cfg(target_os = "linux")]
-fn renameat2(from: &Path, to: &Path, flags: libc::c_uint) -> io::Result<()> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let (from, to) = (os::sys_path(from)?, os::sys_path(to)?);
-    let a = CString::new(from.as_os_str().as_bytes())?;
-    let b = CString::new(to.as_os_str().as_bytes())?;
-    // SAFETY: both are NUL-terminated strings that live across the call; AT_FDCWD makes
-    // them relative to the working directory, as std's paths are.
-    #[allow(clippy::disallowed_methods)]
-    let r = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            flags,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Whether a failed exchange says the filesystem or system cannot do it (rather than that
-/// a name is missing or not allowed).
-fn exchange_unsupported(e: &io::Error) -> bool {
-    #[cfg(target_os = "linux")]
-    if matches!(
-        e.raw_os_error(),
-        Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP)
-    ) {
-        return true;
-    }
-    e.kind() == io::ErrorKind::Unsupported
 }
 
 /// A fresh temporary name beside `dest`, which must name a file.

@@ -191,12 +191,7 @@ pub fn format_verdict(path: &[u8], verdict: Verdict) -> Vec<u8> {
 /// A path as a manifest or a verdict names it: as given; on Windows with `/` for its
 /// separators (every `\` there is one), as `b3sum` writes names there.
 fn portable_name(path: &[u8]) -> std::borrow::Cow<'_, [u8]> {
-    #[cfg(windows)]
-    if path.contains(&b'\\') {
-        let slashed = path.iter().map(|&b| if b == b'\\' { b'/' } else { b });
-        return std::borrow::Cow::Owned(slashed.collect());
-    }
-    std::borrow::Cow::Borrowed(path)
+    seekless_sys::slashed(path)
 }
 
 fn needs_escape(name: &[u8]) -> bool {

@@ -262,8 +262,7 @@ fn same_file(at: &Path, k: &Known, now: &Known) -> Result<(), &'static str> {
 fn content_hash(path: &Path) -> Option<String> {
     let mut opts = fs::OpenOptions::new();
     opts.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut opts, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    os::set_no_follow_no_wait(&mut opts);
     let file = os::with_path(path, |p| opts.open(p)).ok()?;
     crate::hash::hash_stream(file, Algorithm::Blake3).ok()
 }
@@ -936,10 +935,8 @@ fn sync_parents(from: &Path, to: &Path) {
 /// Renames `from` to `to`, failing if `to` exists (`renameat2(RENAME_NOREPLACE)`; where
 /// that is missing, a hard link then the old name's removal, which fails the same way).
 fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
-    #[cfg(target_os = "linux")]
-    match super::renameat2(from, to, libc::RENAME_NOREPLACE) {
-        Err(e) if matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) => {}
-        done => return done,
+    if let Some(done) = os::rename_no_replace(from, to) {
+        return done;
     }
     // No RENAME_NOREPLACE here: a link fails if the name is taken; then the old name goes
     // (the file has both names for an instant, never neither).
@@ -950,96 +947,20 @@ fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 /// Shares the keeper's extents with the file, range by range (`FIDEDUPERANGE`): the kernel
-/// compares the bytes under its locks and shares only what is the same.
-#[cfg(target_os = "linux")]
+/// compares the bytes under its locks and shares only what is the same. Both are opened
+/// anew and must be the very files checked.
 fn dedupe(checked: &Checked) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    // Neither follows a link nor waits on a FIFO swapped in since the check; what is opened
-    // must be the very files checked.
-    let open = |path: &Path, write: bool| {
-        fs::OpenOptions::new()
-            .read(!write)
-            .write(write)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(path)
+    let same = |path: &Path, m: &fs::Metadata, k: &Known| {
+        m.is_file()
+            && os::file_id(path, None, m).is_ok_and(|id| (id.dev, id.ino) == (k.dev, k.ino))
+            && m.len() == k.size
     };
-    let src = open(checked.keeper(), false)?;
-    // Opened for writing (the kernel asks it of a non-owner), never truncated nor written.
-    let dst = open(checked.path(), true)?;
-    let (a, b) = (src.metadata()?, dst.metadata()?);
-    let same = |m: &fs::Metadata, k: &Known| {
-        m.is_file() && (m.dev(), m.ino(), m.len()) == (k.dev, k.ino, k.size)
-    };
-    if !same(&a, &checked.keeper) || !same(&b, &checked.file) {
-        return Err(io::Error::other("changed just now"));
-    }
-    #[repr(C)]
-    struct Info {
-        dest_fd: i64,
-        dest_offset: u64,
-        bytes_deduped: u64,
-        status: i32,
-        reserved: u32,
-    }
-    #[repr(C)]
-    struct Range {
-        src_offset: u64,
-        src_length: u64,
-        dest_count: u16,
-        reserved1: u16,
-        reserved2: u32,
-        info: [Info; 1],
-    }
-    // _IOWR(0x94, 54, struct file_dedupe_range): linux/fs.h.
-    const FIDEDUPERANGE: libc::c_ulong = 0xC018_9436;
-    const SAME: i32 = 0;
-    const DIFFERS: i32 = 1;
-    // Filesystems cap one call (btrfs at 16 MiB); the loop goes on from what was shared.
-    const CHUNK: u64 = 16 << 20;
-    let len = checked.file.size;
-    let mut at = 0;
-    while at < len {
-        let mut r = Range {
-            src_offset: at,
-            src_length: CHUNK.min(len - at),
-            dest_count: 1,
-            reserved1: 0,
-            reserved2: 0,
-            info: [Info {
-                dest_fd: i64::from(dst.as_raw_fd()),
-                dest_offset: at,
-                bytes_deduped: 0,
-                status: 0,
-                reserved: 0,
-            }],
-        };
-        // SAFETY: `r` is a `struct file_dedupe_range` with one `file_dedupe_range_info`, laid
-        // out as linux/fs.h says (repr(C)); both descriptors are open for the call.
-        let rc = unsafe { libc::ioctl(src.as_raw_fd(), FIDEDUPERANGE as _, &mut r as *mut Range) };
-        if rc != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        match r.info[0].status {
-            SAME if r.info[0].bytes_deduped > 0 => at += r.info[0].bytes_deduped,
-            SAME => return Err(io::Error::other("the kernel shared nothing")),
-            DIFFERS => {
-                return Err(io::Error::other(
-                    "the kernel found its bytes differ from its keeper's: nothing shared",
-                ));
-            }
-            e => return Err(io::Error::from_raw_os_error(-e)),
-        }
-    }
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn dedupe(_checked: &Checked) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "sharing extents (FIDEDUPERANGE) is Linux only",
-    ))
+    os::share_extents(
+        checked.keeper(),
+        checked.path(),
+        checked.file.size,
+        |a, b| same(checked.keeper(), a, &checked.keeper) && same(checked.path(), b, &checked.file),
+    )
 }
 
 /// What [`clean_up`] removed.
@@ -1144,11 +1065,8 @@ fn leftover_link(temp: &Path, from: &Path, keeper: &Stamp, file: &Stamp) -> Resu
             .ok()
             .map_or((None, None), |id| (Some(id.dev), Some(id.ino)))
     };
-    #[cfg(unix)]
-    let links = std::os::unix::fs::MetadataExt::nlink(&meta);
-    // Not known here: never taken for a second name.
-    #[cfg(not(unix))]
-    let links = 1;
+    // Where the count is not known: never taken for a second name.
+    let links = os::link_count(&meta).unwrap_or(1);
     let stamp = |v: &Stamp| (Some(v.dev), Some(v.ino), Some(v.size), Some(v.mtime_ns));
     let (k, f) = (stamp(keeper), stamp(file));
     let id = id_of(temp, &meta);
