@@ -58,7 +58,7 @@ MUTANTS = [
      [IT + ["copy_mounts"]]),
     ("a file in the way of a directory replaced though it is a mount", D_DIRECTORY,
      "                \"not replaced\",\n            ) {",
-     "                \"not replaced\",\n            )\n            .and(Err(Error::io(dest, io::Error::other(\"\"))))\n            .or(Ok::<(), Error>(()))\n            {",
+     "                \"not replaced\",\n            )\n            .and(Err(seekless_core::Error::io(dest, io::Error::other(\"\"))))\n            .or(Ok::<(), seekless_core::Error>(()))\n            {",
      [IT + ["copy_mounts"]]),
     ("an empty source empties the backup", D_TREE,
      "    if !empty_source_allowed && is_empty_dir(source) && !is_empty_dir(dest) {",
