@@ -2,7 +2,7 @@
 //! `RENAME_NOREPLACE`) and sharing two files' equal extents (`FIDEDUPERANGE`): Linux's;
 //! elsewhere each says it cannot, and the caller does without.
 
-use std::fs::{File, Metadata};
+use std::fs::Metadata;
 use std::io;
 use std::path::Path;
 
@@ -121,9 +121,9 @@ fn dedupe_range(
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
     };
-    let src: File = open(keeper, false)?;
+    let src: std::fs::File = open(keeper, false)?;
     // Opened for writing (the kernel asks it of a non-owner), never truncated nor written.
-    let dst: File = open(file, true)?;
+    let dst: std::fs::File = open(file, true)?;
     let (a, b) = (src.metadata()?, dst.metadata()?);
     if !unchanged(&a, &b) {
         return Err(io::Error::other("changed just now"));
