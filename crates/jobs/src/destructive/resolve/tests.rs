@@ -1,3 +1,6 @@
+// Some of these are used only by the Unix-only tests.
+#![cfg_attr(not(unix), allow(unused_imports))]
+
 use super::*;
 use std::fs;
 use std::path::{Path, PathBuf};
