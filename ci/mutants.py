@@ -2,7 +2,7 @@
 """Planted bugs in the code that decides what is deleted, replaced or trusted.
 
 Each mutant below is one deliberate bug (a check turned off, a comparison that always
-passes) in the destructive owner (crates/jobs/src/destructive.rs, destructive/resolve.rs;
+passes) in the destructive owner (crates/jobs/src/destructive/, destructive/resolve/;
 temp.rs, which judges whether a temporary's run is alive),
 the reader's change check (crates/core/src/read/mod.rs), copy's finish
 (crates/jobs/src/copy/content.rs) and tree removal. For each, the script plants it,
@@ -27,8 +27,16 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-D = "crates/jobs/src/destructive.rs"
-R = "crates/jobs/src/destructive/resolve.rs"
+D_EVIDENCE = "crates/jobs/src/destructive/evidence.rs"
+D_TREE = "crates/jobs/src/destructive/tree.rs"
+D_DIRECTORY = "crates/jobs/src/destructive/directory.rs"
+D_TEMPORARIES = "crates/jobs/src/destructive/temporaries.rs"
+D_FORGET = "crates/jobs/src/destructive/forget.rs"
+R_CHECK = "crates/jobs/src/destructive/resolve/check.rs"
+R_ACT = "crates/jobs/src/destructive/resolve/act.rs"
+R_PREPARE = "crates/jobs/src/destructive/resolve/prepare.rs"
+R_CLEAN_UP = "crates/jobs/src/destructive/resolve/clean_up.rs"
+R_UNDO = "crates/jobs/src/destructive/resolve/undo.rs"
 T = "crates/jobs/src/temp.rs"
 C = "crates/jobs/src/copy/content.rs"
 READ = "crates/core/src/read/mod.rs"
@@ -41,38 +49,38 @@ ACTS = IT + ["faults_acts"]
 # (name, file, text as it is, text with the bug, the tests that must catch it)
 MUTANTS = [
     # Tree removal and copy --delete (issue 41 items 1, 2).
-    ("mount check always passes (remove_tree, remove_extra)", D,
+    ("mount check always passes (remove_tree, remove_extra)", D_TREE,
      "    if here == mount {", "    if true {",
      [IT + ["copy_delete"], FAULTS]),
-    ("remove_extra looks into a mount it meets", D,
+    ("remove_extra looks into a mount it meets", D_TREE,
      "            && let Err(e) = on_mount(&dir, &meta, mount, \"nothing deleted under it\")",
      "            && let Err(e) = on_mount(&dir, &meta, Lies::of(&dir, &meta).unwrap_or(mount), \"nothing deleted under it\")",
      [IT + ["copy_delete"]]),
-    ("a file in the way of a directory replaced though it is a mount", D,
+    ("a file in the way of a directory replaced though it is a mount", D_DIRECTORY,
      "                \"not replaced\",\n            ) {",
-     "                \"not replaced\",\n            )\n            .and(Err(Error::io(dest, io::Error::other(\"\"))))\n            .or(Ok::<(), Error>(()))\n            {",
+     "                \"not replaced\",\n            )\n            .and(Err(seekless_core::Error::io(dest, io::Error::other(\"\"))))\n            .or(Ok::<(), seekless_core::Error>(()))\n            {",
      [IT + ["copy_delete"]]),
-    ("an empty source empties the backup", D,
+    ("an empty source empties the backup", D_TREE,
      "    if !empty_source_allowed && is_empty_dir(source) && !is_empty_dir(dest) {",
      "    if false {",
      [IT + ["copy_delete"], FAULTS]),
-    ("a file in the way of a directory removed before the directory is there", D,
+    ("a file in the way of a directory removed before the directory is there", D_DIRECTORY,
      "    match rename_exchange(&temp, dest) {",
      "    match Err::<(), _>(io::Error::from_raw_os_error(libc::EINVAL)) {",
      [IT + ["copy_delete::a_file_in_the_way"]]),
     # The evidence of a run (issue 41 item 7: "deleting after read errors").
-    ("deletes after errors (no clearance withheld)", D,
+    ("deletes after errors (no clearance withheld)", D_EVIDENCE,
      "        if errors > 0 && !ignore_errors {", "        if false {",
      [FAULTS, IT + ["copy_safety"]]),
-    ("nothing shielded under failed paths", D,
+    ("nothing shielded under failed paths", D_EVIDENCE,
      "        self.everything\n            || (!self.shielded.is_empty()",
      "        false && self.everything\n            || (!self.shielded.is_empty()",
      [JOBS + ["destructive"], FAULTS]),
-    ("a source (or what holds it) removed", D,
+    ("a source (or what holds it) removed", D_EVIDENCE,
      "            Some(id) if self.sources.contains(&id) => Some(\"it is a source of this run\"),",
      "            Some(id) if false && self.sources.contains(&id) => Some(\"it is a source of this run\"),",
      [JOBS + ["destructive"], IT + ["copy"]]),
-    ("a live temporary removed with a tree", D,
+    ("a live temporary removed with a tree", D_TREE,
      "    if path.file_name().is_some_and(is_temp) && !matches!(temp_state(path), TempState::Dead(_)) {",
      "    if false {",
      [JOBS + ["destructive"], FAULTS]),
@@ -84,11 +92,11 @@ MUTANTS = [
      "    path.file_name().is_some_and(is_temp) && !matches!(temp_state(path), TempState::Dead(_))\n}",
      "    false && path.file_name().is_some_and(is_temp)\n}",
      [IT + ["copy_safety::a_live_temporary"]]),
-    ("index forgets rows it could not see", D,
+    ("index forgets rows it could not see", D_FORGET,
      "                .filter(|(_, path)| !clearance.shields(path) && absent(path))",
      "                .filter(|(_, path)| absent(path))",
      [JOBS + ["destructive"], FAULTS]),
-    ("a replacement removes what it did not confirm", D,
+    ("a replacement removes what it did not confirm", D_TEMPORARIES,
      "                if let Err(why) = confirm(&self.path) {",
      "                if let Err(why) = confirm(&self.path).or(Ok::<(), String>(())) {",
      [JOBS + ["destructive"], IT + ["dupes_act"]]),
@@ -101,63 +109,63 @@ MUTANTS = [
      "        if !intact {", "        if false {",
      [FAULTS]),
     # The duplicate acts (issue 41 items 3-6).
-    ("the act's last look at the file always passes", R,
+    ("the act's last look at the file always passes", R_ACT,
      "    still(&c.file, c.file_ctime).map_err(io::Error::other)?;",
      "    let _ = still(&c.file, c.file_ctime);",
      [ACTS, IT + ["dupes_act"]]),
-    ("the act's last look at the keeper always passes", R,
+    ("the act's last look at the keeper always passes", R_ACT,
      "    still(&c.keeper, keeper_ctime)\n",
      "    Ok::<Known, String>(c.keeper.clone())\n",
      [ACTS, IT + ["dupes_act"]]),
-    ("the status-change time is not compared", R,
+    ("the status-change time is not compared", R_CHECK,
      "        None if now_ctime == ctime => Ok(now),",
      "        None if now_ctime == ctime || true => Ok(now),",
      [ACTS, IT + ["dupes_act"]]),
-    ("a change while the check read is not seen", R,
+    ("a change while the check read is not seen", R_CHECK,
      "        if before.get(&k.path) != Some(&ctime) {",
      "        if false {",
      [IT + ["dupes_act::an_edit"]]),
-    ("an exact duplicate need not read as its keeper", R,
+    ("an exact duplicate need not read as its keeper", R_CHECK,
      "            if c.identical && file.blake3 != keeper.blake3 {",
      "            if false {",
      [JOBS + ["resolve"], IT + ["dupes_act"]]),
-    ("a file similar but not identical is replaced", R,
+    ("a file similar but not identical is replaced", R_PREPARE,
      "    if !checked.identical && !act.keeps_the_bytes() {",
      "    if false {",
      [JOBS + ["resolve"], IT + ["dupes"]]),
-    ("hard links whatever the metadata", R,
+    ("hard links whatever the metadata", R_PREPARE,
      "            if !metadata_may_differ && let Some(what) = metadata_differs(path, checked.keeper()) {",
      "            if false && let Some(what) = metadata_differs(path, checked.keeper()) {",
      [ACTS, IT + ["dupes_act"]]),
-    ("a move or trash never confirms what it took", R,
+    ("a move or trash never confirms what it took", R_ACT,
      "    let Err(why) = is_the_file(to, file) else {",
      "    let Err(why) = Ok::<(), String>(()) else {",
      [ACTS, IT + ["dupes_act"]]),
-    ("a hard link never confirms what it replaced", R,
+    ("a hard link never confirms what it replaced", R_ACT,
      "                temp.replace_confirmed(Durable::no_data(), |at| is_the_file(at, &c.file));",
      "                temp.replace_confirmed(Durable::no_data(), |_| Ok(()));",
      [ACTS, IT + ["dupes_act"]]),
-    ("a moved file recognised by identity only (no content fallback)", R,
+    ("a moved file recognised by identity only (no content fallback)", R_CHECK,
      "            if !k.blake3.is_empty() && content_hash(at).as_deref() == Some(&k.blake3) =>",
      "            if false =>",
      [ACTS, IT + ["dupes_act"]]),
-    ("cleaning up a killed run removes anything under a temporary's name", R,
+    ("cleaning up a killed run removes anything under a temporary's name", R_CLEAN_UP,
      "    Err(\n        \"left: a temporary name of a killed",
      "    if true {\n        return Ok(true);\n    }\n    Err(\n        \"left: a temporary name of a killed",
      [ACTS, IT + ["dupes_act"]]),
-    ("cleaning up a killed run removes nothing", R,
+    ("cleaning up a killed run removes nothing", R_CLEAN_UP,
      "    if is(k) && links > 1 {",
      "    if false {",
      [ACTS, IT + ["dupes_act"]]),
-    ("undo follows the way back as it finds it (no folder held)", R,
+    ("undo follows the way back as it finds it (no folder held)", R_UNDO,
      "        let back = match os::pinned_no_links(&from) {",
      "        let back = match Ok::<_, io::Error>(from.clone()) {",
      [IT + ["dupes_act::undo_holds"]]),
-    ("undo never confirms what it put back", R,
+    ("undo never confirms what it put back", R_UNDO,
      "        if let Err(why) = is_the_file(&back, &expect) {",
      "        if let Err(why) = Ok::<(), String>(()) {",
      [IT + ["dupes_act::undo_confirms"]]),
-    ("a journal whose run lives is taken for a dead run's", R,
+    ("a journal whose run lives is taken for a dead run's", R_CLEAN_UP,
      "        Err(fs::TryLockError::WouldBlock) => Err(Error::io(",
      "        Err(fs::TryLockError::WouldBlock) => Ok(Some(file)),\n        #[allow(unreachable_code)]\n        Err(fs::TryLockError::WouldBlock) => Err(Error::io(",
      [ACTS, IT + ["dupes_act"]]),

@@ -20,7 +20,6 @@ use crate::destructive::{Durable, OwnTemp, remove_dead_temps};
 pub(crate) use crate::temp::parent_of;
 use crate::temp::{is_temp, is_temp_of, live_writer};
 use seekless_sys as os;
-use seekless_sys::path_to_bytes;
 
 /// Symbolic links followed to an output before giving up (as the kernel's `ELOOP`).
 const MAX_LINKS: usize = 40;
@@ -327,18 +326,13 @@ pub(crate) fn through_links(path: &Path) -> io::Result<PathBuf> {
 /// Whether `path` names an open descriptor (`/proc/PID/fd/N`, `/dev/fd/N`): written into,
 /// as the descriptor's own file, never replaced.
 fn is_descriptor_name(path: &Path) -> bool {
-    let bytes = path_to_bytes(path);
-    cfg!(unix) && (bytes.starts_with(b"/proc/") || bytes.starts_with(b"/dev/fd/")) && {
-        let parent = path.parent().and_then(Path::file_name);
-        parent == Some(OsStr::new("fd"))
-    }
+    os::is_descriptor_name(path)
 }
 
 /// Opens what `path` names to write into it, without truncating: this process's own
 /// standard output (by any name) as the descriptor it has, so its offset and append mode
 /// hold.
 fn open_into(path: &Path) -> io::Result<File> {
-    #[cfg(unix)]
     if let Some(stdout) = os::stdout_if_same(path) {
         return Ok(stdout);
     }

@@ -62,24 +62,9 @@ pub(crate) fn temp_beside(dest: &Path) -> PathBuf {
         width = RUN_DIGITS
     );
     let mut temp = OsString::from(".");
-    temp.push(shortened(name, NAME_MAX - 1 - suffix.len()));
+    temp.push(os::name_cut_to(name, NAME_MAX - 1 - suffix.len()));
     temp.push(suffix);
     dest.with_file_name(temp)
-}
-
-/// `name`, cut to at most `max` bytes (Unix: bytes; elsewhere names are left whole).
-fn shortened(name: &OsStr, max: usize) -> OsString {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let bytes = name.as_bytes();
-        OsStr::from_bytes(&bytes[..bytes.len().min(max)]).to_os_string()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = max;
-        name.to_os_string()
-    }
 }
 
 /// Where TEMP_MARK starts in `name`, if `name` is `.NAME.seekless-tmp-RUN-N` exactly: RUN
@@ -136,8 +121,7 @@ pub(crate) enum TempState {
 pub(crate) fn temp_state(path: &Path) -> TempState {
     let mut opts = fs::OpenOptions::new();
     opts.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut opts, libc::O_NOFOLLOW);
+    os::set_no_follow(&mut opts);
     let Ok(file) = os::with_path(path, |p| opts.open(p)) else {
         return TempState::Unknown;
     };

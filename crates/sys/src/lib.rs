@@ -35,6 +35,12 @@
 //!   [`process_exists`], [`command_of`], [`MANDATORY_LOCKS`];
 //! - loading at run time: [`shared_library_names`], [`can_load_shared_libraries`],
 //!   [`executable_name`];
+//! - for the jobs' destructive owner: [`rename_exchange`] ([`exchange_unsupported`]),
+//!   [`rename_no_replace`], [`share_extents`], [`create_locked_then_named`]; opening and
+//!   making: [`set_create_mode`], [`set_dir_mode`], [`set_no_follow`],
+//!   [`set_no_follow_no_wait`]; owners and links: [`process_uid`], [`link_count`]; names:
+//!   [`name_cut_to`], [`is_descriptor_name`], [`stdout_if_same`], [`slashed`],
+//!   [`local_now`];
 //! - scopes: [`Scope`] (whether a path is at or under a folder, as copy, index and dupes
 //!   ask it); errors: [`describe_io`]; locks: [`sync`] (what a poisoned lock means here).
 //!

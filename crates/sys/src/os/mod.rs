@@ -4,26 +4,30 @@ mod unix;
 mod archive;
 mod attrs;
 mod libs;
+mod names;
+mod open_as;
 mod paths;
 mod process;
+mod replace;
 mod write;
 pub use archive::{data_regions, group_name, read_link, user_name, xattrs};
 pub use attrs::{
     Attrs, NodeKind, attrs, is_unsupported, keep_owner_and_mode, set_mode, set_owner, set_times,
 };
 pub use libs::{can_load_shared_libraries, executable_name, shared_library_names};
+pub use names::{is_descriptor_name, local_now, name_cut_to, slashed};
+pub use open_as::{
+    link_count, process_uid, set_create_mode, set_dir_mode, set_no_follow, set_no_follow_no_wait,
+};
 pub use paths::{member_name_bytes, uri_path_bytes};
-#[cfg(unix)]
-pub use process::stdout_if_same;
 pub use process::{
     HeldLock, LockKind, MANDATORY_LOCKS, check_writable, command_of, lock_holder, locks_on,
-    process_exists,
+    process_exists, stdout_if_same,
 };
-#[cfg(target_os = "linux")]
-pub use write::create_locked_then_named;
+pub use replace::{exchange_unsupported, rename_exchange, rename_no_replace, share_extents};
 pub use write::{
-    HAS_SYNCFS, clone_file, copy_range, make_node, make_symlink, remove_xattr, set_xattr,
-    sync_directory, sync_filesystem, sync_filesystem_of, write_all_at,
+    HAS_SYNCFS, clone_file, copy_range, create_locked_then_named, make_node, make_symlink,
+    remove_xattr, set_xattr, sync_directory, sync_filesystem, sync_filesystem_of, write_all_at,
 };
 
 /// Reads from `file`'s offset into `buf`, which need not be initialised, as

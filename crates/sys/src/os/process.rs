@@ -82,6 +82,12 @@ pub fn stdout_if_same(path: &Path) -> Option<std::fs::File> {
     (a.dev() == b.dev() && a.ino() == b.ino()).then_some(stdout)
 }
 
+/// Elsewhere an output is always opened by its name.
+#[cfg(not(unix))]
+pub fn stdout_if_same(_path: &Path) -> Option<std::fs::File> {
+    None
+}
+
 /// The kind of a lock `/proc/locks` lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockKind {

@@ -287,6 +287,14 @@ pub fn write_all_at(file: &File, mut data: &[u8], mut at: u64) -> io::Result<()>
     Ok(())
 }
 
+/// Elsewhere than Linux there are no unnamed files: always `Unsupported`, and nothing is
+/// made.
+#[cfg(not(target_os = "linux"))]
+pub fn create_locked_then_named(path: &Path, mode: u32) -> io::Result<File> {
+    let _ = (path, mode);
+    Err(io::Error::from(io::ErrorKind::Unsupported))
+}
+
 /// Makes a regular file at `path` (which must not exist) that no one sees unlocked: made
 /// without a name in its directory (`O_TMPFILE`), locked (`flock`), then linked under
 /// `path`. `Unsupported` where the kernel or filesystem cannot make unnamed files (or

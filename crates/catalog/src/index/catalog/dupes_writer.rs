@@ -101,19 +101,7 @@ impl DupesWriter {
             return Ok(());
         }
         let tx = begin(&self.conn, &self.path, waiting)?;
-        forget_rows(&tx, gone).map_err(|e| self.err(e))?;
+        super::forget_rows(&tx, gone).map_err(|e| self.err(e))?;
         tx.commit().map_err(|e| self.err(e))
     }
-}
-
-/// Deletes the rows of `gone` and their thumbnails, inside the caller's transaction: the
-/// one place image rows of files seen gone are deleted.
-pub(super) fn forget_rows(tx: &rusqlite::Transaction<'_>, gone: &Forget) -> rusqlite::Result<()> {
-    let mut delete = tx.prepare_cached("DELETE FROM images WHERE id = ?1")?;
-    let mut unthumb = tx.prepare_cached("DELETE FROM thumbs WHERE image = ?1")?;
-    for id in gone.ids() {
-        unthumb.execute([id])?;
-        delete.execute([id])?;
-    }
-    Ok(())
 }

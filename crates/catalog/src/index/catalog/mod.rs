@@ -18,6 +18,8 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use seekless_jobs::destructive::Forget;
+
 pub(crate) use dupes_writer::StoredDecision;
 pub(crate) use lock::WriterLock;
 pub(crate) use read_only::{HashedRow, ReadOnly};
@@ -106,6 +108,18 @@ impl CatalogError {
             source: source.into(),
         }
     }
+}
+
+/// Deletes the rows of `gone` and their thumbnails, inside the caller's transaction: the
+/// one place image rows of files seen gone are deleted.
+pub(super) fn forget_rows(tx: &rusqlite::Transaction<'_>, gone: &Forget) -> rusqlite::Result<()> {
+    let mut delete = tx.prepare_cached("DELETE FROM images WHERE id = ?1")?;
+    let mut unthumb = tx.prepare_cached("DELETE FROM thumbs WHERE image = ?1")?;
+    for id in gone.ids() {
+        unthumb.execute([id])?;
+        delete.execute([id])?;
+    }
+    Ok(())
 }
 
 /// An error under a [`CatalogError`] as one line: SQLite's own message without the SQL it

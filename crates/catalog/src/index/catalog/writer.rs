@@ -10,7 +10,7 @@ use crossbeam_channel::RecvTimeoutError;
 use rusqlite::{Connection, params};
 use seekless_jobs::destructive::Forget;
 
-use super::dupes_writer::forget_rows;
+use super::forget_rows;
 #[cfg(test)]
 use super::lock::WriterLock;
 use super::lock::begin;

@@ -240,43 +240,28 @@ fn make_dirs(dir: &Path) -> Result<(), String> {
         }
         let mut b = fs::DirBuilder::new();
         b.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        seekless_sys::set_dir_mode(&mut b, 0o700);
         b.create(&d)
             .map_err(|e| format!("{}: {}", d.display(), describe_io(&e)))?;
     }
     Ok(())
 }
 
-#[cfg(unix)]
+/// This process's user id, which names its trash (`.Trash-$uid`): there is none where
+/// files have no owners.
 fn uid() -> Result<u32, String> {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    Ok(unsafe { libc::getuid() })
+    seekless_sys::process_uid()
+        .ok_or_else(|| "the freedesktop.org trash is for Linux and other Unix systems".into())
 }
 
-#[cfg(not(unix))]
-fn uid() -> Result<u32, String> {
-    Err("the freedesktop.org trash is for Linux and other Unix systems".into())
-}
-
-#[cfg(unix)]
+/// Whether this process's user owns the file of `m` (never where files have no owners).
 fn owned_by_us(m: &fs::Metadata) -> bool {
-    std::os::unix::fs::MetadataExt::uid(m) == uid().unwrap_or(u32::MAX)
+    uid().is_ok_and(|uid| seekless_sys::attrs(m).uid == u64::from(uid))
 }
 
-#[cfg(not(unix))]
-fn owned_by_us(_m: &fs::Metadata) -> bool {
-    false
-}
-
-#[cfg(unix)]
+/// Whether the sticky bit is set (never where there are no such bits).
 fn is_sticky(m: &fs::Metadata) -> bool {
-    std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o1000 != 0
-}
-
-#[cfg(not(unix))]
-fn is_sticky(_m: &fs::Metadata) -> bool {
-    false
+    seekless_sys::attrs(m).mode & 0o1000 != 0
 }
 
 /// A path's bytes percent-encoded (RFC 2396: all but unreserved characters and `/`).
@@ -314,29 +299,7 @@ fn decode(text: &str) -> Vec<u8> {
 
 /// Now, in local time, as `DeletionDate` has it (`2026-12-05T14:03:09`).
 fn local_now() -> String {
-    #[cfg(unix)]
-    {
-        // SAFETY: `tm` is plain old data; all zeroes is a valid value of it.
-        let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-        // SAFETY: `time(NULL)` only returns the time; `localtime_r` writes the `tm` we own
-        // and returns NULL on failure, checked.
-        let ok = unsafe {
-            let t = libc::time(std::ptr::null_mut());
-            !libc::localtime_r(&t, &mut tm).is_null()
-        };
-        if ok {
-            return format!(
-                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-                tm.tm_year + 1900,
-                tm.tm_mon + 1,
-                tm.tm_mday,
-                tm.tm_hour,
-                tm.tm_min,
-                tm.tm_sec
-            );
-        }
-    }
-    String::from("1970-01-01T00:00:00")
+    seekless_sys::local_now().unwrap_or_else(|| String::from("1970-01-01T00:00:00"))
 }
 
 #[cfg(test)]

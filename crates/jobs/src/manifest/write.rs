@@ -1,0 +1,151 @@
+//! Writing manifests: a line ([`format_line`]), a whole manifest written as files are
+//! hashed ([`ManifestFile`]), and names as a manifest or a verdict writes them.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::AtomicFile;
+use seekless_sys::path_to_bytes;
+
+/// Formats one manifest line (without the trailing newline) from raw path bytes.
+///
+/// The path is written as given: a file named `-` must be passed as `./-` (see
+/// [`name_in_manifest`]), since `-` on a line means standard input.
+pub fn format_line(hex: &str, path: &[u8]) -> Vec<u8> {
+    let mut line = Vec::with_capacity(hex.len() + path.len() + 4);
+    push_line(&mut line, hex, path);
+    line
+}
+
+/// Appends [`format_line`]'s line to `out`.
+pub(super) fn push_line(out: &mut Vec<u8>, hex: &str, path: &[u8]) {
+    let path = &*portable_name(path);
+    let escape = needs_escape(path);
+    if escape {
+        out.push(b'\\');
+    }
+    out.extend_from_slice(hex.as_bytes());
+    out.extend_from_slice(b"  ");
+    push_name(out, path, escape);
+}
+
+/// Bytes of lines a [`ManifestFile`] holds before writing them out.
+pub(super) const MANIFEST_BUFFER: usize = 64 << 10;
+
+/// A manifest written to its file as its lines are made, through an [`AtomicFile`]: it
+/// appears under its name only when [`commit`](Self::commit)ted, complete, and a run of a
+/// million files holds no more than 64 KiB of it at any time. Lines are written in the
+/// order they are pushed. A failure to write is kept and returned by `commit` (lines
+/// pushed after it are dropped): the caller hashing files need not stop to hear of it.
+///
+/// ```
+/// use seekless_jobs::manifest::ManifestFile;
+///
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("SUMS");
+/// let mut manifest = ManifestFile::create(&path)?;
+/// manifest.push("00ff", "photos/a.jpg".as_ref());
+/// assert!(!path.exists());
+/// manifest.commit()?;
+/// assert_eq!(std::fs::read(&path)?, b"00ff  photos/a.jpg\n");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct ManifestFile {
+    pub(super) file: AtomicFile,
+    /// Lines not written yet: less than [`MANIFEST_BUFFER`] bytes, and one line.
+    pub(super) pending: Vec<u8>,
+    /// The first write that failed.
+    pub(super) failed: Option<io::Error>,
+}
+
+impl ManifestFile {
+    /// Starts writing the manifest `path` ([`AtomicFile::create`]: through a link, into a
+    /// device or standard output, refusing a file this process could not write).
+    pub fn create(path: &Path) -> io::Result<ManifestFile> {
+        Ok(ManifestFile {
+            file: AtomicFile::create(path)?,
+            pending: Vec::new(),
+            failed: None,
+        })
+    }
+
+    /// The name asked for.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// What a walk may meet of this manifest ([`AtomicFile::identity`]): a copy leaves it
+    /// out ([`CopyOptions::outputs`](crate::copy::CopyOptions::outputs)).
+    pub fn identity(&self) -> crate::OutputIdentity {
+        self.file.identity()
+    }
+
+    /// Adds the line of the file read at `path` whose digest is `hex` ([`format_line`]:
+    /// the path's bytes as they are, escaped where needed), written out once 64 KiB of
+    /// lines are waiting.
+    pub fn push(&mut self, hex: &str, path: &Path) {
+        if self.failed.is_some() {
+            return;
+        }
+        push_line(&mut self.pending, hex, &path_to_bytes(path));
+        self.pending.push(b'\n');
+        if self.pending.len() >= MANIFEST_BUFFER {
+            self.write_pending();
+        }
+    }
+
+    fn write_pending(&mut self) {
+        if let Err(e) = self.file.file().write_all(&self.pending) {
+            self.failed = Some(e);
+        }
+        self.pending.clear();
+    }
+
+    /// Writes the lines still waiting and puts the manifest in place durably
+    /// ([`AtomicFile::commit`]); the first write that failed, if one did, instead.
+    pub fn commit(mut self) -> io::Result<()> {
+        self.write_pending();
+        match self.failed.take() {
+            Some(e) => Err(e),
+            None => self.file.commit(),
+        }
+    }
+}
+
+/// The name to write in a manifest for a path: `./-` for a file named `-`, which a
+/// manifest would otherwise read as standard input; any other path as it is.
+///
+/// ```
+/// use seekless_jobs::manifest::name_in_manifest;
+/// assert_eq!(name_in_manifest(b"-"), b"./-");
+/// assert_eq!(name_in_manifest(b"dir/-"), b"dir/-");
+/// ```
+pub fn name_in_manifest(path: &[u8]) -> &[u8] {
+    if path == b"-" { b"./-" } else { path }
+}
+
+/// A path as a manifest or a verdict names it: as given; on Windows with `/` for its
+/// separators (every `\` there is one), as `b3sum` writes names there.
+pub(super) fn portable_name(path: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    seekless_sys::slashed(path)
+}
+
+pub(super) fn needs_escape(name: &[u8]) -> bool {
+    name.iter().any(|&b| matches!(b, b'\\' | b'\n' | b'\r'))
+}
+
+pub(super) fn push_name(out: &mut Vec<u8>, name: &[u8], escape: bool) {
+    if !escape {
+        out.extend_from_slice(name);
+        return;
+    }
+    for &b in name {
+        match b {
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            _ => out.push(b),
+        }
+    }
+}
