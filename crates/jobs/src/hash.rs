@@ -1,12 +1,12 @@
 //! Checksums of every file, read in physical order with hashing on worker threads.
 //!
-//! The algorithms and hashers are [`jobs::digest`](crate::digest)'s (re-exported
-//! here); checking a manifest against the files is [`jobs::check`](crate::check).
+//! The algorithms and hashers are [`jobs::digest`](crate::digest)'s; checking a manifest against the files is [`jobs::check`](crate::check).
 //!
 //! ```
 //! use std::sync::Arc;
 //! use seekless_core::{Plan, PlanOptions, Quiet};
-//! use seekless_jobs::hash::{Algorithm, hash_plan};
+//! use seekless_jobs::digest::Algorithm;
+//! use seekless_jobs::hash::hash_plan;
 //! use seekless_core::read::ReadOptions;
 //!
 //! let dir = tempfile::tempdir()?;
@@ -31,7 +31,7 @@ use seekless_core::{Plan, PlannedFile};
 
 // Their home is `jobs::digest`; here too for code written before it was split off.
 #[doc(no_inline)]
-pub(crate) use crate::digest::{Algorithm, Hasher, hash_stream};
+use crate::digest::Algorithm;
 
 /// Hashes one file from a reader to its end and checks it did not change.
 pub fn hash_reader(

@@ -14,7 +14,7 @@ use super::nodes::refresh;
 use super::{CopyOptions, Mapping, Method, target};
 use crate::atomic::AtomicFile;
 use crate::destructive::{Durable, OwnTemp};
-use crate::hash::{Algorithm, Hasher};
+use crate::digest::{Algorithm, Hasher};
 use crate::stat::Stat;
 use seekless_core::Error;
 use seekless_core::PlannedFile;
@@ -447,5 +447,5 @@ pub(super) fn is_full(err: &Error) -> bool {
 /// The hash of a file read plainly.
 pub(super) fn hash_path(path: &Path, algo: Algorithm) -> io::Result<String> {
     let f = os::with_path(path, |p| File::open(p))?;
-    crate::hash::hash_stream(f, algo)
+    crate::digest::hash_stream(f, algo)
 }

@@ -5,7 +5,7 @@ use std::io;
 use std::path::PathBuf;
 
 use super::ResolveError;
-use crate::hash::Algorithm;
+use crate::digest::Algorithm;
 use seekless_core::PlannedFile;
 use seekless_core::read::{Events, NoEvents, ReadOptions};
 

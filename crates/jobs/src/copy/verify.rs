@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{CopyOptions, CopySummary};
-use crate::hash::{self, Algorithm};
+use crate::digest::Algorithm;
+use crate::hash;
 use seekless_core::Error;
 use seekless_core::Reporter;
 use seekless_core::read::{self, ConsumeOptions, NoEvents};

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::hash::{Algorithm, hash_plan};
+use crate::digest::{Algorithm, hash_stream};
+use crate::hash::hash_plan;
 use seekless_core::Error;
 use seekless_core::Reporter;
 use seekless_core::read::ReadOptions;
@@ -240,7 +241,7 @@ pub(super) fn content_hash(path: &Path) -> Option<String> {
     opts.read(true);
     os::set_no_follow_no_wait(&mut opts);
     let file = os::with_path(path, |p| opts.open(p)).ok()?;
-    crate::hash::hash_stream(file, Algorithm::Blake3).ok()
+    hash_stream(file, Algorithm::Blake3).ok()
 }
 
 /// Errors of the check's walk and reads, by path.
