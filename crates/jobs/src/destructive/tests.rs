@@ -505,6 +505,7 @@ fn a_row_whose_file_is_still_there_is_not_forgotten() {
     std::fs::write(&file, b"x").unwrap();
     std::fs::create_dir(&dir).unwrap();
     let c = walked().clearance(true).unwrap();
+    #[cfg_attr(not(unix), allow(unused_mut))]
     let mut rows = vec![
         (1, file.clone()),
         (2, dir.clone()),

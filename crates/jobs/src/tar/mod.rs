@@ -682,9 +682,11 @@ mod tests {
     use std::fs;
 
     /// A member read back: name, type flag, link target, content.
+    #[cfg(unix)]
     type Got = (String, char, String, Vec<u8>);
 
     /// Archives `inputs` and reads the archive back with the `tar` crate.
+    #[cfg(unix)]
     fn round_trip(inputs: &[PathBuf]) -> (Vec<Got>, TarSummary) {
         let mut out = Vec::new();
         let summary = archive(
