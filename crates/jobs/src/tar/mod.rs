@@ -678,6 +678,7 @@ fn cached(names: &mut HashMap<u64, Name>, id: u64, lookup: fn(u32) -> Option<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[cfg(unix)]
     use seekless_core::Quiet;
     use std::fs;
 
