@@ -259,7 +259,8 @@ pub fn make_symlink(target: &Path, at: &Path) -> io::Result<()> {
     std::os::unix::fs::symlink(target, at)
 }
 
-/// Makes a symbolic link at `at` to `target` (a directory link if `target` is a directory).
+/// Makes a symbolic link at `at` to `target`: a file link (`symlink_file`), whatever
+/// `target` is.
 #[cfg(windows)]
 pub fn make_symlink(target: &Path, at: &Path) -> io::Result<()> {
     std::os::windows::fs::symlink_file(target, at)
