@@ -2,7 +2,8 @@
 """Planted bugs in the code that decides what is deleted, replaced or trusted.
 
 Each mutant below is one deliberate bug (a check turned off, a comparison that always
-passes) in the destructive owner (crates/jobs/src/destructive/, destructive/resolve/;
+passes) in the destructive owner (crates/jobs/src/destructive/, destructive/acts/), the
+duplicate acts around it (crates/catalog/src/dupes/resolve/;
 temp.rs, which judges whether a temporary's run is alive),
 the reader's change check (crates/core/src/read/mod.rs), copy's finish
 (crates/jobs/src/copy/content.rs) and tree removal. For each, the script plants it,
@@ -32,17 +33,18 @@ D_TREE = "crates/jobs/src/destructive/tree.rs"
 D_DIRECTORY = "crates/jobs/src/destructive/directory.rs"
 D_TEMPORARIES = "crates/jobs/src/destructive/temporaries.rs"
 D_FORGET = "crates/jobs/src/destructive/forget.rs"
-R_CHECK = "crates/jobs/src/destructive/resolve/check.rs"
-R_ACT = "crates/jobs/src/destructive/resolve/act.rs"
-R_PREPARE = "crates/jobs/src/destructive/resolve/prepare.rs"
-R_CLEAN_UP = "crates/jobs/src/destructive/resolve/clean_up.rs"
-R_UNDO = "crates/jobs/src/destructive/resolve/undo.rs"
+A_CHECK = "crates/jobs/src/destructive/acts/check.rs"
+A_ACTS = "crates/jobs/src/destructive/acts/primitives.rs"
+R_PREPARE = "crates/catalog/src/dupes/resolve/prepare.rs"
+R_CLEAN_UP = "crates/catalog/src/dupes/resolve/clean_up.rs"
+R_UNDO = "crates/catalog/src/dupes/resolve/undo.rs"
 T = "crates/jobs/src/temp.rs"
 C = "crates/jobs/src/copy/content.rs"
 READ = "crates/core/src/read/mod.rs"
 
 IT = ["--test", "it", "--"]
 JOBS = ["-p", "seekless-jobs", "--lib", "--"]
+CATALOG = ["-p", "seekless-catalog", "--lib", "--"]
 FAULTS = IT + ["faults::seeded"]
 ACTS = IT + ["faults_acts"]
 
@@ -109,60 +111,60 @@ MUTANTS = [
      "        if !intact {", "        if false {",
      [FAULTS]),
     # The duplicate acts (issue 41 items 3-6).
-    ("the act's last look at the file always passes", R_ACT,
-     "    still(&c.file, c.file_ctime).map_err(io::Error::other)?;",
-     "    let _ = still(&c.file, c.file_ctime);",
+    ("the act's last look at the file always passes", A_CHECK,
+     "        still(&self.file, self.file_ctime).map_err(io::Error::other)?;",
+     "        let _ = still(&self.file, self.file_ctime);",
      [ACTS, IT + ["dupes_act"]]),
-    ("the act's last look at the keeper always passes", R_ACT,
-     "    still(&c.keeper, keeper_ctime)\n",
-     "    Ok::<Known, String>(c.keeper.clone())\n",
+    ("the act's last look at the keeper always passes", A_CHECK,
+     "        self.keeper_still(keeper_ctime).map_err(|why| {",
+     "        Ok::<(), String>(()).map_err(|why| {",
      [ACTS, IT + ["dupes_act"]]),
-    ("the status-change time is not compared", R_CHECK,
+    ("the status-change time is not compared", A_CHECK,
      "        None if now_ctime == ctime => Ok(now),",
      "        None if now_ctime == ctime || true => Ok(now),",
      [ACTS, IT + ["dupes_act"]]),
-    ("a change while the check read is not seen", R_CHECK,
+    ("a change while the check read is not seen", A_CHECK,
      "        if before.get(&k.path) != Some(&ctime) {",
      "        if false {",
      [IT + ["dupes_act::an_edit"]]),
-    ("an exact duplicate need not read as its keeper", R_CHECK,
+    ("an exact duplicate need not read as its keeper", A_CHECK,
      "            if c.identical && file.blake3 != keeper.blake3 {",
      "            if false {",
-     [JOBS + ["resolve"], IT + ["dupes_act"]]),
+     [CATALOG + ["resolve"], IT + ["dupes_act"]]),
     ("a file similar but not identical is replaced", R_PREPARE,
-     "    if !checked.identical && !act.keeps_the_bytes() {",
+     "    if !checked.identical() && !act.keeps_the_bytes() {",
      "    if false {",
-     [JOBS + ["resolve"], IT + ["dupes"]]),
+     [CATALOG + ["resolve"], IT + ["dupes"]]),
     ("hard links whatever the metadata", R_PREPARE,
      "            if !metadata_may_differ && let Some(what) = metadata_differs(path, checked.keeper()) {",
      "            if false && let Some(what) = metadata_differs(path, checked.keeper()) {",
      [ACTS, IT + ["dupes_act"]]),
-    ("a move or trash never confirms what it took", R_ACT,
+    ("a move or trash never confirms what it took", A_ACTS,
      "    let Err(why) = is_the_file(to, file) else {",
      "    let Err(why) = Ok::<(), String>(()) else {",
      [ACTS, IT + ["dupes_act"]]),
-    ("a hard link never confirms what it replaced", R_ACT,
-     "                temp.replace_confirmed(Durable::no_data(), |at| is_the_file(at, &c.file));",
-     "                temp.replace_confirmed(Durable::no_data(), |_| Ok(()));",
+    ("a hard link never confirms what it replaced", A_ACTS,
+     "    let replaced = temp.replace_confirmed(Durable::no_data(), |at| is_the_file(at, c.known_file()));",
+     "    let replaced = temp.replace_confirmed(Durable::no_data(), |_| Ok(()));",
      [ACTS, IT + ["dupes_act"]]),
-    ("a moved file recognised by identity only (no content fallback)", R_CHECK,
+    ("a moved file recognised by identity only (no content fallback)", A_CHECK,
      "            if !k.blake3.is_empty() && content_hash(at).as_deref() == Some(&k.blake3) =>",
      "            if false =>",
      [ACTS, IT + ["dupes_act"]]),
-    ("cleaning up a killed run removes anything under a temporary's name", R_CLEAN_UP,
+    ("cleaning up a killed run removes anything under a temporary's name", A_ACTS,
      "    Err(\n        \"left: a temporary name of a killed",
      "    if true {\n        return Ok(true);\n    }\n    Err(\n        \"left: a temporary name of a killed",
      [ACTS, IT + ["dupes_act"]]),
-    ("cleaning up a killed run removes nothing", R_CLEAN_UP,
-     "    if is(k) && links > 1 {",
+    ("cleaning up a killed run removes nothing", A_ACTS,
+     "    if is(keeper) && links > 1 {",
      "    if false {",
      [ACTS, IT + ["dupes_act"]]),
     ("undo follows the way back as it finds it (no folder held)", R_UNDO,
      "        let back = match os::pinned_no_links(&from) {",
      "        let back = match Ok::<_, io::Error>(from.clone()) {",
      [IT + ["dupes_act::undo_holds"]]),
-    ("undo never confirms what it put back", R_UNDO,
-     "        if let Err(why) = is_the_file(&back, &expect) {",
+    ("undo never confirms what it put back", A_ACTS,
+     "    if let Err(why) = is_the_file(back, expect) {",
      "        if let Err(why) = Ok::<(), String>(()) {",
      [IT + ["dupes_act::undo_confirms"]]),
     ("a journal whose run lives is taken for a dead run's", R_CLEAN_UP,

@@ -215,15 +215,14 @@ pub fn decisions(data: &[u8]) {
     }
 }
 
-/// The journal `dupes --undo` reads (`destructive/resolve.rs`): every act it returns has a
-/// number.
+/// The journal `dupes --undo` reads (`seekless-catalog`'s `dupes/resolve/journal.rs`): each
+/// act read is one a journal could have written.
 pub fn journal(data: &[u8]) {
-    if let Ok(read) = seekless_jobs::destructive::resolve::parse_journal(data) {
+    if let Ok(read) = seekless_catalog::fuzzing::parse_journal(data) {
         for act in &read.acts {
             // Each act read is one a journal could have written.
             let again = serde_json::to_vec(act).unwrap();
-            let back: seekless_jobs::destructive::resolve::Intent =
-                serde_json::from_slice(&again).unwrap();
+            let back: seekless_catalog::fuzzing::Intent = serde_json::from_slice(&again).unwrap();
             assert_eq!(&back, act);
         }
     }

@@ -11,10 +11,11 @@ pub mod dupes;
 pub mod index;
 
 /// Each parser of untrusted bytes alone (`index`'s format, header, EXIF, raw, video and
-/// sidecar readers), for the fuzz targets through `seekless::fuzzing`: the parsers
+/// sidecar readers, and the journal `dupes --undo` reads), for the fuzz targets through `seekless::fuzzing`: the parsers
 /// themselves are private. Built only with the `fuzzing` feature; not part of the API.
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing {
+    pub use crate::dupes::resolve::journal::{Intent, parse_journal};
     pub use crate::index::inspect::fuzzing::*;
 }

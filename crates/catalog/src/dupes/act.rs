@@ -1,7 +1,7 @@
 //! Acting on the duplicates found (`seekless dupes --act`): every file offered for removal
 //! is moved away, put in the trash, replaced with a hard link to its keeper, or made to
 //! share its keeper's extents, through the one owner of destructive acts
-//! ([`seekless_jobs::destructive::resolve`]), which reads each file and its keeper again
+//! ([`seekless_jobs::destructive::acts`]), which reads each file and its keeper again
 //! first, in physical order, and journals each act before doing it. The catalog then
 //! forgets the rows of files moved away or put in the trash (they are provably gone from
 //! their paths); `--undo JOURNAL` puts them back, and the next `index` finds them again.
@@ -39,8 +39,9 @@ use std::path::{Path, PathBuf};
 
 use seekless_core::Quiet;
 use seekless_jobs::destructive::Forget;
-use seekless_jobs::destructive::resolve::{self, Candidate, Journal, Known};
+use seekless_jobs::destructive::acts::{Candidate, Known, Moved};
 
+use super::resolve::{self, Journal};
 pub use resolve::{Act, Cleaned, Undone, undo};
 
 use super::{Dupes, DupesError, GroupKind, Member};
@@ -98,10 +99,10 @@ pub struct Report {
     pub skipped: u64,
     /// Catalog rows forgotten (files moved away or put in the trash).
     pub forgotten: u64,
-    /// What killed runs on this catalog left behind, removed first (see
-    /// [`resolve::clean_up`]): from the journals beside it named as
+    /// What killed runs on this catalog left behind, removed first ([`Cleaned`]): from the
+    /// journals beside it named as
     /// [`default_journal`] names them, and those listed in `DB.dupes-journals`.
-    pub cleaned: resolve::Cleaned,
+    pub cleaned: Cleaned,
 }
 
 /// `DB.dupes-SECONDS.journal` (`DB.dupes-SECONDS-N.journal` when a run of the same second
@@ -259,7 +260,7 @@ pub fn run(
         ..Report::default()
     };
     let mut outcomes: Vec<Option<Outcome>> = (0..planned.len()).map(|_| None).collect();
-    let mut gone: Vec<(i64, resolve::Moved)> = Vec::new();
+    let mut gone: Vec<(i64, Moved)> = Vec::new();
     let stopped = resolve::resolve(candidates, act, &mut journal, |i, r| {
         outcomes[i] = Some(match r {
             resolve::Outcome::Done { to, frees } => {

@@ -52,6 +52,7 @@ mod grouping;
 pub mod html;
 mod keep;
 mod mih;
+pub(crate) mod resolve;
 mod verify;
 
 use std::collections::{HashMap, HashSet};

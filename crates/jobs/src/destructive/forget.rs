@@ -3,8 +3,8 @@
 use std::fs;
 use std::path::Path;
 
+use super::acts;
 use super::evidence::Clearance;
-use super::resolve;
 use super::tree::through_a_link;
 
 /// Whether no regular file is at `path` now. There means a regular file at that very path:
@@ -40,7 +40,7 @@ pub struct Forget {
 impl Forget {
     /// Of `rows` (row id, the file an act of this run moved away), those whose old path
     /// holds no regular file now (as [`gone`](Self::gone) judges it).
-    pub fn moved_away<'m>(rows: impl IntoIterator<Item = (i64, &'m resolve::Moved)>) -> Forget {
+    pub fn moved_away<'m>(rows: impl IntoIterator<Item = (i64, &'m acts::Moved)>) -> Forget {
         Forget {
             ids: rows
                 .into_iter()

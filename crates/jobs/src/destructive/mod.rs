@@ -20,16 +20,20 @@
 //!   proves that run has ended: the temporary's lock is free. A name alone proves nothing:
 //!   a user's `.notes.seekless-tmp-2024-12` is never touched.
 //! - [`Forget`]: catalog rows of files that were seen gone.
-//! - [`resolve::Checked`]: a duplicate and its keeper read just now, each as the catalog
+//! - [`acts::Checked`]: a duplicate and its keeper read just now, each as the catalog
 //!   knew it, and (exact duplicates) the same bytes: what `dupes --act` moves, trashes,
-//!   links or reflinks, each act journalled first ([`resolve`]).
+//!   links or reflinks ([`acts`]); an [`acts::Moved`], what a move or a trash gives, is
+//!   the evidence that the file's old path is empty because of it. What to act on, the
+//!   journal each act is written to first, the trash's place and the undo are the
+//!   catalog's (`seekless_catalog::dupes::act`), which removes and renames nothing but
+//!   through these.
 //!
 //! Beyond the evidence, trees are removed conservatively: never across a mount point, never
 //! a source or a directory holding one, and a directory is removed only once everything
 //! in it is.
 
 pub(crate) use crate::temp::may_be_live_temp;
-pub mod resolve;
+pub mod acts;
 
 mod directory;
 mod evidence;
@@ -39,13 +43,13 @@ mod temporaries;
 mod tree;
 
 pub(crate) use directory::make_directory;
+pub(crate) use evidence::Durable;
 pub use evidence::{Clearance, Withheld, Witness};
-pub(crate) use evidence::{Durable, identity};
 pub use forget::Forget;
 pub(crate) use lock::DestinationLock;
 pub(crate) use temporaries::{OwnTemp, remove_dead_temps};
 pub(crate) use tree::remove_extra;
-use tree::{Lies, through_a_link};
+pub use tree::{Lies, through_a_link};
 
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)]

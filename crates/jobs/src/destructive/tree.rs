@@ -129,7 +129,7 @@ pub(crate) fn remove_extra(
 
 /// The folder on the way to `path` that is a symbolic link now, if one is: a path through
 /// it leads elsewhere than the one recorded.
-pub(super) fn through_a_link(path: &Path) -> Option<&Path> {
+pub fn through_a_link(path: &Path) -> Option<&Path> {
     path.ancestors()
         .skip(1)
         .find(|dir| os::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()))
@@ -145,18 +145,19 @@ pub(super) fn is_empty_dir(dir: &Path) -> bool {
 /// subvolume has one of its own, on its parent's mount). A removal stays where the tree
 /// it belongs to lies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Lies {
+pub struct Lies {
     mount: u64,
     dev: u64,
 }
 
 impl Lies {
-    pub(super) fn at(path: &Path) -> io::Result<Lies> {
+    /// Where `path` lies (not following a link).
+    pub fn at(path: &Path) -> io::Result<Lies> {
         Lies::of(path, &os::symlink_metadata(path)?)
     }
 
     /// Where `path`, whose metadata is `meta`, lies (one `statx` more).
-    pub(super) fn of(path: &Path, meta: &fs::Metadata) -> io::Result<Lies> {
+    pub fn of(path: &Path, meta: &fs::Metadata) -> io::Result<Lies> {
         let mount = os::mount_id(path)?;
         let dev = os::file_id(path, None, meta)?.dev;
         Ok(Lies { mount, dev })

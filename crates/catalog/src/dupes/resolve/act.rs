@@ -5,13 +5,11 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::check::{Candidate, Checked, Known, check, is_the_file, still};
 use super::journal::{Intent, Journal, JournalPath, Stamp};
 use super::places::Places;
 use super::prepare::{Prepared, prepare};
-use super::rename::{dedupe, rename_noreplace};
-use crate::destructive::{Durable, OwnTemp};
 use seekless_core::Error;
+use seekless_jobs::destructive::acts::{self, Candidate, Checked, Moved, check};
 use seekless_sys as os;
 use seekless_sys::describe_io;
 
@@ -80,26 +78,6 @@ pub(super) const BATCH: usize = 1024;
 /// and acted on in a few seconds, not minutes).
 pub(super) const BATCH_BYTES: u64 = 1 << 30;
 
-/// A file this run moved away (a move, the trash), confirmed at its new path: made only
-/// by [`resolve`].
-#[derive(Debug)]
-pub struct Moved {
-    from: PathBuf,
-    to: PathBuf,
-}
-
-impl Moved {
-    /// Where it was.
-    pub fn from(&self) -> &Path {
-        &self.from
-    }
-
-    /// Where it is.
-    pub fn to(&self) -> &Path {
-        &self.to
-    }
-}
-
 /// What became of one candidate.
 #[derive(Debug)]
 pub enum Outcome {
@@ -107,7 +85,8 @@ pub enum Outcome {
     /// when it was its keeper's own file).
     Done {
         /// Where it went, for a move or the trash: the evidence that its path is empty
-        /// because of this act ([`crate::destructive::Forget::moved_away`]).
+        /// because of this act
+        /// ([`Forget::moved_away`](seekless_jobs::destructive::Forget::moved_away)).
         to: Option<Moved>,
         /// Bytes freed.
         frees: u64,
@@ -165,10 +144,7 @@ pub fn resolve(
         act_batch(&checked, act, journal, &mut places, |k, r| {
             let outcome = match r {
                 Ok(to) => Outcome::Done {
-                    to: to.map(|to| Moved {
-                        from: checked[k].path().to_path_buf(),
-                        to,
-                    }),
+                    to,
                     frees: checked[k].frees(),
                 },
                 // Said of the file: its path is not repeated.
@@ -201,7 +177,7 @@ pub(super) fn act_batch(
     act: &Act,
     journal: &mut Journal,
     places: &mut Places,
-    mut each: impl FnMut(usize, Result<Option<PathBuf>, Error>),
+    mut each: impl FnMut(usize, Result<Option<Moved>, Error>),
 ) -> Result<(), Error> {
     let mut ready: Vec<(usize, &Checked, Prepared, Option<Intent>)> =
         Vec::with_capacity(checked.len());
@@ -214,7 +190,7 @@ pub(super) fn act_batch(
                     act: act.name().to_string(),
                     from: JournalPath::of(c.path()),
                     keeper: JournalPath::of(c.keeper()),
-                    file: Stamp::of(&c.file),
+                    file: Stamp::of(c.known_file()),
                     to: None,
                     info: None,
                     temp: None,
@@ -228,7 +204,7 @@ pub(super) fn act_batch(
                     }
                     Prepared::HardLink(temp) => {
                         entry.temp = Some(JournalPath::of(temp));
-                        entry.keeper_file = Some(Stamp::of(&c.keeper));
+                        entry.keeper_file = Some(Stamp::of(c.known_keeper()));
                     }
                     _ => {}
                 }
@@ -287,7 +263,7 @@ pub(super) fn act_batch(
     infos.sort();
     infos.dedup();
     for dir in infos {
-        if let Err(e) = File::open(dir).and_then(|d| Durable::filesystem_synced(&d)) {
+        if let Err(e) = File::open(dir).and_then(|d| os::sync_filesystem_of(&d)) {
             return Err(Error::io(dir, e));
         }
     }
@@ -301,7 +277,11 @@ pub(super) fn act_batch(
         };
         if let Ok(to) = &r {
             changed.extend(path.parent().map(Path::to_path_buf));
-            changed.extend(to.as_deref().and_then(Path::parent).map(Path::to_path_buf));
+            changed.extend(
+                to.as_ref()
+                    .and_then(|m| m.to().parent())
+                    .map(Path::to_path_buf),
+            );
         }
         each(i, r.map_err(|e| Error::io(path, e)));
         written.map_err(|e| journal_failed(journal, e))?;
@@ -316,78 +296,27 @@ pub(super) fn act_batch(
     Ok(())
 }
 
-/// Does the prepared act on `c`: the file and its keeper looked at again first (each
-/// must be as checked, its status-change time included), and, for an act that moved or
-/// replaced a name, the file taken confirmed as the one checked afterwards (else put
-/// back).
-pub(super) fn act_now(
-    c: &Checked,
-    p: Prepared,
-    places: &mut Places,
-) -> io::Result<Option<PathBuf>> {
-    let path = c.path();
-    still(&c.file, c.file_ctime).map_err(io::Error::other)?;
+/// Does the prepared act on `c`, through the owner of destructive acts, which looks at the
+/// file and its keeper again first (each must be as checked, the keeper's status-change
+/// time as this run's own links left it) and, for an act that moved or replaced a name,
+/// confirms the file taken as the one checked afterwards (else puts it back).
+pub(super) fn act_now(c: &Checked, p: Prepared, places: &mut Places) -> io::Result<Option<Moved>> {
     let keeper_ctime = places.keeper_ctime(c);
-    still(&c.keeper, keeper_ctime)
-        .map_err(|why| io::Error::other(format!("its keeper {}: {why}", c.keeper().display())))?;
-    #[cfg(feature = "test-hooks")]
-    if !matches!(p, Prepared::HardLink(_)) {
-        seekless_core::test_hooks::at_start(path);
-    }
     match p {
-        Prepared::Nothing => Ok(None),
-        Prepared::Move(to) => match rename_noreplace(path, &to) {
-            Ok(()) => {
-                confirm_moved(path, &to, &c.file)?;
-                Ok(Some(to))
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(io::Error::other(format!(
-                "{} is there already: not moved (never over another file)",
-                to.display()
-            ))),
-            Err(e) => Err(e),
-        },
-        Prepared::Trash(..) => Err(io::Error::other(
-            "its .trashinfo was not written: not put in the trash",
-        )),
+        Prepared::Nothing => c.look_again(keeper_ctime).map(|()| None),
+        Prepared::Move(to) => acts::move_checked(c, keeper_ctime, to).map(Some),
+        Prepared::Trash(..) => {
+            c.look_again(keeper_ctime)?;
+            Err(io::Error::other(
+                "its .trashinfo was not written: not put in the trash",
+            ))
+        }
         Prepared::Trashing(info, files) => {
-            rename_noreplace(path, &files)?;
-            confirm_moved(path, &files, &c.file)?;
-            info.keep();
-            Ok(Some(files))
+            acts::trash_checked(c, keeper_ctime, info, files).map(Some)
         }
         Prepared::HardLink(name) => {
-            let temp = OwnTemp::hard_link_named(c.keeper(), name, path)?;
-            #[cfg(feature = "test-hooks")]
-            seekless_core::test_hooks::at_start(path);
-            // Linking moves the keeper's status-change time: this run's own change.
-            places.keeper_changed(c, temp.path());
-            // The link is to the file that was read as the keeper (its name could have
-            // been given to another file since it was looked at).
-            is_the_file(temp.path(), &c.keeper).map_err(|why| {
-                io::Error::other(format!("its keeper {}: {why}", c.keeper().display()))
-            })?;
-            let replaced =
-                temp.replace_confirmed(Durable::no_data(), |at| is_the_file(at, &c.file));
-            places.keeper_changed(c, path);
-            replaced.map(|()| None)
+            acts::link_over(c, keeper_ctime, name, |at| places.keeper_changed(c, at)).map(|()| None)
         }
-        Prepared::Reflink => dedupe(c).map(|()| None),
-    }
-}
-
-/// After a rename of `from` to `to`: `to` must hold the file checked; if it does not (the
-/// name was given to another file between the last look and the rename), it goes back.
-pub(super) fn confirm_moved(from: &Path, to: &Path, file: &Known) -> io::Result<()> {
-    let Err(why) = is_the_file(to, file) else {
-        return Ok(());
-    };
-    match rename_noreplace(to, from) {
-        Ok(()) => Err(io::Error::other(format!("{why}: put back"))),
-        Err(e) => Err(io::Error::other(format!(
-            "{why}, and it could not be put back ({}): it is at {}",
-            describe_io(&e),
-            to.display()
-        ))),
+        Prepared::Reflink => acts::reflink(c, keeper_ctime).map(|()| None),
     }
 }

@@ -5,11 +5,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::act::{Act, under};
-use super::check::{Checked, still};
 use super::places::Places;
 use super::trash;
-use crate::destructive::Lies;
 use seekless_core::Error;
+use seekless_jobs::destructive::Lies;
+use seekless_jobs::destructive::acts::{Checked, PendingInfo, TrashInfo};
 use seekless_sys as os;
 use seekless_sys::describe_io;
 
@@ -19,9 +19,9 @@ pub(super) enum Prepared {
     Nothing,
     Move(PathBuf),
     /// The `.trashinfo` chosen (written once journalled), and the path in the trash.
-    Trash(trash::Pending, PathBuf),
+    Trash(PendingInfo, PathBuf),
     /// The same, its `.trashinfo` written.
-    Trashing(trash::Info, PathBuf),
+    Trashing(TrashInfo, PathBuf),
     /// The name the link to the keeper gets beside the file (journalled before it is made).
     HardLink(PathBuf),
     Reflink,
@@ -36,13 +36,13 @@ pub(super) fn prepare(
 ) -> Result<Prepared, Error> {
     let path = checked.path();
     let fail = |why: String| Error::io(path, io::Error::other(why));
-    if !checked.identical && !act.keeps_the_bytes() {
+    if !checked.identical() && !act.keeps_the_bytes() {
         return Err(fail(format!(
             "not identical to its keeper: only moved or put in the trash, never {}",
             act.name()
         )));
     }
-    if checked.same_file {
+    if checked.is_its_keeper() {
         return match act {
             // Done already.
             Act::HardLink { .. } | Act::Reflink => Ok(Prepared::Nothing),
@@ -67,7 +67,7 @@ pub(super) fn prepare(
             let place = places
                 .trashes
                 .entry(folder)
-                .or_insert_with(|| trash::place_for(path, checked.file.dev))
+                .or_insert_with(|| trash::place_for(path, checked.known_file().dev))
                 .as_mut()
                 .map_err(|why| fail(why.clone()))?;
             let (info, files) = place.reserve(path).map_err(fail)?;
@@ -76,9 +76,10 @@ pub(super) fn prepare(
         Act::HardLink {
             metadata_may_differ,
         } => {
-            still(&checked.keeper, places.keeper_ctime(checked))
+            checked
+                .keeper_still(places.keeper_ctime(checked))
                 .map_err(|why| fail(format!("its keeper {}: {why}", checked.keeper().display())))?;
-            if checked.keeper.dev != checked.file.dev {
+            if checked.known_keeper().dev != checked.known_file().dev {
                 return Err(fail(
                     "its keeper is on another filesystem: no hard link".into(),
                 ));
@@ -93,7 +94,7 @@ pub(super) fn prepare(
             }
             // Made just before the act, under this name, journalled first: a run killed
             // in between leaves a name its journal gives (see `clean_up`).
-            Ok(Prepared::HardLink(crate::temp::temp_beside(path)))
+            Ok(Prepared::HardLink(checked.link_name()))
         }
         Act::Reflink => Ok(Prepared::Reflink),
     }

@@ -5,14 +5,14 @@ use std::fs::{self, File};
 use std::io;
 use std::path::Path;
 
-use super::check::ns;
-use super::journal::{Stamp, parse_journal};
-use super::trash;
+use super::journal::parse_journal;
 use seekless_core::Error;
 use seekless_core::Reporter;
+use seekless_jobs::destructive::acts::{self, Leftover};
 use seekless_sys as os;
 
-/// What [`clean_up`] removed.
+/// What a killed run left behind and the next run or undo removed: only what its journal
+/// names, once its lock proves that run ended.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Cleaned {
     /// Hard links' temporaries (`.NAME.seekless-tmp-RUN-N` beside a file).
@@ -68,18 +68,12 @@ pub fn clean_up(path: &Path, reporter: &dyn Reporter) -> Result<Cleaned, Error> 
                     continue;
                 };
                 let (temp, from) = (temp.path(), e.from.path());
-                match leftover_link(&temp, &from, keeper, &e.file) {
-                    Ok(true) => {
-                        // A temporary of this journal's run, ended: a second name of the
-                        // keeper, or the replaced duplicate (its bytes the keeper's).
-                        #[allow(clippy::disallowed_methods)]
-                        match os::with_path(&temp, |p| fs::remove_file(p)) {
-                            Ok(()) => out.temps += 1,
-                            Err(err) => reporter.error(&Error::io(&temp, err)),
-                        }
-                    }
-                    Ok(false) => {}
-                    Err(why) => reporter.warning(Some(&temp), &why),
+                let (keeper, file) = (keeper.known(temp.clone()), e.file.known(from.clone()));
+                match acts::remove_leftover_link(&temp, &from, &keeper, &file) {
+                    Leftover::Removed => out.temps += 1,
+                    Leftover::Nothing => {}
+                    Leftover::Failed(err) => reporter.error(&Error::io(&temp, err)),
+                    Leftover::Kept(why) => reporter.warning(Some(&temp), &why),
                 }
             }
             "trash" => {
@@ -89,7 +83,7 @@ pub fn clean_up(path: &Path, reporter: &dyn Reporter) -> Result<Cleaned, Error> 
                 let (info, to, from) = (info.path(), to.path(), e.from.path());
                 let in_trash = os::symlink_metadata(&to).is_ok();
                 if !in_trash && os::symlink_metadata(&info).is_ok() {
-                    trash::forget_info(&info, &from);
+                    acts::forget_trash_info(&info, &from);
                     if os::symlink_metadata(&info).is_err() {
                         out.infos += 1;
                     }
@@ -99,47 +93,4 @@ pub fn clean_up(path: &Path, reporter: &dyn Reporter) -> Result<Cleaned, Error> 
         }
     }
     Ok(out)
-}
-
-/// Whether the hard link temporary `temp` of an ended run may go: `Ok(false)` when there
-/// is nothing there, `Err` (why not) when something is there that is neither the keeper
-/// (`keeper`, with another name) nor the replaced file (`file`, its path `from` now the
-/// keeper's).
-pub(super) fn leftover_link(
-    temp: &Path,
-    from: &Path,
-    keeper: &Stamp,
-    file: &Stamp,
-) -> Result<bool, String> {
-    let Ok(meta) = os::symlink_metadata(temp) else {
-        return Ok(false);
-    };
-    let id_of = |p: &Path, m: &fs::Metadata| {
-        os::file_id(p, None, m)
-            .ok()
-            .map_or((None, None), |id| (Some(id.dev), Some(id.ino)))
-    };
-    // Where the count is not known: never taken for a second name.
-    let links = os::link_count(&meta).unwrap_or(1);
-    let stamp = |v: &Stamp| (Some(v.dev), Some(v.ino), Some(v.size), Some(v.mtime_ns));
-    let (k, f) = (stamp(keeper), stamp(file));
-    let id = id_of(temp, &meta);
-    let is = |s: (Option<u64>, Option<u64>, Option<u64>, Option<i64>)| {
-        meta.is_file()
-            && id == (s.0, s.1)
-            && Some(meta.len()) == s.2
-            && meta.modified().ok().map(ns) == s.3
-    };
-    if is(k) && links > 1 {
-        return Ok(true);
-    }
-    let from_is_keeper = os::symlink_metadata(from).is_ok_and(|m| id_of(from, &m) == (k.0, k.1));
-    if is(f) && from_is_keeper {
-        return Ok(true);
-    }
-    Err(
-        "left: a temporary name of a killed `dupes --act hardlink`, holding neither the \
-         keeper nor the file it replaced"
-            .into(),
-    )
 }

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::Known;
+use seekless_jobs::destructive::acts::Known;
 use seekless_sys as os;
 
 /// The version the first line names.

@@ -1,12 +1,12 @@
 // Some of these are used only by the Unix-only tests.
 #![cfg_attr(not(unix), allow(unused_imports))]
 
-use super::*;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::act::{Act, Outcome, resolve, under};
-use super::check::{ANOTHER_FILE, Candidate, Known, content_hash, identity, same_file};
+use super::journal::{About, Intent, Journal, JournalPath, Stamp, parse_journal};
+use seekless_jobs::destructive::acts::{Candidate, Known, identity};
 
 // Through the library, where no command line stands between a caller and the acts.
 #[cfg(unix)]
@@ -21,7 +21,7 @@ fn only_bytes_read_the_same_as_the_keepers_are_linked() {
     let known = |p: &Path| {
         let (k, _) = identity(p).unwrap();
         Known {
-            blake3: content_hash(p).unwrap(),
+            blake3: blake3::hash(&fs::read(p).unwrap()).to_hex().to_string(),
             ..k
         }
     };
@@ -54,42 +54,6 @@ fn only_bytes_read_the_same_as_the_keepers_are_linked() {
     let ino = |n: &str| fs::metadata(at(n)).unwrap().ino();
     assert!(ino("differs") != ino("keeper") && ino("similar") != ino("keeper"));
     assert_eq!(fs::read(at("differs")).unwrap(), b"two");
-}
-
-#[test]
-fn another_file_of_the_same_size_and_time_is_the_file_only_with_its_content() {
-    let t = tempfile::tempdir().unwrap();
-    let (a, b) = (t.path().join("a"), t.path().join("b"));
-    fs::write(&a, b"one").unwrap();
-    // `b` written with `bytes`, its modification time `a`'s.
-    let write_b = |bytes: &[u8]| {
-        fs::write(&b, bytes).unwrap();
-        fs::File::options()
-            .write(true)
-            .open(&b)
-            .unwrap()
-            .set_modified(fs::metadata(&a).unwrap().modified().unwrap())
-            .unwrap();
-    };
-    write_b(b"two");
-    let (known_a, _) = identity(&a).unwrap();
-    let known_a = Known {
-        blake3: content_hash(&a).unwrap(),
-        ..known_a
-    };
-    let (now_b, _) = identity(&b).unwrap();
-    // Same size and time, another inode: only the same bytes make it the file (a pool
-    // that renumbers inodes); other bytes do not.
-    assert_eq!(same_file(&b, &known_a, &now_b), Err(ANOTHER_FILE));
-    write_b(b"one");
-    let (now_b, _) = identity(&b).unwrap();
-    assert_eq!(same_file(&b, &known_a, &now_b), Ok(()));
-    // Without a known content, another inode is another file.
-    let bare = Known {
-        blake3: String::new(),
-        ..known_a.clone()
-    };
-    assert_eq!(same_file(&b, &bare, &now_b), Err(ANOTHER_FILE));
 }
 
 #[test]

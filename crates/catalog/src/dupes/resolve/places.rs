@@ -6,9 +6,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::check::{Checked, Ctime, identity};
 use super::trash;
-use crate::destructive::Lies;
+use seekless_jobs::destructive::Lies;
+use seekless_jobs::destructive::acts::{Checked, Ctime, identity};
 use seekless_sys as os;
 use seekless_sys::describe_io;
 
@@ -98,14 +98,14 @@ impl Places {
     /// The status-change time `c`'s keeper should have now: as checked, or as this run's
     /// last link to it left it.
     pub(super) fn keeper_ctime(&self, c: &Checked) -> Ctime {
-        let id = (c.keeper.dev, c.keeper.ino);
-        self.keepers.get(&id).copied().unwrap_or(c.keeper_ctime)
+        let id = (c.known_keeper().dev, c.known_keeper().ino);
+        self.keepers.get(&id).copied().unwrap_or(c.keeper_ctime())
     }
 
     /// This run just linked to `c`'s keeper (the link is at `at`): remembers the keeper's
     /// status-change time as that left it, if `at` is still the keeper.
     pub(super) fn keeper_changed(&mut self, c: &Checked, at: &Path) {
-        let id = (c.keeper.dev, c.keeper.ino);
+        let id = (c.known_keeper().dev, c.known_keeper().ino);
         match identity(at) {
             Ok((now, ctime)) if (now.dev, now.ino) == id => {
                 self.keepers.insert(id, ctime);

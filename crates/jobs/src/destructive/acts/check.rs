@@ -1,6 +1,6 @@
 //! The check: each candidate and its keeper read again, in physical order, and compared
 //! with what the catalog knew; only what passes becomes a [`Checked`]. And the looks just
-//! before an act (`still`, `is_the_file`).
+//! before an act ([`Checked::look_again`], `is_the_file`).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -49,23 +49,30 @@ pub struct Candidate {
     pub identical: bool,
 }
 
-/// Evidence that a candidate may be acted on (made only by the check of [`resolve`](super::resolve)).
+/// Evidence that a candidate may be acted on (made only by [`check`]).
+///
+/// ```compile_fail
+/// use seekless_jobs::destructive::acts::{Checked, Known};
+/// let k = Known { path: "/a".into(), dev: 1, ino: 2, size: 3, mtime_ns: 4, blake3: String::new() };
+/// let forged = Checked { file: k.clone(), keeper: k, identical: true, same_file: false,
+///     file_ctime: None, keeper_ctime: None };
+/// ```
 #[derive(Debug)]
 pub struct Checked {
-    pub(super) file: Known,
-    pub(super) keeper: Known,
-    pub(super) identical: bool,
+    file: Known,
+    keeper: Known,
+    identical: bool,
     /// The file is its keeper's, under another name (a hard link, a bind mount).
-    pub(super) same_file: bool,
+    same_file: bool,
     /// The file's status-change time from before it was read: a writer that puts the
     /// modification time back (`touch -r`, `exiftool -P`) still moves it.
-    pub(super) file_ctime: Ctime,
+    file_ctime: Ctime,
     /// The keeper's, likewise.
-    pub(super) keeper_ctime: Ctime,
+    keeper_ctime: Ctime,
 }
 
 /// A status-change time (`st_ctime`: seconds, nanoseconds), where the system keeps one.
-pub(super) type Ctime = Option<(i64, i64)>;
+pub type Ctime = Option<(i64, i64)>;
 
 impl Checked {
     /// The file.
@@ -82,13 +89,60 @@ impl Checked {
     pub fn frees(&self) -> u64 {
         if self.same_file { 0 } else { self.file.size }
     }
+
+    /// The file, as read now.
+    pub fn known_file(&self) -> &Known {
+        &self.file
+    }
+
+    /// Its keeper, as read now.
+    pub fn known_keeper(&self) -> &Known {
+        &self.keeper
+    }
+
+    /// The two were said to be byte-identical, and read so now.
+    pub fn identical(&self) -> bool {
+        self.identical
+    }
+
+    /// The file is its keeper's, under another name (a hard link, a bind mount).
+    pub fn is_its_keeper(&self) -> bool {
+        self.same_file
+    }
+
+    /// The keeper's status-change time when it was read.
+    pub fn keeper_ctime(&self) -> Ctime {
+        self.keeper_ctime
+    }
+
+    /// The name a hard link to the keeper takes beside the file before it replaces it (a
+    /// temporary name of seekless's, to be journalled before it is made).
+    pub fn link_name(&self) -> PathBuf {
+        crate::temp::temp_beside(self.path())
+    }
+
+    /// Looks at the file and its keeper again: each must still be the file read, the
+    /// file's status-change time unmoved, the keeper's `keeper_ctime` (as read, or as
+    /// this run's own links to it left it). Else why not.
+    pub fn look_again(&self, keeper_ctime: Ctime) -> io::Result<()> {
+        still(&self.file, self.file_ctime).map_err(io::Error::other)?;
+        self.keeper_still(keeper_ctime).map_err(|why| {
+            io::Error::other(format!("its keeper {}: {why}", self.keeper().display()))
+        })
+    }
+
+    /// Looks at the keeper again: it must still be the file read, its status-change time
+    /// `ctime`. Else why not (without its path).
+    pub fn keeper_still(&self, ctime: Ctime) -> Result<(), String> {
+        still(&self.keeper, ctime).map(drop)
+    }
 }
 
 /// Reads every candidate and its keeper now, in physical order (one sweep per disk, as
 /// `hash` reads), and returns, for each candidate in order, its evidence or why it is
 /// skipped. Each candidate's paths move into its evidence (one copy of each path). The
 /// status-change time of each is taken before the read and must be the same after it.
-pub(super) fn check(candidates: Vec<Candidate>) -> Vec<Result<Checked, String>> {
+pub fn check(candidates: Vec<Candidate>) -> Vec<Result<Checked, String>> {
     let failures = Collect::default();
     let mut before: HashMap<PathBuf, Ctime> = HashMap::new();
     let plan = {
@@ -219,7 +273,7 @@ pub(super) const ANOTHER_FILE: &str = "another file at that path";
 /// file another inode number when it is renamed (mergerfs, some FUSE and network
 /// filesystems), the same size, modification time and content, read now. Else what
 /// differs.
-pub(super) fn same_file(at: &Path, k: &Known, now: &Known) -> Result<(), &'static str> {
+pub fn same_file(at: &Path, k: &Known, now: &Known) -> Result<(), &'static str> {
     let known = Known {
         blake3: String::new(),
         ..k.clone()
@@ -267,7 +321,7 @@ pub(super) fn ns(t: SystemTime) -> i64 {
 
 /// The file at `path` as it is now (its content hash not read: `blake3` is empty), and
 /// its status-change time.
-pub(super) fn identity(path: &Path) -> io::Result<(Known, Ctime)> {
+pub fn identity(path: &Path) -> io::Result<(Known, Ctime)> {
     let meta = os::symlink_metadata(path)?;
     if !meta.is_file() {
         return Err(io::Error::other("not a regular file any more"));

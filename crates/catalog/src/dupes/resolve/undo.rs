@@ -4,15 +4,13 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use super::check::{identity, is_the_file, same_file};
 use super::clean_up::{Cleaned, clean_up};
 use super::journal::{JournalPath, JournalRead, parse_journal};
 use super::places::make_folders_on;
-use super::rename::{rename_noreplace, sync_parents};
-use super::trash;
-use crate::destructive::{Lies, through_a_link};
 use seekless_core::Error;
 use seekless_core::Reporter;
+use seekless_jobs::destructive::acts::{self, identity, same_file};
+use seekless_jobs::destructive::{Lies, through_a_link};
 use seekless_sys as os;
 use seekless_sys::describe_io;
 
@@ -27,7 +25,7 @@ pub struct Undone {
     pub kept: u64,
     /// Acts whose file could not be put back (reported).
     pub failed: u64,
-    /// What the run left behind when it was killed, removed first ([`clean_up`]).
+    /// What the run left behind when it was killed, removed first.
     pub cleaned: Cleaned,
 }
 
@@ -149,37 +147,17 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
                 continue;
             }
         };
-        if let Err(err) = rename_noreplace(&to, &back) {
+        // Never over a name; afterwards what went back must be the file checked (another
+        // put at `to` since would not be).
+        if let Err(err) = acts::put_back(&to, &back, &from, &expect) {
             out.failed += 1;
-            let why = if err.kind() == io::ErrorKind::AlreadyExists {
-                io::Error::other(format!(
-                    "a file is at its old path {} now: left where it is",
-                    from.display()
-                ))
-            } else {
-                err
-            };
-            reporter.error(&Error::io(&to, why));
+            reporter.error(&err);
             continue;
         }
-        // What went back is the file checked (another put at `to` since would not be).
-        if let Err(why) = is_the_file(&back, &expect) {
-            out.failed += 1;
-            let again = rename_noreplace(&back, &to);
-            reporter.error(&Error::io(
-                &from,
-                io::Error::other(match again {
-                    Ok(()) => format!("{why}: put back at {}", to.display()),
-                    Err(e) => format!("{why}: left here ({})", describe_io(&e)),
-                }),
-            ));
-            continue;
-        }
-        sync_parents(&to, &from);
         if act == "trash"
             && let Some(info) = e.info.as_ref().map(JournalPath::path)
         {
-            trash::forget_info(&info, &from);
+            acts::forget_trash_info(&info, &from);
         }
         out.restored += 1;
         super::journal::undone(&mut journal, n)
@@ -189,13 +167,7 @@ pub fn undo(path: &Path, reporter: &dyn Reporter) -> Result<Undone, Error> {
     // The folders the run made for its moves, deepest first, once empty (a folder with
     // anything in it stays).
     for folder in made.iter().rev() {
-        if through_a_link(folder).is_none()
-            && os::symlink_metadata(folder).is_ok_and(|m| m.is_dir())
-        {
-            // The one place a folder a move made goes: only empty (`rmdir`).
-            #[allow(clippy::disallowed_methods)]
-            let _ = os::with_path(folder, |p| fs::remove_dir(p));
-        }
+        acts::remove_made_folder(folder);
     }
     Ok(out)
 }
