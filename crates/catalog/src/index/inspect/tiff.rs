@@ -380,21 +380,27 @@ impl<'a> Reader<'a> {
     /// Latitude, longitude and altitude from the entries of a GPS IFD.
     fn gps(&self, gps: &[Entry], f: &mut Fields) {
         let in_gps = |tag: u16| gps.iter().find(|e| e.tag == tag).copied();
-        let degrees = |tag: u16, reference: u16, negative: u8, limit: f64| -> Option<f64> {
+        // A coordinate without its reference (N or S, E or W) has no sign: it is none, not
+        // north or east.
+        let degrees = |tag: u16, reference: u16, [positive, negative]: [u8; 2], limit: f64| {
             let e = in_gps(tag)?;
             if e.count != 3 {
                 return None;
             }
             let d = self.real(&e, 0)? + self.real(&e, 1)? / 60.0 + self.real(&e, 2)? / 3600.0;
-            let sign = match in_gps(reference).and_then(|e| self.text(&e)) {
-                Some(s) if s.as_bytes().first() == Some(&negative) => -1.0,
-                _ => 1.0,
+            let side = in_gps(reference)
+                .and_then(|e| self.text(&e))
+                .and_then(|s| s.as_bytes().first().map(u8::to_ascii_uppercase));
+            let sign = match side {
+                Some(b) if b == negative => -1.0,
+                Some(b) if b == positive => 1.0,
+                _ => return None,
             };
             // A latitude beyond 90° or a longitude beyond 180° is no place.
             (d.is_finite() && d <= limit).then_some(sign * d)
         };
-        f.gps_lat = degrees(2, 1, b'S', 90.0);
-        f.gps_lon = degrees(4, 3, b'W', 180.0);
+        f.gps_lat = degrees(2, 1, *b"NS", 90.0);
+        f.gps_lon = degrees(4, 3, *b"EW", 180.0);
         f.gps_alt = in_gps(6).and_then(|e| self.real(&e, 0)).map(|alt| {
             let below = in_gps(5).and_then(|e| self.uint(&e)) == Some(1);
             if below { -alt } else { alt }
@@ -510,12 +516,18 @@ impl<'a> Reader<'a> {
         let Some(e) = parent.iter().find(|e| e.tag == tag) else {
             return Vec::new();
         };
-        let at = match e.kind {
-            3 | 4 | 13 | 16 | 18 => self.uint(e),
-            _ => None,
-        };
-        let Some(at) = at else {
-            self.note(format!("the {name} IFD pointer has type {}", e.kind));
+        if !matches!(e.kind, 3 | 4 | 13 | 16 | 18) {
+            self.note(format!(
+                "the {name} IFD pointer has type {}, not an offset",
+                e.kind
+            ));
+            return Vec::new();
+        }
+        let Some(at) = self.uint(e) else {
+            self.note(format!(
+                "the {name} IFD pointer has {} values and no offset",
+                e.count
+            ));
             return Vec::new();
         };
         match self.ifd(at, wanted, seen) {
@@ -581,5 +593,68 @@ impl<'a> Reader<'a> {
         let s = String::from_utf8_lossy(bytes);
         let s = s.trim_end_matches(' ').trim_start();
         (!s.is_empty()).then(|| s.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A little-endian block whose IFD0 is a GPS IFD: latitude 10° 30' 0" and longitude
+    /// 20° 0' 0", each with its reference when one is given.
+    fn gps_block(lat_ref: Option<u8>, lon_ref: Option<u8>) -> Vec<u8> {
+        let refs = [(1u16, lat_ref), (3, lon_ref)];
+        let n = 2 + refs.iter().filter(|(_, r)| r.is_some()).count() as u16;
+        let rationals = 8 + 2 + 12 * u32::from(n) + 4;
+        let mut b = b"II*\0\x08\0\0\0".to_vec();
+        b.extend(n.to_le_bytes());
+        let mut entries: Vec<(u16, u16, u32, u32)> =
+            vec![(2, 5, 3, rationals), (4, 5, 3, rationals + 24)];
+        for (tag, r) in refs {
+            if let Some(r) = r {
+                entries.push((tag, 2, 2, u32::from(r)));
+            }
+        }
+        entries.sort();
+        for (tag, kind, count, value) in entries {
+            b.extend(tag.to_le_bytes());
+            b.extend(kind.to_le_bytes());
+            b.extend(count.to_le_bytes());
+            b.extend(value.to_le_bytes());
+        }
+        b.extend(0u32.to_le_bytes());
+        for (num, den) in [(10u32, 1u32), (30, 1), (0, 1), (20, 1), (0, 1), (0, 1)] {
+            b.extend(num.to_le_bytes());
+            b.extend(den.to_le_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn a_coordinate_has_the_sign_of_its_reference_and_none_without_one() {
+        let f = read_gps(&gps_block(Some(b'S'), Some(b'W'))).unwrap();
+        assert_eq!((f.gps_lat, f.gps_lon), (Some(-10.5), Some(-20.0)));
+        let f = read_gps(&gps_block(Some(b'N'), Some(b'E'))).unwrap();
+        assert_eq!((f.gps_lat, f.gps_lon), (Some(10.5), Some(20.0)));
+        // No reference, or one that is no side: no coordinate (not north, not east).
+        let f = read_gps(&gps_block(None, Some(b'E'))).unwrap();
+        assert_eq!((f.gps_lat, f.gps_lon), (None, Some(20.0)));
+        let f = read_gps(&gps_block(Some(b'X'), None)).unwrap();
+        assert_eq!((f.gps_lat, f.gps_lon), (None, None));
+    }
+
+    #[test]
+    fn an_ifd_pointer_without_a_value_is_said_to_have_none() {
+        // IFD0 with a GPS IFD pointer of type LONG and count 0.
+        let mut b = b"II*\0\x08\0\0\0\x01\0".to_vec();
+        b.extend(GPS_IFD.to_le_bytes());
+        b.extend(4u16.to_le_bytes());
+        b.extend(0u32.to_le_bytes());
+        b.extend(0u32.to_le_bytes());
+        b.extend(0u32.to_le_bytes());
+        let f = read(&b).unwrap();
+        let said = f.damage.join("; ");
+        assert!(said.contains("GPS IFD pointer has 0 values"), "{said}");
+        assert!(!said.contains("type 4"), "{said}");
     }
 }
