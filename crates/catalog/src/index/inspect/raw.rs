@@ -152,6 +152,19 @@ fn tiff_based<'a>(view: View<'a>, format: &str) -> Raw<'a> {
             return raw;
         }
     };
+    // A fragment too short to hold its main image (a cut file, a NEF's first sectors):
+    // the only size read is a thumbnail's, and a directory lies past the end. No size is
+    // made up from the thumbnail; the file is said to be cut short.
+    if images.thumbnail_sized
+        && let Some(&at) = images.past_the_end.iter().find(|&&at| at >= view.size())
+    {
+        raw.layout.error = Some(format!(
+            "cut short: a directory at byte {at} lies past the end ({} bytes), only a \
+             thumbnail's size was read",
+            view.size()
+        ));
+        return raw;
+    }
     raw.size(images.width, images.height);
     // exiftool reports ExifImageWidth and ExifImageHeight for CR2 and IIQ (their IFD0 is
     // a preview or a stub), when both are set.
@@ -604,6 +617,33 @@ pub(super) mod tests {
         let info = inspect(View::whole(&file), Some("tif"));
         assert_eq!(info.format, Some("tiff"));
         assert_eq!((info.width, info.height), (Some(160), Some(120)));
+    }
+
+    #[test]
+    fn a_fragment_too_short_for_its_main_image_is_not_sized_from_its_thumbnail() {
+        // A NEF's first bytes: IFD0 (the 160×120 thumbnail) whose SubIFD, the raw image,
+        // lies past the end.
+        let ifd0 = |sub: u32| {
+            vec![
+                long(0xFE, 1),
+                short(0x100, 160),
+                short(0x101, 120),
+                ascii(0x10F, "NIKON"),
+                long(0x14A, sub),
+            ]
+        };
+        let cut = tiff(II, &[ifd0(100_000)], &[], &[]);
+        let info = inspect(View::whole(&cut), Some("NEF"));
+        assert_eq!((info.width, info.height), (None, None));
+        let error = info.error.unwrap_or_default();
+        assert!(error.contains("cut short"), "{error}");
+        // Whole, the same directory with its SubIFD in the file is sized from the SubIFD.
+        let at = offsets(8, &[5, 3]);
+        let raw = vec![long(0xFE, 0), short(0x100, 3040), short(0x101, 2014)];
+        let whole = tiff(II, &[ifd0(at[1]), raw], &[], &[]);
+        let info = inspect(View::whole(&whole), Some("NEF"));
+        assert_eq!((info.width, info.height), (Some(3040), Some(2014)));
+        assert_eq!(info.error, None);
     }
 
     #[test]

@@ -153,6 +153,12 @@ pub(super) struct Images {
     pub height: Option<u64>,
     /// Orientation chosen by the same rule.
     pub orientation: Option<u32>,
+    /// No directory marked full-resolution was read, and the size is that of one marked
+    /// reduced-resolution (NewSubfileType bit 0): a thumbnail's.
+    pub thumbnail_sized: bool,
+    /// Where the directories that may hold an image (a SubIFD, the next IFD) and that
+    /// lie past the end of the block are.
+    pub past_the_end: Vec<u64>,
     /// ExifImageWidth and ExifImageHeight (the Exif IFD's): CR2 and IIQ report these.
     pub exif_width: Option<u64>,
     pub exif_height: Option<u64>,
@@ -184,6 +190,7 @@ pub(super) fn images(data: &[u8]) -> Result<Images, String> {
         seen: HashSet::new(),
         left: MAX_IFDS,
         priority_set: false,
+        first_reduced: None,
         width: Pick::default(),
         height: Pick::default(),
         orientation: Pick::default(),
@@ -193,10 +200,12 @@ pub(super) fn images(data: &[u8]) -> Result<Images, String> {
     let mut at = Some(first);
     let mut index = 0;
     while let Some(ifd) = at.filter(|&a| a != 0) {
+        walk.note_past_the_end(ifd, data);
         at = r.walk(ifd, index == 0, 0, &mut walk);
         index += 1;
     }
     let mut out = walk.out;
+    out.thumbnail_sized = !walk.priority_set && walk.first_reduced == Some(true);
     out.width = walk.width.get();
     out.height = walk.height.get();
     out.orientation = walk
@@ -235,10 +244,22 @@ struct Walk {
     /// Whether the full-resolution image's directory was met (exiftool's priority
     /// directory is the first one marked so).
     priority_set: bool,
+    /// Whether the directory the first width came from is marked reduced-resolution.
+    first_reduced: Option<bool>,
     width: Pick,
     height: Pick,
     orientation: Pick,
     out: Images,
+}
+
+impl Walk {
+    /// Remembers `at`, where a directory that may hold an image is, if it lies past the
+    /// end of `data`.
+    fn note_past_the_end(&mut self, at: u64, data: &[u8]) {
+        if at >= data.len() as u64 {
+            self.out.past_the_end.push(at);
+        }
+    }
 }
 
 impl Reader<'_> {
@@ -259,6 +280,9 @@ impl Reader<'_> {
         let old_kind = value(0x00FF);
         let priority = !w.priority_set && (new_kind == Some(0) || old_kind == Some(1));
         w.priority_set |= priority;
+        if w.first_reduced.is_none() && value(0x0100).is_some() {
+            w.first_reduced = Some(new_kind.is_some_and(|k| k & 1 == 1));
+        }
         w.width.see(value(0x0100), priority);
         w.height.see(value(0x0101), priority);
         w.orientation.see(value(0x0112), priority);
@@ -320,6 +344,7 @@ impl Reader<'_> {
                             ..*e
                         };
                         if let Some(sub) = self.uint(&one) {
+                            w.note_past_the_end(sub, self.data);
                             self.walk(sub, false, depth + 1, w);
                         }
                     }
