@@ -132,7 +132,7 @@ fn load() -> Option<Api> {
     }
 }
 
-/// libheif's error as text.
+/// libheif's error as text (one line: some of its messages end with a newline).
 fn text(e: HeifError) -> String {
     if e.message.is_null() {
         return format!("libheif error {}.{}", e.code, e.subcode);
@@ -141,7 +141,8 @@ fn text(e: HeifError) -> String {
     // or owned by the context, which outlives this call).
     unsafe { CStr::from_ptr(e.message) }
         .to_string_lossy()
-        .into_owned()
+        .trim_end()
+        .to_string()
 }
 
 fn check(e: HeifError) -> Result<(), String> {

@@ -411,7 +411,7 @@ fn write_image(
             i.gps_lon,
             i.gps_alt,
             row.blake3,
-            i.error,
+            i.error.as_deref().map(message),
             scan,
             phash,
             i.kind,
@@ -434,10 +434,39 @@ fn write_image(
             t.map(|t| i64::from(t.height)),
             t.map(|t| t.source),
             t.map(|t| &t.jpeg),
-            why,
+            why.map(|w| message(w)),
         ])?;
     }
     Ok(())
+}
+
+/// An error as the catalog stores it: one line, no trailing space or newline, and every
+/// control character escaped as the terminal output escapes names (`\n`, `\t`, `\r`, …,
+/// else octal: `\000`, `\033`; C1 controls as their bytes in octal), so that a damaged
+/// box name's NUL byte does not cut the text short in SQL, nor a decoder's escape
+/// sequence reach the terminal of whoever reads the catalog.
+pub(crate) fn message(text: &str) -> String {
+    let text = text.trim_end();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\u{b}' => out.push_str("\\v"),
+            '\u{c}' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => {
+                let mut buf = [0; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\{b:03o}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Writes a sidecar's row.
@@ -458,7 +487,7 @@ fn write_sidecar(
         f.and_then(|f| json_strings(&f.keywords)),
         f.and_then(|f| json_strings(&f.hierarchical)),
         f.and_then(|f| f.title.as_deref()),
-        s.error,
+        s.error.as_deref().map(message),
         scan,
         f.is_some(),
         s.ino as i64,
@@ -565,6 +594,21 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_stored_error_is_one_line_without_control_bytes() {
+        assert_eq!(
+            message("libheif: Invalid input\n"),
+            "libheif: Invalid input"
+        );
+        assert_eq!(
+            message("box 'ab\0\u{1b}' runs past the end"),
+            "box 'ab\\000\\033' runs past the end"
+        );
+        assert_eq!(message("a\nb\tc \u{85}d"), "a\\nb\\tc \\302\\205d");
+        // Everything else is kept, backslashes and non-ASCII included.
+        assert_eq!(message("C:\\x é"), "C:\\x é");
+    }
+
     use super::*;
 
     /// Writes `rows` in one batch.

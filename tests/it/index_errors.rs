@@ -1,0 +1,92 @@
+//! The form of every error the corpora produce: each stored error (`images.error`,
+//! `thumbs.error`, `sidecars.error`) is one line with no control character and no
+//! trailing space, and every line `index` writes on stderr starts with `seekless:`.
+
+use std::process::Command;
+
+use crate::common::catalog::corpus;
+use crate::common::*;
+use crate::index_fields::pillow_images;
+
+/// Whether `text` is as the catalog stores errors: no control character (C0, DEL, C1),
+/// nothing trailing.
+fn one_clean_line(text: &str) -> bool {
+    !text.chars().any(char::is_control) && text.trim_end() == text && !text.is_empty()
+}
+
+#[test]
+fn every_error_the_corpora_produce_is_one_clean_line_and_every_stderr_line_is_prefixed() {
+    let test =
+        "every_error_the_corpora_produce_is_one_clean_line_and_every_stderr_line_is_prefixed";
+    if !require_tools(test, &["sqlite3"]) {
+        return;
+    }
+    let Some(pillow) = pillow_images(test) else {
+        return;
+    };
+    let Some(exiftool) = corpus(test, "exiftool-12.57", "Image-ExifTool-12.57/t/images") else {
+        return;
+    };
+    let Some(exiv2) = corpus(test, "exiv2-0.27.6", "exiv2-0.27.6/test/data") else {
+        return;
+    };
+    let scratch = scratch_dir(test);
+    // And one made here whose error names a damaged box, its type a NUL and an ESC.
+    let made = scratch.path().join("made");
+    std::fs::create_dir(&made).unwrap();
+    let mut heic = b"\0\0\0\x18ftypheic\0\0\0\0mif1heic".to_vec();
+    // A meta box whose first child claims 1,000 bytes.
+    heic.extend_from_slice(b"\0\0\0\x20meta\0\0\0\0\0\0\x03\xe8\0\x1bab");
+    heic.resize(24 + 32, 0);
+    std::fs::write(made.join("damaged.heic"), &heic).unwrap();
+    let db = scratch.path().join("catalog.db");
+    let out = seekless()
+        .args(["index", "--thumbs", "--db"])
+        .arg(&db)
+        .args([&pillow, &exiftool, &exiv2, &made])
+        .output()
+        .expect("run seekless index");
+    // Many of these files are broken on purpose: exit 1, with their rows.
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "index: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let unprefixed: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.starts_with("seekless: "))
+        .collect();
+    assert!(
+        unprefixed.is_empty(),
+        "stderr lines without the prefix: {unprefixed:#?}"
+    );
+    let mut seen = 0;
+    for sql in [
+        "SELECT error FROM images WHERE error IS NOT NULL",
+        "SELECT error FROM thumbs WHERE error IS NOT NULL",
+        "SELECT error FROM sidecars WHERE error IS NOT NULL",
+    ] {
+        // Each error hex-encoded: sqlite3's own output would hide the bytes in question.
+        let sql = sql.replacen("SELECT error", "SELECT hex(error)", 1);
+        let listed = run(Command::new("sqlite3").arg(&db).arg(&sql)).stdout;
+        for hex in String::from_utf8(listed).unwrap().lines() {
+            let bytes: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            let text = String::from_utf8(bytes).expect("errors are UTF-8");
+            assert!(one_clean_line(&text), "{sql}: {text:?}");
+            seen += 1;
+        }
+    }
+    // The corpora hold hundreds of broken files: a query that found none is broken itself.
+    assert!(seen > 100, "only {seen} errors stored");
+    let damaged = run(Command::new("sqlite3")
+        .arg(&db)
+        .arg("SELECT error FROM images WHERE path LIKE '%/made/damaged.heic'"))
+    .stdout;
+    let damaged = String::from_utf8(damaged).unwrap();
+    assert!(damaged.contains("the \\000\\033ab box"), "{damaged:?}");
+}
