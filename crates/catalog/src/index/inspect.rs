@@ -15,6 +15,7 @@ mod cursor;
 mod fields;
 mod heif;
 mod identify;
+mod integrity;
 mod jpeg;
 mod jxl;
 mod matroska;
@@ -87,6 +88,9 @@ pub struct ImageInfo {
     pub preview: Option<(u64, u64)>,
     /// Why the content could not be (fully) understood.
     pub error: Option<String>,
+    /// Why the file is damaged (cut short, a size past its end, a checksum that does not
+    /// match), when the bytes read show it; `None` when nothing shows it is.
+    pub damaged: Option<String>,
     /// Damage every reader works around (junk between JPEG segments): the fields were
     /// read, the file is not an error.
     pub warning: Option<String>,
@@ -107,6 +111,16 @@ pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         }
     };
     info.kind = Some(info.format.map_or(formats::OTHER_KIND, formats::kind_of));
+    if let Some(format) = info.format {
+        match catch_unwind(AssertUnwindSafe(|| integrity::damaged(view, format))) {
+            Ok(damaged) => info.damaged = damaged,
+            Err(panic) => {
+                let what = seekless_sys::sync::panic_text(&*panic);
+                info.error
+                    .get_or_insert_with(|| format!("the integrity check failed: {what}"));
+            }
+        }
+    }
     info
 }
 
