@@ -210,7 +210,7 @@ fn a_manifest_without_a_proper_line_fails_and_says_so_even_with_status() {
     );
     assert!(!outcome.passed);
     let said = [format!(
-        "{}: no properly formatted SHA-256 checksum lines found",
+        "{}: no properly formatted checksum lines found",
         m.display()
     )];
     assert_eq!(outcome.warnings(false), said);

@@ -25,7 +25,7 @@ mod write;
 
 pub use check::{Checklist, Tally, Verdict, format_verdict};
 pub use parse::{ManifestEntry, bsd_tag, is_blank_or_comment, parse_line};
-pub use write::{ManifestFile, format_line, name_in_manifest};
+pub use write::{LineStyle, ManifestFile, format_line, format_line_as, name_in_manifest};
 
 #[cfg(test)]
 mod tests;

@@ -149,3 +149,80 @@ pub(super) fn push_name(out: &mut Vec<u8>, name: &[u8], escape: bool) {
         }
     }
 }
+
+/// How [`format_line_as`] writes a line: `sha256sum`'s output options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LineStyle {
+    /// BSD style, `TAG (PATH) = HEX` with this algorithm's tag ([`bsd_tag`]), as
+    /// `sha256sum --tag` writes it.
+    ///
+    /// [`bsd_tag`]: super::bsd_tag
+    pub tag: Option<crate::digest::Algorithm>,
+    /// `HEX *PATH`, binary mode's mark (`sha256sum -b`); not with `tag`.
+    pub binary: bool,
+    /// The name as it is, never escaped (`sha256sum -z`, whose lines end with NUL).
+    pub raw: bool,
+    /// Escape only what `b3sum` escapes, a backslash and a newline: a carriage return
+    /// is written as it is, which `b3sum -c` reads (it refuses the `\r` escape, and
+    /// stops there).
+    pub b3sum: bool,
+}
+
+/// Formats one manifest line (without its end) as `style` says: [`format_line`]'s line
+/// by default.
+///
+/// ```
+/// use seekless_jobs::digest::Algorithm;
+/// use seekless_jobs::manifest::{LineStyle, format_line_as};
+///
+/// let mut style = LineStyle::default();
+/// style.tag = Some(Algorithm::Sha256);
+/// assert_eq!(format_line_as("00ff", b"a\nb", style), b"\\SHA256 (a\\nb) = 00ff");
+/// style.raw = true;
+/// assert_eq!(format_line_as("00ff", b"a\nb", style), b"SHA256 (a\nb) = 00ff");
+/// let mut binary = LineStyle::default();
+/// binary.binary = true;
+/// assert_eq!(format_line_as("00ff", b"a", binary), b"00ff *a");
+/// let mut b3sum = LineStyle::default();
+/// b3sum.b3sum = true;
+/// assert_eq!(format_line_as("00ff", b"c\rr", b3sum), b"00ff  c\rr");
+/// assert_eq!(format_line_as("00ff", b"c\r\\", b3sum), b"\\00ff  c\r\\\\");
+/// ```
+pub fn format_line_as(hex: &str, path: &[u8], style: LineStyle) -> Vec<u8> {
+    let path = &*portable_name(path);
+    let special = |b: &u8| matches!(b, b'\\' | b'\n') || (*b == b'\r' && !style.b3sum);
+    let escape = !style.raw && path.iter().any(special);
+    let mut name = Vec::with_capacity(path.len() + 4);
+    if escape {
+        for &b in path {
+            match b {
+                b'\\' => name.extend_from_slice(b"\\\\"),
+                b'\n' => name.extend_from_slice(b"\\n"),
+                b'\r' if !style.b3sum => name.extend_from_slice(b"\\r"),
+                _ => name.push(b),
+            }
+        }
+    } else {
+        name.extend_from_slice(path);
+    }
+    let mut out = Vec::with_capacity(hex.len() + name.len() + 16);
+    if escape {
+        out.push(b'\\');
+    }
+    match style.tag {
+        Some(algo) => {
+            out.extend_from_slice(super::bsd_tag(algo).as_bytes());
+            out.extend_from_slice(b" (");
+            out.extend_from_slice(&name);
+            out.extend_from_slice(b") = ");
+            out.extend_from_slice(hex.as_bytes());
+        }
+        None => {
+            out.extend_from_slice(hex.as_bytes());
+            out.extend_from_slice(if style.binary { b" *" } else { b"  " });
+            out.extend_from_slice(&name);
+        }
+    }
+    out
+}
