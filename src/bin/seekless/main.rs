@@ -33,7 +33,8 @@ enum Command {
     /// Print files in physical order (or another order), for other tools to consume.
     Order(order::Args),
     /// Checksum files (coreutils manifest format), or verify a manifest with --check.
-    #[command(version)]
+    // As coreutils, an option may be given again (`--text --tag --text`).
+    #[command(version, args_override_self = true)]
     Hash(hash::Args),
     /// Catalog images into an SQLite database (dimensions, EXIF, BLAKE3), incrementally.
     Index(index::Args),
