@@ -33,6 +33,7 @@ const NAMES: &[&[u8]] = &[
     b"new\nline",
     b"b\\s",
     b"c\rr",
+    b"end\r",
     b"caf\xe9",
     b"it's",
     b"tab\tx",
@@ -632,5 +633,30 @@ fn check_reads_back_what_hash_writes_with_zero() {
         verdicts.iter().all(|v| v.ends_with(b": OK")),
         "{}",
         String::from_utf8_lossy(&o.stdout)
+    );
+}
+
+/// `-0`, the other commands' switch for NUL-ended output, ends `hash`'s lines as `-z`
+/// does; `hash --version` answers as `sha256sum --version` is asked.
+#[test]
+fn null_ends_lines_as_zero_does_and_hash_tells_its_version() {
+    let t = scratch!();
+    build_tree(t.path());
+    let names = operands(NAMES);
+    let hashed = |flag: &str| {
+        let out = run(seekless()
+            .current_dir(t.path())
+            .args(["hash", "--sort-output", flag])
+            .args(&names))
+        .stdout;
+        assert_eq!(out.iter().filter(|&&b| b == 0).count(), NAMES.len());
+        out
+    };
+    assert_eq!(hashed("-0"), hashed("-z"));
+    let o = run(seekless().args(["hash", "--version"]));
+    let version = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        version.ends_with(&format!(" {}\n", env!("CARGO_PKG_VERSION"))),
+        "{version}"
     );
 }
