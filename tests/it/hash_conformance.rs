@@ -548,6 +548,7 @@ fn a_write_error_on_stdout_is_exit_1_with_a_message_for_every_command() {
     let a = a.to_str().unwrap();
     for args in [
         &["order", a][..],
+        &["order", "--json", a],
         &["hash", a],
         &["hash", "--tag", a],
         &["completions", "bash"],

@@ -127,12 +127,7 @@ fn exit_for(e: clap::Error) -> ! {
         && err.kind() != std::io::ErrorKind::BrokenPipe
         && !e.use_stderr()
     {
-        eprintln!(
-            "seekless: {}",
-            output::write_error(err)
-                .get_ref()
-                .map_or_else(String::new, ToString::to_string)
-        );
+        eprintln!("seekless: {}", output::write_error(err));
         std::process::exit(1);
     }
     std::process::exit(e.exit_code());
