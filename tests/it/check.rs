@@ -428,9 +428,10 @@ fn dash_is_standard_input_and_a_file_named_dash_is_listed_as_dot_slash() {
     std::fs::write(t.path().join("-"), b"a file named dash\n").unwrap();
     let stdin = b"standard input\n";
 
-    // Writing: the file `-` is `./-`, as `sha256sum ./-` writes it.
+    // Writing: the operand `-` is standard input, as in `sha256sum`; the file `-` is
+    // reached as `./-` and written so.
     let mut cmd = seekless();
-    cmd.args(["hash", "--", "-"]);
+    cmd.args(["hash", "./-"]);
     let ours = run(cmd.current_dir(t.path())).stdout;
     assert_eq!(ours, written_by(t.path(), "sha256sum", &[os("./-")]));
     assert!(ours.ends_with(b"  ./-\n"), "{}", show(&ours));
@@ -462,16 +463,15 @@ fn dash_is_standard_input_and_a_file_named_dash_is_listed_as_dot_slash() {
     assert_eq!(ours.code, Some(1));
     assert!(theirs.stderr.contains("no properly formatted"));
     assert!(
-        ours.stderr.contains(
-            "seekless: standard input: no properly formatted SHA-256 checksum lines found"
-        ),
+        ours.stderr
+            .contains("seekless: 'standard input': no properly formatted checksum lines found"),
         "{}",
         ours.stderr
     );
 }
 
 #[test]
-fn a_manifest_without_checksum_lines_is_named_with_the_algorithm_and_exits_1() {
+fn a_manifest_without_checksum_lines_is_named_and_exits_1() {
     let t = scratch!();
     std::fs::write(t.path().join("garbage"), b"not a checksum\nnor this\n").unwrap();
     std::fs::write(t.path().join("empty"), b"").unwrap();
@@ -479,11 +479,7 @@ fn a_manifest_without_checksum_lines_is_named_with_the_algorithm_and_exits_1() {
     let sha = written_by(t.path(), "sha256sum", &[os("a")]);
     std::fs::write(t.path().join("sha"), sha).unwrap();
 
-    for (manifest, algo, name) in [
-        ("garbage", "sha256", "SHA-256"),
-        ("empty", "sha256", "SHA-256"),
-        ("sha", "md5", "MD5"),
-    ] {
+    for (manifest, algo) in [("garbage", "sha256"), ("empty", "sha256"), ("sha", "md5")] {
         let (ours, theirs) = assert_agree(t.path(), algo, &[manifest], b"");
         assert_eq!(ours.code, Some(1), "{manifest}: {}", ours.stderr);
         assert!(ours.stdout.is_empty());
@@ -496,7 +492,7 @@ fn a_manifest_without_checksum_lines_is_named_with_the_algorithm_and_exits_1() {
         );
         assert_eq!(
             ours.stderr,
-            format!("seekless: {manifest}: no properly formatted {name} checksum lines found\n")
+            format!("seekless: {manifest}: no properly formatted checksum lines found\n")
         );
     }
 }
@@ -530,7 +526,7 @@ fn quiet_status_strict_and_warn_behave_like_coreutils() {
     );
     assert!(
         ours.stderr
-            .contains("seekless: M: 2: improperly formatted SHA-256 checksum line"),
+            .contains("seekless: M: 2: improperly formatted SHA256 checksum line"),
         "{}",
         ours.stderr
     );

@@ -708,6 +708,9 @@ fn manifest_lists_every_source_file_as_b3sum_and_sha256sum_check_it() {
         (b"sub/b.bin", 100_000),
         (b"new\nline.txt", 20),
         (b"back\\slash.txt", 30),
+        // Written as it is in a BLAKE3 manifest, as b3sum writes it (b3sum -c refuses
+        // the `\r` escape), escaped in a SHA-256 one, as sha256sum writes it.
+        (b"c\rr.txt", 25),
         (b"caf\xe9.txt", 40),
         (b"sub/deeper/c", 5000),
         (b"empty", 0),
@@ -737,7 +740,7 @@ fn manifest_lists_every_source_file_as_b3sum_and_sha256sum_check_it() {
     let b3 = t.path().join("m.b3");
     let o = run_in(&[os("--manifest"), arg(&b3), os("--summary")]);
     assert_exit(&o, 0);
-    assert_eq!(counts(&o), counts_of(1, 1, 6, 0, 0), "{}", stderr(&o));
+    assert_eq!(counts(&o), counts_of(1, 1, 7, 0, 0), "{}", stderr(&o));
     let after = fs::metadata(&unchanged).unwrap();
     assert_eq!(
         (after.ino(), after.ctime(), after.ctime_nsec()),
@@ -745,7 +748,11 @@ fn manifest_lists_every_source_file_as_b3sum_and_sha256sum_check_it() {
         "an unchanged file is read for its hash, not written"
     );
     let lines = manifest_lines(&b3);
-    assert_eq!(lines.len(), 8, "one line per source file");
+    assert_eq!(lines.len(), 9, "one line per source file");
+    assert!(
+        lines.iter().any(|l| l.ends_with(b"  src/c\rr.txt")),
+        "a CR as it is"
+    );
     for l in &lines {
         let path = &l[l.iter().position(|&b| b == b' ').unwrap() + 2..];
         assert!(path.starts_with(b"src/"), "paths as read: {}", show(l));
@@ -756,7 +763,7 @@ fn manifest_lists_every_source_file_as_b3sum_and_sha256sum_check_it() {
         .partition(|l| std::str::from_utf8(l).is_ok());
     let utf8_manifest = t.path().join("utf8.b3");
     fs::write(&utf8_manifest, concat_lines(&utf8)).unwrap();
-    assert_eq!(checked_ok("b3sum", &utf8_manifest, &s.mnt), 7);
+    assert_eq!(checked_ok("b3sum", &utf8_manifest, &s.mnt), 8);
     assert_eq!(
         other.len(),
         1,
@@ -783,9 +790,9 @@ fn manifest_lists_every_source_file_as_b3sum_and_sha256sum_check_it() {
         os("--summary"),
     ]);
     assert_exit(&o, 0);
-    assert_eq!(counts(&o), counts_of(0, 0, 8, 0, 0), "{}", stderr(&o));
-    assert_eq!(manifest_lines(&sha).len(), 8);
-    assert_eq!(checked_ok("sha256sum", &sha, &s.mnt), 8);
+    assert_eq!(counts(&o), counts_of(0, 0, 9, 0, 0), "{}", stderr(&o));
+    assert_eq!(manifest_lines(&sha).len(), 9);
+    assert_eq!(checked_ok("sha256sum", &sha, &s.mnt), 9);
 }
 
 /// Lines joined, each ended by a newline.

@@ -369,24 +369,24 @@ fn hash_into_a_pipe_closed_by_head_stops_reading_at_once_and_exits_0() {
 }
 
 #[test]
-fn a_name_that_is_not_utf8_is_named_byte_for_byte_in_messages() {
+fn a_name_that_is_not_utf8_is_named_as_sha256sum_names_it_in_messages() {
     let t = scratch!();
     let missing = t.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9-gone"));
     let fifo = t.path().join(std::ffi::OsStr::from_bytes(b"pipe-\xff"));
     run(Command::new("mkfifo").arg(&fifo));
     let o = hash(&[missing.as_os_str(), os("-v"), t.path().as_os_str()]);
     assert_eq!(o.status.code(), Some(1));
-    let mut want = b"seekless: ".to_vec();
-    want.extend_from_slice(missing.as_os_str().as_bytes());
-    want.extend_from_slice(b": No such file or directory\n");
+    // Quoted for the shell, the byte escaped, as coreutils quotes names in messages.
+    let dir = t.path().to_str().unwrap();
+    let want = format!("seekless: '{dir}/caf'$'\\351''-gone': No such file or directory\n");
+    let want = want.as_bytes();
     assert!(
         o.stderr.windows(want.len()).any(|w| w == want),
         "{:?}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let mut skipped = b"seekless: ".to_vec();
-    skipped.extend_from_slice(fifo.as_os_str().as_bytes());
-    skipped.extend_from_slice(b": skipped: ");
+    let skipped = format!("seekless: '{dir}/pipe-'$'\\377': skipped: ");
+    let skipped = skipped.as_bytes();
     assert!(
         o.stderr.windows(skipped.len()).any(|w| w == skipped),
         "{:?}",
@@ -408,16 +408,12 @@ fn terminal_controls_in_a_name_are_escaped_in_messages() {
         "{:?}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let mut want = b"x\\033[2J\\033]0;pwned\\a\\n\xff.jpg: No such file or directory\n".to_vec();
-    want.splice(
-        0..0,
-        t.path()
-            .as_os_str()
-            .as_bytes()
-            .iter()
-            .copied()
-            .chain([b'/']),
+    // Quoted as coreutils quotes it, each control character a `$'…'` escape.
+    let want = format!(
+        "'{}/x'$'\\033''[2J'$'\\033'']0;pwned'$'\\a\\n\\377''.jpg': No such file or directory\n",
+        t.path().to_str().unwrap()
     );
+    let want = want.as_bytes();
     assert!(
         o.stderr.windows(want.len()).any(|w| w == want),
         "{:?}",

@@ -48,6 +48,8 @@ mod faults_acts; // dupes --act under seeded edits, swaps and kill -9: every byt
 #[cfg(target_os = "linux")]
 mod hash; // loop devices, coreutils, /proc and sysfs files, tmpfs
 #[cfg(target_os = "linux")]
+mod hash_conformance; // sha256sum, md5sum, sha1sum and b3sum run the same cases as seekless hash
+#[cfg(target_os = "linux")]
 mod index; // exiftool, sqlite3, b3sum, Pillow; SIGSTOP and /proc to freeze a run mid-write
 #[cfg(target_os = "linux")]
 mod index_commits; // a stalled file, a lock held by another program (python3), foreign databases

@@ -145,7 +145,7 @@ fn check_reads_comments_crlf_tags_and_standard_input_and_counts_bad_lines() {
 
     let o = hash_in(t.path(), &["--check", "-w", "M"], stdin);
     assert!(
-        stderr(&o).contains("seekless: M: 5: improperly formatted SHA-256 checksum line"),
+        stderr(&o).contains("seekless: M: 5: improperly formatted SHA256 checksum line"),
         "{}",
         stderr(&o)
     );
@@ -156,7 +156,7 @@ fn check_reads_comments_crlf_tags_and_standard_input_and_counts_bad_lines() {
 }
 
 #[test]
-fn checking_a_file_without_checksum_lines_names_the_algorithm_and_exits_1() {
+fn checking_a_file_without_checksum_lines_says_so_and_exits_1() {
     let t = scratch!();
     std::fs::write(t.path().join("M"), b"not a checksum\n").unwrap();
     let o = hash_in(t.path(), &["--check", "--algo", "md5", "M"], b"");
@@ -164,6 +164,6 @@ fn checking_a_file_without_checksum_lines_names_the_algorithm_and_exits_1() {
     assert!(o.stdout.is_empty());
     assert_eq!(
         stderr(&o),
-        "seekless: M: no properly formatted MD5 checksum lines found\n"
+        "seekless: M: no properly formatted checksum lines found\n"
     );
 }

@@ -3,7 +3,7 @@
 //! SVG seek map.
 
 use std::fmt::Write as _;
-use std::io::{self, Write};
+use std::io::Write;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
@@ -92,8 +92,7 @@ pub fn run(args: Args) -> Result<Code> {
         );
     }
 
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
+    let mut out = crate::output::stdout();
     if args.json {
         serde_json::to_writer_pretty(&mut out, &result)?;
         out.write_all(b"\n")?;

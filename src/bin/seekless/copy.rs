@@ -127,7 +127,8 @@ pub fn run(mut args: Args) -> Result<Code> {
         Some(path) => {
             opts.hash = Some(Algorithm::from(args.algo));
             let manifest = ManifestFile::create(path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+                .with_context(|| format!("cannot write {}", path.display()))?
+                .for_algorithm(Algorithm::from(args.algo));
             opts.outputs.push(manifest.identity());
             Some(manifest)
         }

@@ -265,8 +265,7 @@ fn run_with(
     act: Option<Act>,
     catalog: Catalog,
 ) -> Result<Code> {
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
+    let mut out = BufWriter::new(crate::output::stdout());
     if args.decisions {
         let list = catalog.decisions()?;
         if args.json {

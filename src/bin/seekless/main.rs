@@ -17,7 +17,7 @@ mod tar;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Read many files off rotational disks in physical order: one sweep per disk, with the
 /// disk's queue kept full.
@@ -33,6 +33,8 @@ enum Command {
     /// Print files in physical order (or another order), for other tools to consume.
     Order(order::Args),
     /// Checksum files (coreutils manifest format), or verify a manifest with --check.
+    // As coreutils, an option may be given again (`--text --tag --text`).
+    #[command(version, args_override_self = true)]
     Hash(hash::Args),
     /// Catalog images into an SQLite database (dimensions, EXIF, BLAKE3), incrementally.
     Index(index::Args),
@@ -55,13 +57,19 @@ enum Command {
 
 fn main() -> ExitCode {
     tune_allocator();
-    let cli = Cli::parse();
+    let matches = Cli::command()
+        .try_get_matches()
+        .unwrap_or_else(|e| exit_for(e));
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| exit_for(e));
     // The reader's window holds a descriptor per file ahead: room for it, before any
     // thread starts.
     seekless::read::raise_open_file_limit();
     let result = match cli.command {
         Command::Order(args) => order::run(args),
-        Command::Hash(args) => hash::run(args),
+        Command::Hash(args) => {
+            let empty = clap::ArgMatches::default();
+            hash::run(args, matches.subcommand_matches("hash").unwrap_or(&empty))
+        }
         Command::Bench(args) => bench::run(args),
         Command::Index(args) => index::run(args),
         Command::Dupes(args) => dupes::run(args),
@@ -70,6 +78,12 @@ fn main() -> ExitCode {
         Command::Completions(args) => shell::completions(args),
         Command::Man => shell::man(),
     };
+    // What is still buffered for stdout, written now: a failure there fails the run too
+    // (coreutils' `close_stdout`).
+    let result = result.and_then(|code| {
+        std::io::Write::flush(&mut output::stdout())?;
+        Ok(code)
+    });
     match result {
         Ok(code) => code.into(),
         Err(err) => {
@@ -100,6 +114,23 @@ fn main() -> ExitCode {
             exit::Code::Failed.into()
         }
     }
+}
+
+/// Ends the run for what clap found: a usage error (exit 2), or `--help` and `--version`
+/// printed on stdout (exit 0), where a failed write is exit 1 with coreutils' `write
+/// error` (a reader gone away, as in `--help | head`, is not).
+fn exit_for(e: clap::Error) -> ! {
+    let printed = e
+        .print()
+        .and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+    if let Err(err) = printed
+        && err.kind() != std::io::ErrorKind::BrokenPipe
+        && !e.use_stderr()
+    {
+        eprintln!("seekless: {}", output::write_error(err));
+        std::process::exit(1);
+    }
+    std::process::exit(e.exit_code());
 }
 
 /// Two glibc settings keep the peak following what is live, whatever the threads' timing:

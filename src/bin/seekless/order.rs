@@ -58,8 +58,7 @@ pub fn run(args: Args) -> Result<Code> {
     let plan = Plan::build(&paths, &opts, &console);
     console.finish();
 
-    let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut out = BufWriter::with_capacity(1 << 16, crate::output::stdout());
     let end = if args.input.null { 0 } else { b'\n' };
     // A list read by a person: names escaped (`-0` and `--json` stay exact).
     let terminal = !args.input.null && io::IsTerminal::is_terminal(&io::stdout());

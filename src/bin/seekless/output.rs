@@ -253,6 +253,146 @@ pub fn terminal_safe(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     std::borrow::Cow::Owned(out)
 }
 
+/// Standard output, whose write errors say they are ([`WriteError`]): a full
+/// disk under `> file` or `/dev/full` ends the run with `seekless: write error: No space
+/// left on device` and exit 1, as coreutils' `close_stdout` has it. A reader gone away
+/// keeps its kind (`BrokenPipe`): that stays quiet.
+pub fn stdout() -> Stdout {
+    Stdout(io::stdout())
+}
+
+/// [`stdout`]'s writer.
+pub struct Stdout(io::Stdout);
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf).map_err(write_error)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush().map_err(write_error)
+    }
+}
+
+/// A write to standard output failed: `write error: No space left on device`.
+#[derive(Debug)]
+pub struct WriteError(io::Error);
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "write error: {}", seekless_sys::describe_io(&self.0))
+    }
+}
+
+impl std::error::Error for WriteError {}
+
+/// `e`, a failed write to standard output, marked as one ([`WriteError`]), its kind
+/// kept.
+pub fn write_error(e: io::Error) -> io::Error {
+    if e.get_ref().is_some_and(|inner| inner.is::<WriteError>()) {
+        return e;
+    }
+    io::Error::new(e.kind(), WriteError(e))
+}
+
+/// A name quoted for a diagnostic as GNU coreutils quotes it (gnulib's `shell-escape`
+/// style, as `sha256sum` prints names in its messages in a UTF-8 locale), so that it can
+/// be pasted back into a shell:
+///
+/// - as it is when nothing in it is special to a shell: letters, digits, `%+,-./@]_`,
+///   printable non-ASCII characters, `{`/`}` unless alone, `#`/`~` unless first;
+/// - in double quotes when it holds a `'` and nothing that double quotes would change or
+///   that needs an escape (`"it's"`);
+/// - else in single quotes, a `'` written `'\''`, and control characters, bytes that are
+///   not UTF-8 and unprintable characters as `$'…'` escapes (`\n`, `\t`, … and octal
+///   `\351`): `'d/new'$'\n''line'`.
+pub fn shell_quoted(name: &[u8]) -> String {
+    if name.is_empty() {
+        return "''".to_string();
+    }
+    // Whether it needs quotes at all, needs an escape, has a `'`, and is all made of what
+    // double quotes leave as it is.
+    let (mut quote, mut escape, mut apostrophe, mut plain) = (false, false, false, true);
+    let mut at = 0;
+    for chunk in name.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                'a'..='z' | 'A'..='Z' | '0'..='9' | '%' | '+' | ',' | '-' | '.' | '/' => {}
+                '_' | '@' | ']' => {}
+                ':' | ' ' => quote = true,
+                '\'' => (quote, apostrophe) = (true, true),
+                '#' | '~' if at == 0 => quote = true,
+                '{' | '}' if name.len() == 1 => quote = true,
+                '#' | '~' | '{' | '}' => plain = false,
+                c if !printable(c) => (escape, plain) = (true, false),
+                c if c.is_ascii() => (quote, plain) = (true, false),
+                _ => {}
+            }
+            at += c.len_utf8();
+        }
+        if !chunk.invalid().is_empty() {
+            (escape, plain) = (true, false);
+            at += chunk.invalid().len();
+        }
+    }
+    if !quote && !escape {
+        return String::from_utf8_lossy(name).into_owned();
+    }
+    if apostrophe && plain {
+        return format!("\"{}\"", String::from_utf8_lossy(name));
+    }
+    let mut out = String::from("'");
+    // Inside `$'…'` (after an escape): closed before plain text.
+    let mut escaping = false;
+    let escape_byte = |out: &mut String, escaping: &mut bool, b: u8| {
+        if !*escaping {
+            out.push_str("'$'");
+            *escaping = true;
+        }
+        match b {
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            b'\t' => out.push_str("\\t"),
+            b'\n' => out.push_str("\\n"),
+            0x0b => out.push_str("\\v"),
+            0x0c => out.push_str("\\f"),
+            b'\r' => out.push_str("\\r"),
+            b => out.push_str(&format!("\\{b:03o}")),
+        }
+    };
+    for chunk in name.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if !printable(c) {
+                let mut buf = [0; 4];
+                for &b in c.encode_utf8(&mut buf).as_bytes() {
+                    escape_byte(&mut out, &mut escaping, b);
+                }
+            } else if c == '\'' {
+                // Closes either quoting; what follows opens a plain one.
+                out.push_str("'\\''");
+                escaping = false;
+            } else {
+                if escaping {
+                    out.push_str("''");
+                    escaping = false;
+                }
+                out.push(c);
+            }
+        }
+        for &b in chunk.invalid() {
+            escape_byte(&mut out, &mut escaping, b);
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Whether a character prints as itself (glibc's `iswprint` in a UTF-8 locale, but for
+/// unassigned code points): not a control character nor a line or paragraph separator.
+fn printable(c: char) -> bool {
+    !c.is_control() && c != '\u{2028}' && c != '\u{2029}'
+}
+
 #[cfg(test)]
 mod tests {
     use super::escaped;
@@ -265,6 +405,58 @@ mod tests {
         assert_eq!(escaped(b"\xff\xfe"), "\\377\\376");
         assert_eq!(escaped("\u{9b}31m".as_bytes()), "\\302\\23331m");
         assert_eq!(escaped(b"del\x7f"), "del\\177");
+    }
+
+    /// Every case checked against GNU coreutils 9.1's `sha256sum` (its message for a
+    /// missing file, in C.UTF-8); `tests/it/hash_conformance.rs` compares the hostile
+    /// names' messages with the real tool's.
+    #[test]
+    fn names_are_quoted_as_gnu_shell_escape_quoting() {
+        use super::shell_quoted as q;
+        let cases: &[(&[u8], &str)] = &[
+            (b"d/x", "d/x"),
+            (b"a%b+c,d-e.f/g_h@i]j", "a%b+c,d-e.f/g_h@i]j"),
+            (b"d/with space", "'d/with space'"),
+            (b"d/new\nline", r"'d/new'$'\n''line'"),
+            (b"d/c\rr", r"'d/c'$'\r''r'"),
+            (b"d/caf\xe9", r"'d/caf'$'\351'"),
+            (b"d/it's", r#""d/it's""#),
+            (b"d/a'b c", r#""d/a'b c""#),
+            (b"x':y", r#""x':y""#),
+            ("x'éy".as_bytes(), r#""x'éy""#),
+            (b"~x'y", r#""~x'y""#),
+            (b"x'~y", r"'x'\''~y'"),
+            (b"x'{y", r"'x'\''{y'"),
+            (b"x'$y", r"'x'\''$y'"),
+            (b"x'\\y", r"'x'\''\y'"),
+            (b"d/b\\s", r"'d/b\s'"),
+            (b"~x", "'~x'"),
+            (b"x~", "x~"),
+            (b"#x", "'#x'"),
+            (b"x#", "x#"),
+            (b"{", "'{'"),
+            (b"a{", "a{"),
+            (b"a=b", "'a=b'"),
+            (b"a:b", "'a:b'"),
+            (b"a?b", "'a?b'"),
+            (b"a^b", "'a^b'"),
+            (b"!x", "'!x'"),
+            (b"a\"b", r#"'a"b'"#),
+            (b"", "''"),
+            ("été".as_bytes(), "été"),
+            (b"x\x7fy", r"'x'$'\177''y'"),
+            ("\u{9b}".as_bytes(), r"''$'\302\233'"),
+            ("a\u{2028}b".as_bytes(), r"'a'$'\342\200\250''b'"),
+            (b"a\x01\x02b", r"'a'$'\001\002''b'"),
+            (b"\t\x07\x08\x0c\x0b\x1b", r"''$'\t\a\b\f\v\033'"),
+            (b"x\xc3", r"'x'$'\303'"),
+            (b"\xc3x", r"''$'\303''x'"),
+            (b"\n'", r"''$'\n'\'''"),
+            (b"d/it's\nx", r"'d/it'\''s'$'\n''x'"),
+        ];
+        for (name, want) in cases {
+            assert_eq!(q(name), *want, "{:?}", String::from_utf8_lossy(name));
+        }
     }
 
     #[test]

@@ -15,6 +15,10 @@ pub struct Console {
     bar: ProgressBar,
     errors: AtomicU64,
     verbose: bool,
+    /// Names in messages quoted for the shell as GNU coreutils quotes them
+    /// ([`shell_quoted`](crate::output::shell_quoted)), for `hash`, which stands in for
+    /// `sha256sum`; else as they are with their control characters escaped.
+    quote_names: bool,
 }
 
 impl Console {
@@ -34,6 +38,25 @@ impl Console {
             bar,
             errors: AtomicU64::new(0),
             verbose,
+            quote_names: false,
+        }
+    }
+
+    /// A console that names files in its messages as GNU coreutils does, quoted for
+    /// the shell (`seekless: 'd/new'$'\n''line': No such file or directory`).
+    pub fn quoting_names(verbose: bool) -> Self {
+        Self {
+            quote_names: true,
+            ..Self::new(verbose)
+        }
+    }
+
+    /// `seekless: PATH: what`, the path as this console names files.
+    pub fn about(&self, path: &Path, what: &str) {
+        if self.quote_names {
+            eprint_quoted(path, what);
+        } else {
+            eprint_about(path, what);
         }
     }
 
@@ -65,23 +88,34 @@ pub fn eprint_about(path: &Path, what: &str) {
     let _ = std::io::stderr().lock().write_all(&line);
 }
 
+/// [`eprint_about`] with the path quoted as GNU coreutils quotes it
+/// ([`shell_quoted`](crate::output::shell_quoted)).
+pub fn eprint_quoted(path: &Path, what: &str) {
+    let mut line = b"seekless: ".to_vec();
+    let name = crate::output::shell_quoted(&crate::output::path_bytes(path));
+    line.extend_from_slice(name.as_bytes());
+    line.extend_from_slice(b": ");
+    line.extend_from_slice(&crate::output::terminal_safe(what.as_bytes()));
+    line.push(b'\n');
+    let _ = std::io::stderr().lock().write_all(&line);
+}
+
 impl Reporter for Console {
     fn error(&self, err: &Error) {
         self.errors.fetch_add(1, Ordering::Relaxed);
-        self.bar
-            .suspend(|| eprint_about(err.path(), &err.message()));
+        self.bar.suspend(|| self.about(err.path(), &err.message()));
     }
 
     fn skipped(&self, path: &Path, why: &str) {
         if self.verbose {
             self.bar
-                .suspend(|| eprint_about(path, &format!("skipped: {why}")));
+                .suspend(|| self.about(path, &format!("skipped: {why}")));
         }
     }
 
     fn warning(&self, path: Option<&Path>, what: &str) {
         self.bar.suspend(|| match path {
-            Some(path) => eprint_about(path, what),
+            Some(path) => self.about(path, what),
             None => eprintln!("seekless: {what}"),
         });
     }

@@ -17,8 +17,11 @@ pub struct CompletionArgs {
 
 pub fn completions(args: CompletionArgs) -> Result<Code> {
     let mut cmd = crate::Cli::command();
-    let mut out = std::io::stdout().lock();
-    clap_complete::generate(args.shell, &mut cmd, "seekless", &mut out);
+    // Made whole first: clap_complete panics when its writer fails.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "seekless", &mut script);
+    let mut out = crate::output::stdout();
+    out.write_all(&script)?;
     out.flush()?;
     Ok(Code::Ok)
 }
@@ -44,7 +47,7 @@ pub fn man() -> Result<Code> {
         man.render_options_section(&mut page)?;
     }
     top.render_version_section(&mut page)?;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::output::stdout();
     out.write_all(&page)?;
     out.flush()?;
     Ok(Code::Ok)

@@ -143,7 +143,7 @@ pub fn run(args: Args) -> Result<Code> {
         read: ReadProgress::new(&console, args.report.summary),
         verbose: args.report.verbose,
     };
-    let mut stdout = io::stdout();
+    let mut stdout = crate::output::stdout();
     let mut archive_file = output.as_ref().map(ArchiveFile::file);
     let out: &mut (dyn Write + Send) = match &mut archive_file {
         Some(file) => file,

@@ -24,12 +24,14 @@ use seekless_sys::sync::lock;
 /// (missing, a directory — `sha256sum -c` says "Is a directory" where a walk would
 /// descend — permission denied), in manifest order; then the rest in read order. Errors
 /// go to `reporter`, naming the path. Stops at the first error `events` returns (a
-/// verdict that cannot be written).
+/// verdict that cannot be written). With `ignore_missing`, a listed file that does not
+/// exist gets no verdict and no error ([`Checklist::ignore`]).
 pub fn check_listed(
     list: &mut Checklist,
     plan_opts: &PlanOptions,
     read_opts: &ReadOptions,
     workers: usize,
+    ignore_missing: bool,
     reporter: &dyn Reporter,
     events: &mut dyn CheckEvents,
 ) -> std::io::Result<()> {
@@ -38,7 +40,15 @@ pub fn check_listed(
     opts.walk.filter = seekless_core::Filter::new();
     let mut left = list.awaiting();
     while left > 0 {
-        check_round(list, &opts, read_opts, workers, reporter, events)?;
+        check_round(
+            list,
+            &opts,
+            read_opts,
+            workers,
+            ignore_missing,
+            reporter,
+            events,
+        )?;
         if list.awaiting() == left {
             // Neither planned nor reported as failing: never seen in practice, but each
             // round must give some file its verdict, or this would never end.
@@ -64,6 +74,7 @@ fn check_round(
     opts: &PlanOptions,
     read_opts: &ReadOptions,
     workers: usize,
+    ignore_missing: bool,
     reporter: &dyn Reporter,
     events: &mut dyn CheckEvents,
 ) -> std::io::Result<()> {
@@ -72,15 +83,31 @@ fn check_round(
     let mut opts = opts.clone();
     opts.walk.descend_into_inputs = false;
     let failed: Mutex<HashSet<OsString>> = Mutex::new(HashSet::new());
+    let missing: Mutex<HashSet<OsString>> = Mutex::new(HashSet::new());
     let recorder = Tee {
         inner: reporter,
         on_error: |err: &Error| {
-            lock(&failed).insert(err.path().as_os_str().to_owned());
+            let path = err.path().as_os_str().to_owned();
+            let absent = err
+                .io_error()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+            if ignore_missing && absent {
+                lock(&missing).insert(path);
+                return false;
+            }
+            lock(&failed).insert(path);
+            true
         },
     };
     // Planned from paths borrowed from the checklist: the plan's own are the only copy.
     let plan = Arc::new(Plan::build_iter(list.pending_paths(), &opts, &recorder));
     let failed = seekless_sys::sync::into_inner(failed);
+    let missing = seekless_sys::sync::into_inner(missing);
+    if !missing.is_empty() {
+        for path in list.pending_where(|p| missing.contains(p.as_os_str())) {
+            list.ignore(&path);
+        }
+    }
     if !failed.is_empty() {
         let failing = list.pending_where(|p| failed.contains(p.as_os_str()));
         drop(failed);
@@ -119,14 +146,15 @@ fn check_round(
 struct Tee<'a, F> {
     /// Where everything goes.
     inner: &'a dyn Reporter,
-    /// Called with each error as well.
+    /// Called with each error first: whether it goes on to `inner` too.
     on_error: F,
 }
 
-impl<F: Fn(&Error) + Sync> Reporter for Tee<'_, F> {
+impl<F: Fn(&Error) -> bool + Sync> Reporter for Tee<'_, F> {
     fn error(&self, err: &Error) {
-        self.inner.error(err);
-        (self.on_error)(err);
+        if (self.on_error)(err) {
+            self.inner.error(err);
+        }
     }
 
     fn skipped(&self, path: &std::path::Path, why: &str) {

@@ -71,6 +71,12 @@ pub struct CheckOptions {
     pub read: ReadOptions,
     /// Threads hashing.
     pub workers: usize,
+    /// Give no verdict for a listed file that does not exist, and say nothing of it
+    /// (`--ignore-missing`); a manifest of which no file was verified fails.
+    pub ignore_missing: bool,
+    /// The manifests' lines end with NUL, not a newline (as `sha256sum -z` writes
+    /// them).
+    pub nul_terminated: bool,
 }
 
 impl Default for CheckOptions {
@@ -81,6 +87,8 @@ impl Default for CheckOptions {
             plan: PlanOptions::default(),
             read: ReadOptions::default(),
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            ignore_missing: false,
+            nul_terminated: false,
         }
     }
 }
@@ -100,12 +108,14 @@ pub trait CheckEvents: Events {
 }
 
 /// An improperly formatted line of a manifest. Shown, it is coreutils' warning:
-/// `SHA256SUMS: 3: improperly formatted SHA-256 checksum line`.
+/// `SHA256SUMS: 3: improperly formatted SHA256 checksum line`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MalformedLine<'a> {
     /// The manifest's name in messages ([`ManifestOutcome::name`]).
     pub manifest: &'a str,
+    /// The manifest as given (`-`: standard input).
+    pub path: &'a Path,
     /// The line's number, from 1.
     pub line: usize,
     /// The algorithm checked.
@@ -119,7 +129,7 @@ impl fmt::Display for MalformedLine<'_> {
             "{}: {}: improperly formatted {} checksum line",
             self.manifest,
             self.line,
-            self.algo.name()
+            crate::manifest::bsd_tag(self.algo)
         )
     }
 }
@@ -172,25 +182,42 @@ pub struct CheckOutcome {
     pub manifests: Vec<ManifestOutcome>,
     /// Whether every manifest passed: `sha256sum -c`'s exit status 0.
     pub passed: bool,
+    /// Whether missing files were ignored ([`CheckOptions::ignore_missing`]).
+    pub ignore_missing: bool,
 }
 
 impl CheckOutcome {
     /// The warnings `sha256sum -c` closes with, manifest by manifest, in its words
-    /// (without the program's name): `M: no properly formatted SHA-256 checksum lines
-    /// found` for a manifest without one, and the counts of improperly formatted lines,
-    /// unreadable files and mismatches ([`Tally::warnings`]) for the others. With
-    /// `status_only` (`--status`) only the first kind, as coreutils.
+    /// (without the program's name): `M: no properly formatted checksum lines found` for
+    /// a manifest without one, and the counts of improperly formatted lines, unreadable
+    /// files and mismatches ([`Tally::warnings`]) for the others, then, ignoring missing
+    /// files, `M: no file was verified` where none was. With `status_only` (`--status`)
+    /// only the first kind, as coreutils.
     pub fn warnings(&self, status_only: bool) -> Vec<String> {
+        self.warnings_naming(status_only, |m| m.name.clone())
+    }
+
+    /// [`warnings`](Self::warnings), each manifest named by `name` (coreutils quotes
+    /// the names for the shell).
+    pub fn warnings_naming(
+        &self,
+        status_only: bool,
+        mut name: impl FnMut(&ManifestOutcome) -> String,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         for m in &self.manifests {
             match m.standing {
                 Standing::Unreadable => {}
                 Standing::NoProperlyFormattedLines => out.push(format!(
-                    "{}: no properly formatted {} checksum lines found",
-                    m.name,
-                    self.algo.name()
+                    "{}: no properly formatted checksum lines found",
+                    name(m)
                 )),
-                Standing::Checked { .. } if !status_only => out.extend(m.tally.warnings()),
+                Standing::Checked { .. } if !status_only => {
+                    out.extend(m.tally.warnings());
+                    if self.ignore_missing && m.tally.ok == 0 {
+                        out.push(format!("{}: no file was verified", name(m)));
+                    }
+                }
                 Standing::Checked { .. } => {}
             }
         }
@@ -228,6 +255,7 @@ pub fn check_manifests(
 ) -> io::Result<CheckOutcome> {
     let algo = opts.algo;
     let mut list = Checklist::new(algo);
+    list.set_nul_terminated(opts.nul_terminated);
     // Per manifest: whether it could be read to its end.
     let mut whole = Vec::with_capacity(manifests.len());
     for path in manifests {
@@ -235,6 +263,7 @@ pub fn check_manifests(
         let mut malformed = |line: usize| {
             events.malformed(&MalformedLine {
                 manifest: &name,
+                path,
                 line,
                 algo,
             })
@@ -272,6 +301,7 @@ pub fn check_manifests(
         &opts.plan,
         &opts.read,
         opts.workers,
+        opts.ignore_missing,
         reporter,
         events,
     )?;
@@ -300,6 +330,7 @@ pub fn check_manifests(
         .collect();
     Ok(CheckOutcome {
         algo,
+        ignore_missing: opts.ignore_missing,
         passed: outcomes.iter().all(ManifestOutcome::passed),
         manifests: outcomes,
     })

@@ -210,7 +210,7 @@ fn a_manifest_without_a_proper_line_fails_and_says_so_even_with_status() {
     );
     assert!(!outcome.passed);
     let said = [format!(
-        "{}: no properly formatted SHA-256 checksum lines found",
+        "{}: no properly formatted checksum lines found",
         m.display()
     )];
     assert_eq!(outcome.warnings(false), said);
@@ -248,4 +248,67 @@ fn a_verdict_that_cannot_be_told_stops_the_check() {
     );
     assert_eq!(got.unwrap_err().kind(), io::ErrorKind::StorageFull);
     assert_eq!(events.rounds, 0, "no file was read after the failure");
+}
+
+#[test]
+fn ignoring_missing_files_gives_them_no_verdict_and_fails_a_manifest_with_none_verified() {
+    let (dir, a, m) = setup(&[
+        &format!("{SHA256_ABC}  {{a}}"),
+        &format!("{SHA256_ABC}  {{dir}}/gone"),
+        &format!("{SHA256_ABC}  {{dir}}/gone"),
+    ]);
+    let ignoring = CheckOptions {
+        ignore_missing: true,
+        ..CheckOptions::default()
+    };
+    let (outcome, events, errors) = run(std::slice::from_ref(&m), b"", &ignoring);
+    assert_eq!(events.verdicts, [(a, Verdict::Ok)]);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(outcome.passed);
+    assert!(outcome.warnings(false).is_empty());
+
+    // Nothing but missing files: no verdict, and the manifest fails, said unless --status.
+    let only = dir.path().join("only-missing");
+    std::fs::write(
+        &only,
+        format!("{SHA256_ABC}  {}/gone\n", dir.path().display()),
+    )
+    .unwrap();
+    let (outcome, events, errors) = run(std::slice::from_ref(&only), b"", &ignoring);
+    assert!(events.verdicts.is_empty() && errors.is_empty());
+    assert!(!outcome.passed);
+    assert_eq!(
+        outcome.warnings(false),
+        [format!("{}: no file was verified", only.display())]
+    );
+    assert!(outcome.warnings(true).is_empty());
+    // Without it, the missing file is FAILED open or read, named in an error.
+    let (outcome, events, errors) = run(&[only], b"", &CheckOptions::default());
+    assert_eq!(events.verdicts.len(), 1);
+    assert_eq!(errors.len(), 1);
+    assert!(!outcome.passed);
+}
+
+#[test]
+fn nul_terminated_manifests_keep_newlines_and_carriage_returns_in_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = ["n\nl", "c\r"];
+    let mut text = Vec::new();
+    for name in names {
+        std::fs::write(dir.path().join(name), b"abc").unwrap();
+        text.extend_from_slice(
+            format!("{SHA256_ABC}  {}/{name}\0", dir.path().display()).as_bytes(),
+        );
+    }
+    let m = dir.path().join("m");
+    std::fs::write(&m, text).unwrap();
+    let zero = CheckOptions {
+        nul_terminated: true,
+        ..CheckOptions::default()
+    };
+    let (outcome, events, errors) = run(&[m], b"", &zero);
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(events.verdicts.len(), 2);
+    assert!(events.verdicts.iter().all(|(_, v)| *v == Verdict::Ok));
+    assert!(outcome.passed);
 }

@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::hash::BuildHasher;
 use std::path::{Path, PathBuf};
 
-use super::parse::{is_blank_or_comment, parse_line};
+use super::parse::{UntaggedForm, is_blank_or_comment, parse_line_in};
 use super::write::{needs_escape, portable_name, push_name};
 use crate::digest::Algorithm;
 
@@ -217,6 +217,11 @@ pub struct Checklist {
     stdin: Vec<(u32, [u8; 32])>,
     /// Files without verdicts yet.
     awaiting: usize,
+    /// The form of untagged lines, once the first has decided it (for every manifest
+    /// after, as coreutils).
+    form: UntaggedForm,
+    /// What ends a line: `\n`, or NUL for manifests written with `-z`.
+    line_end: u8,
 }
 
 impl Checklist {
@@ -239,7 +244,15 @@ impl Checklist {
             lines: Vec::new(),
             stdin: Vec::new(),
             awaiting: 0,
+            form: UntaggedForm::Unknown,
+            line_end: b'\n',
         }
+    }
+
+    /// Reads manifests whose lines end with NUL (as `sha256sum -z` writes them, names
+    /// unescaped) instead of a newline: a trailing `\r` is then part of the name.
+    pub fn set_nul_terminated(&mut self, nul: bool) {
+        self.line_end = if nul { 0 } else { b'\n' };
     }
 
     /// Starts the next manifest: the lines added after belong to it. `from_stdin`: the
@@ -266,11 +279,11 @@ impl Checklist {
         let mut n = 0;
         loop {
             line.clear();
-            if manifest.read_until(b'\n', &mut line)? == 0 {
+            if manifest.read_until(self.line_end, &mut line)? == 0 {
                 break;
             }
             n += 1;
-            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            let text = line.strip_suffix(&[self.line_end]).unwrap_or(&line);
             if !self.add_line(text) {
                 malformed(n);
             }
@@ -299,7 +312,9 @@ impl Checklist {
         if is_blank_or_comment(line) {
             return true;
         }
-        let entry = parse_line(line)
+        // `b3sum -c` keeps a trailing CR in the name (and reads no `\r` escape).
+        let strip_cr = self.line_end == b'\n' && self.algo != Algorithm::Blake3;
+        let entry = parse_line_in(line, &mut self.form, Some(self.algo), strip_cr)
             .filter(|e| e.fits(self.algo) && !(e.is_stdin() && self.from_stdin[manifest]));
         let Some(entry) = entry else {
             self.tallies[manifest].malformed += 1;
@@ -464,6 +479,26 @@ impl Checklist {
         }
         verdicts.reverse();
         verdicts
+    }
+
+    /// Drops every line listing `path` without a verdict (`--ignore-missing`, for a file
+    /// that does not exist): they are counted neither as read nor as failed. Returns how
+    /// many lines were dropped.
+    pub fn ignore(&mut self, path: &Path) -> usize {
+        let Ok(file) = self.find(path.as_os_str().as_encoded_bytes()) else {
+            return 0;
+        };
+        let mut line = std::mem::replace(&mut self.files[file as usize].last_line, NONE);
+        if line == NONE {
+            return 0;
+        }
+        self.awaiting -= 1;
+        let mut n = 0;
+        while line != NONE {
+            n += 1;
+            line = self.lines[line as usize].next;
+        }
+        n
     }
 
     /// Gives the `i`-th line naming standard input its verdict from what reading standard

@@ -68,11 +68,50 @@ pub fn is_blank_or_comment(line: &[u8]) -> bool {
 }
 
 /// Parses one line (without its newline), as coreutils does: blanks before the line,
-/// the leading-backslash escaping (`\\`, `\n`, `\r`), a trailing `\r`; `HEX  PATH` and
-/// `HEX *PATH`; BSD style `TAG (PATH) = HEX`, also OpenSSL's `TAG(PATH)= HEX`. `None` if
-/// malformed. Whether the digest suits an algorithm is [`ManifestEntry::fits`].
+/// the leading-backslash escaping (`\\`, `\n`, `\r`), a trailing `\r`; `HEX  PATH`,
+/// `HEX *PATH` and the single-space `HEX PATH` (as `md5 -r` writes it); BSD style
+/// `TAG (PATH) = HEX`, also OpenSSL's `TAG(PATH)= HEX`. `None` if malformed. Whether the
+/// digest suits an algorithm is [`ManifestEntry::fits`].
+///
+/// A line alone cannot always say which untagged form it is in: `HEX  PATH` is also the
+/// single-space form of a name starting with a blank. This reads it as the first
+/// untagged line of a manifest; checking, coreutils and
+/// [`Checklist`](super::Checklist) let the first untagged line decide the form of every
+/// later one.
 pub fn parse_line(line: &[u8]) -> Option<ManifestEntry> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    parse_line_in(line, &mut UntaggedForm::Unknown, None, true)
+}
+
+/// Which form untagged lines are in, as `sha256sum -c` decides it: the first untagged
+/// line that is otherwise well formed fixes it for the rest of the run (the manifests
+/// after it too). Once lines are two-space, a `HEX NAME` line is improperly formatted;
+/// once they are single-space, a `HEX  NAME` line names ` NAME` (coreutils refuses to
+/// mix them: a file renamed with a leading blank could pass for another).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum UntaggedForm {
+    /// No untagged line seen yet.
+    #[default]
+    Unknown,
+    /// Two-space (or space-star) lines.
+    TwoSpace,
+    /// Single-space lines.
+    OneSpace,
+}
+
+/// [`parse_line`], minding and updating `form`. With `algo`, an untagged line whose
+/// digest is not `algo`'s length is refused before it can decide the form (coreutils
+/// reads exactly that many digits). `strip_cr`: drop a trailing `\r` (not for lines
+/// ended by NUL, whose names are written raw).
+pub(crate) fn parse_line_in(
+    line: &[u8],
+    form: &mut UntaggedForm,
+    algo: Option<Algorithm>,
+    strip_cr: bool,
+) -> Option<ManifestEntry> {
+    let line = match strip_cr {
+        true => line.strip_suffix(b"\r").unwrap_or(line),
+        false => line,
+    };
     let start = line.iter().position(|b| !is_blank(*b))?;
     let line = &line[start..];
     let (escaped, rest) = match line.strip_prefix(b"\\") {
@@ -85,7 +124,7 @@ pub fn parse_line(line: &[u8]) -> Option<ManifestEntry> {
             (hex, name, Some(algo))
         }
         None => {
-            let (hex, name) = split_gnu(rest)?;
+            let (hex, name) = split_gnu(rest, form, algo)?;
             (hex, name, None)
         }
     };
@@ -138,13 +177,36 @@ pub(super) fn split_bsd(inner: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((&inner[..close], hex))
 }
 
-/// `HEX  PATH` or `HEX *PATH` (the first separator may be a tab).
-pub(super) fn split_gnu(rest: &[u8]) -> Option<(&[u8], &[u8])> {
+/// `HEX  PATH`, `HEX *PATH` (the first separator may be a tab) or `HEX PATH`, as `form`
+/// allows, deciding it if it is still open.
+fn split_gnu<'a>(
+    rest: &'a [u8],
+    form: &mut UntaggedForm,
+    algo: Option<Algorithm>,
+) -> Option<(&'a [u8], &'a [u8])> {
     let hex_len = rest.iter().position(|b| is_blank(*b))?;
+    let hex = &rest[..hex_len];
     let after = &rest[hex_len + 1..];
-    match after.first()? {
-        b' ' | b'*' => Some((&rest[..hex_len], &after[1..])),
-        _ => None,
+    if after.is_empty()
+        || algo.is_some_and(|a| a.hex_len() != hex_len)
+        || !hex.iter().all(u8::is_ascii_hexdigit)
+    {
+        return None;
+    }
+    let single = after.len() == 1 || !matches!(after[0], b' ' | b'*');
+    if single {
+        if *form == UntaggedForm::TwoSpace {
+            return None;
+        }
+        *form = UntaggedForm::OneSpace;
+        return Some((hex, after));
+    }
+    match form {
+        UntaggedForm::OneSpace => Some((hex, after)),
+        _ => {
+            *form = UntaggedForm::TwoSpace;
+            Some((hex, &after[1..]))
+        }
     }
 }
 

@@ -135,10 +135,62 @@ fn binary_markers_and_malformed_lines() {
     assert_eq!(parse_line(b"AB *x").unwrap().hex, "ab");
     assert!(parse_line(b"zz  x").is_none());
     assert!(parse_line(b"ab").is_none());
-    assert!(parse_line(b"ab  ").is_none());
+    assert!(parse_line(b"ab ").is_none());
     assert!(parse_line(b"\\ab  bad\\q").is_none());
     assert!(parse_line(b"\\ab  trailing\\").is_none());
-    assert!(parse_line(b"ab x").is_none());
+}
+
+/// Each line checked with `sha256sum -c` (coreutils 9.1): what it names, or that it is
+/// improperly formatted. `tests/it/hash_conformance.rs` runs such lines through both.
+#[test]
+fn single_space_lines_are_read_as_coreutils_reads_them() {
+    let name = |line: &[u8]| parse_line(line).map(|e| e.path);
+    assert_eq!(name(b"ab x"), Some("x".into()), "md5 -r's form");
+    assert_eq!(name(b"ab\tx"), Some("x".into()));
+    assert_eq!(name(b"ab \tx"), Some("\tx".into()), "a blank, then a name");
+    assert_eq!(
+        name(b"ab  "),
+        Some(" ".into()),
+        "one character after: single-space"
+    );
+    assert_eq!(name(b"ab *"), Some("*".into()));
+    assert_eq!(
+        name(b"ab\t*x"),
+        Some("x".into()),
+        "tab, then the binary mark"
+    );
+    assert_eq!(name(b"\\ab b\\\\s"), Some("b\\s".into()));
+    assert!(parse_line(b"ab ").is_none(), "no name");
+}
+
+/// The first untagged line decides the form of the others, in every manifest after it:
+/// `sha256sum -c` keeps it for the run, and refuses to mix them.
+#[test]
+fn the_first_untagged_line_decides_the_form_of_the_rest() {
+    let hex = SHA256_ABC;
+    let mut single = Checklist::new(Algorithm::Sha256);
+    single.start_manifest(false);
+    assert!(single.add_line(format!("{hex} a").as_bytes()));
+    assert!(single.add_line(format!("SHA256 (t) = {hex}").as_bytes()));
+    assert!(single.add_line(format!("{hex}  b").as_bytes()));
+    assert!(single.add_line(format!("{hex} *c").as_bytes()));
+    single.start_manifest(false);
+    assert!(single.add_line(format!("{hex}  d").as_bytes()));
+    assert_eq!(
+        single.files(),
+        ["a", "t", " b", "*c", " d"].map(PathBuf::from)
+    );
+
+    let mut double = Checklist::new(Algorithm::Sha256);
+    assert!(
+        !double.add_line(format!("{hex}0 a").as_bytes()),
+        "too long: decides nothing"
+    );
+    assert!(double.add_line(format!("{hex} *a").as_bytes()));
+    assert!(!double.add_line(format!("{hex} b").as_bytes()));
+    double.start_manifest(false);
+    assert!(!double.add_line(format!("{hex} c").as_bytes()));
+    assert_eq!(double.files(), [PathBuf::from("a")]);
 }
 
 #[test]

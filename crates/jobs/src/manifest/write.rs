@@ -12,21 +12,7 @@ use seekless_sys::path_to_bytes;
 /// The path is written as given: a file named `-` must be passed as `./-` (see
 /// [`name_in_manifest`]), since `-` on a line means standard input.
 pub fn format_line(hex: &str, path: &[u8]) -> Vec<u8> {
-    let mut line = Vec::with_capacity(hex.len() + path.len() + 4);
-    push_line(&mut line, hex, path);
-    line
-}
-
-/// Appends [`format_line`]'s line to `out`.
-pub(super) fn push_line(out: &mut Vec<u8>, hex: &str, path: &[u8]) {
-    let path = &*portable_name(path);
-    let escape = needs_escape(path);
-    if escape {
-        out.push(b'\\');
-    }
-    out.extend_from_slice(hex.as_bytes());
-    out.extend_from_slice(b"  ");
-    push_name(out, path, escape);
+    format_line_as(hex, path, LineStyle::default())
 }
 
 /// Bytes of lines a [`ManifestFile`] holds before writing them out.
@@ -57,6 +43,8 @@ pub struct ManifestFile {
     pub(super) pending: Vec<u8>,
     /// The first write that failed.
     pub(super) failed: Option<io::Error>,
+    /// How its lines are written.
+    pub(super) style: LineStyle,
 }
 
 impl ManifestFile {
@@ -67,7 +55,15 @@ impl ManifestFile {
             file: AtomicFile::create(path)?,
             pending: Vec::new(),
             failed: None,
+            style: LineStyle::default(),
         })
+    }
+
+    /// Writes its lines for `algo`: a BLAKE3 manifest as `b3sum` writes one (a carriage
+    /// return as it is, [`LineStyle::b3sum`]), which `b3sum -c` reads.
+    pub fn for_algorithm(mut self, algo: crate::digest::Algorithm) -> Self {
+        self.style.b3sum = algo == crate::digest::Algorithm::Blake3;
+        self
     }
 
     /// The name asked for.
@@ -88,7 +84,7 @@ impl ManifestFile {
         if self.failed.is_some() {
             return;
         }
-        push_line(&mut self.pending, hex, &path_to_bytes(path));
+        push_line_as(&mut self.pending, hex, &path_to_bytes(path), self.style);
         self.pending.push(b'\n');
         if self.pending.len() >= MANIFEST_BUFFER {
             self.write_pending();
@@ -146,6 +142,88 @@ pub(super) fn push_name(out: &mut Vec<u8>, name: &[u8], escape: bool) {
             b'\n' => out.extend_from_slice(b"\\n"),
             b'\r' => out.extend_from_slice(b"\\r"),
             _ => out.push(b),
+        }
+    }
+}
+
+/// How [`format_line_as`] writes a line: `sha256sum`'s output options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LineStyle {
+    /// BSD style, `TAG (PATH) = HEX` with this algorithm's tag ([`bsd_tag`]), as
+    /// `sha256sum --tag` writes it.
+    ///
+    /// [`bsd_tag`]: super::bsd_tag
+    pub tag: Option<crate::digest::Algorithm>,
+    /// `HEX *PATH`, binary mode's mark (`sha256sum -b`); not with `tag`.
+    pub binary: bool,
+    /// The name as it is, never escaped (`sha256sum -z`, whose lines end with NUL).
+    pub raw: bool,
+    /// Escape only what `b3sum` escapes, a backslash and a newline: a carriage return
+    /// is written as it is, which `b3sum -c` reads (it refuses the `\r` escape, and
+    /// stops there).
+    pub b3sum: bool,
+}
+
+/// Formats one manifest line (without its end) as `style` says: [`format_line`]'s line
+/// by default.
+///
+/// ```
+/// use seekless_jobs::digest::Algorithm;
+/// use seekless_jobs::manifest::{LineStyle, format_line_as};
+///
+/// let mut style = LineStyle::default();
+/// style.tag = Some(Algorithm::Sha256);
+/// assert_eq!(format_line_as("00ff", b"a\nb", style), b"\\SHA256 (a\\nb) = 00ff");
+/// style.raw = true;
+/// assert_eq!(format_line_as("00ff", b"a\nb", style), b"SHA256 (a\nb) = 00ff");
+/// let mut binary = LineStyle::default();
+/// binary.binary = true;
+/// assert_eq!(format_line_as("00ff", b"a", binary), b"00ff *a");
+/// let mut b3sum = LineStyle::default();
+/// b3sum.b3sum = true;
+/// assert_eq!(format_line_as("00ff", b"c\rr", b3sum), b"00ff  c\rr");
+/// assert_eq!(format_line_as("00ff", b"c\r\\", b3sum), b"\\00ff  c\r\\\\");
+/// ```
+pub fn format_line_as(hex: &str, path: &[u8], style: LineStyle) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hex.len() + path.len() + 16);
+    push_line_as(&mut out, hex, path, style);
+    out
+}
+
+/// Appends [`format_line_as`]'s line to `out`.
+fn push_line_as(out: &mut Vec<u8>, hex: &str, path: &[u8], style: LineStyle) {
+    let path = &*portable_name(path);
+    let special = |b: &u8| matches!(b, b'\\' | b'\n') || (*b == b'\r' && !style.b3sum);
+    let escape = !style.raw && path.iter().any(special);
+    let mut name = Vec::with_capacity(path.len() + 4);
+    if escape {
+        for &b in path {
+            match b {
+                b'\\' => name.extend_from_slice(b"\\\\"),
+                b'\n' => name.extend_from_slice(b"\\n"),
+                b'\r' if !style.b3sum => name.extend_from_slice(b"\\r"),
+                _ => name.push(b),
+            }
+        }
+    } else {
+        name.extend_from_slice(path);
+    }
+    if escape {
+        out.push(b'\\');
+    }
+    match style.tag {
+        Some(algo) => {
+            out.extend_from_slice(super::bsd_tag(algo).as_bytes());
+            out.extend_from_slice(b" (");
+            out.extend_from_slice(&name);
+            out.extend_from_slice(b") = ");
+            out.extend_from_slice(hex.as_bytes());
+        }
+        None => {
+            out.extend_from_slice(hex.as_bytes());
+            out.extend_from_slice(if style.binary { b" *" } else { b"  " });
+            out.extend_from_slice(&name);
         }
     }
 }
