@@ -741,6 +741,17 @@ mod tests {
             Some("png"),
         );
         assert_eq!(info.orientation, Some(6));
+        // The same under the name older writers gave it: the APP1 segment's payload.
+        let text = text.replacen(
+            "Raw profile type exif\0\nexif",
+            "Raw profile type APP1\0\nAPP1",
+            1,
+        );
+        let info = inspect(
+            View::whole(&png(&[chunk(b"tEXt", text.as_bytes())])),
+            Some("png"),
+        );
+        assert_eq!(info.orientation, Some(6));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! PNG: IHDR (the dimensions) and the EXIF block: the `eXIf` chunk, or else the
-//! `Raw profile type exif` text chunk ImageMagick wrote before `eXIf` existed (hex, as
-//! exiftool reads it). Bytes after IEND are ignored, as every decoder does.
+//! `Raw profile type exif` (or `Raw profile type APP1`) text chunk ImageMagick wrote
+//! before `eXIf` existed (hex, as exiftool reads it). Bytes after IEND are ignored, as
+//! every decoder does.
 
 use super::Layout;
 
@@ -52,7 +53,12 @@ pub(super) fn read(data: &[u8], complete: bool) -> Layout<'_> {
         match kind {
             b"eXIf" if out.exif.is_none() => out.exif = Some(body),
             b"tEXt" if profile.is_none() => {
-                profile = body.strip_prefix(b"Raw profile type exif\0".as_slice());
+                profile = [
+                    b"Raw profile type exif\0".as_slice(),
+                    b"Raw profile type APP1\0",
+                ]
+                .iter()
+                .find_map(|name| body.strip_prefix(*name));
             }
             b"IEND" => break,
             _ => {}
