@@ -60,20 +60,27 @@ fn read_into<'a>(view: View<'a>, out: &mut Layout<'a>) -> Result<(), String> {
     let m = parse_meta(view, &meta)?;
     let primary = m.primary.ok_or("no pitm box in meta")?;
     let kind = m.item_type(primary);
-    out.meta.codec = match kind {
-        Some(b"grid") => m
-            .derived_from(primary)
-            .and_then(|tiles| tiles.first())
-            .and_then(|&tile| m.item_type(tile))
-            .and_then(|t| fourcc_text(t)),
-        Some(t) => fourcc_text(t),
-        None => None,
-    };
+    // A derived image (a grid of tiles, an overlay of images) is coded as its first
+    // input is, followed through a derived input or two (an overlay of grids).
+    let mut coded = kind;
+    let mut item = primary;
+    for _ in 0..4 {
+        if !matches!(coded, Some(b"grid" | b"iovl")) {
+            break;
+        }
+        let first = m
+            .derived_from(item)
+            .and_then(|inputs| inputs.first().copied());
+        coded = first.and_then(|i| m.item_type(i));
+        item = first.unwrap_or(item);
+    }
+    out.meta.codec = coded.and_then(|t| fourcc_text(t));
     let props = m.properties_of(primary);
     let ispe = props.iter().find(|p| &p.kind == b"ispe");
     let mut size = match ispe {
         Some(p) => Some(ispe_size(view, p)?),
         None if kind == Some(b"grid") => Some(grid_size(view, &m, primary)?),
+        None if kind == Some(b"iovl") => Some(overlay_size(view, &m, primary)?),
         None => None,
     }
     .ok_or_else(|| format!("the primary item {primary} has no ispe property"))?;
@@ -380,6 +387,26 @@ fn grid_size(view: View<'_>, m: &Meta, id: u32) -> Result<(u64, u64), String> {
     size.ok_or_else(|| format!("the grid item {id}'s descriptor is cut short"))
 }
 
+/// The output size in an overlay item's descriptor (ISO/IEC 23008-12 §6.6.2.4.2): after
+/// its version and flags, the canvas fill colour (four 16-bit values), then the width and
+/// height (16-bit, or 32-bit when flags bit 0 is set).
+fn overlay_size(view: View<'_>, m: &Meta, id: u32) -> Result<(u64, u64), String> {
+    let data = m
+        .item_data(view, id)?
+        .ok_or_else(|| format!("the overlay item {id} has no ispe and no iloc entry"))?;
+    let mut c = Cursor::new(data.bytes());
+    let flags = c.skip(1).and_then(|()| c.u8());
+    let size = flags.and_then(|flags| {
+        c.skip(8)?;
+        if flags & 1 == 0 {
+            Some((u64::from(c.u16()?), u64::from(c.u16()?)))
+        } else {
+            Some((u64::from(c.u32()?), u64::from(c.u32()?)))
+        }
+    });
+    size.ok_or_else(|| format!("the overlay item {id}'s descriptor is cut short"))
+}
+
 /// The size after a clean aperture: its width and height, fractions rounded half up as
 /// libheif does, and never more than the image it crops.
 fn clap_size(body: Option<&[u8]>, size: (u64, u64)) -> Result<(u64, u64), String> {
@@ -551,6 +578,39 @@ pub(crate) mod tests {
         let file = heif(&items, &[], &extra);
         let out = read(View::whole(&file));
         assert!(out.error.unwrap().contains("descriptor is cut short"));
+    }
+
+    #[test]
+    fn an_overlay_has_its_canvas_size_and_its_inputs_codec() {
+        // An overlay of a grid of AV1 tiles and an AV1 image.
+        let iref = full(
+            b"iref",
+            0,
+            &[
+                bx(b"dimg", &[0, 1, 0, 2, 0, 2, 0, 4]),
+                bx(b"dimg", &[0, 2, 0, 1, 0, 3]),
+            ]
+            .concat(),
+        );
+        // Version 0, flags 0; fill colour (4 × 16 bits); canvas 1920×1080; two offsets.
+        let mut overlay = vec![0u8, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        overlay.extend_from_slice(&[0x07, 0x80, 0x04, 0x38, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let items = [
+            infe(1, b"iovl"),
+            infe(2, b"grid"),
+            infe(3, b"av01"),
+            infe(4, b"av01"),
+        ];
+        let extra = [
+            iref,
+            iloc(&[(1, 1, 0, overlay.len() as u32)]),
+            bx(b"idat", &overlay),
+        ];
+        let file = heif(&items, &[], &extra);
+        let out = read(View::whole(&file));
+        assert_eq!(out.error, None);
+        assert_eq!((out.width, out.height), (Some(1920), Some(1080)));
+        assert_eq!(out.meta.codec.as_deref(), Some("av01"));
     }
 
     #[test]
