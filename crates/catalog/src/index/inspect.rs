@@ -16,6 +16,7 @@ mod fields;
 mod heif;
 mod identify;
 mod integrity;
+mod iptc;
 mod jpeg;
 mod jxl;
 mod matroska;
@@ -238,6 +239,9 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     if lacking && let Some(packet) = xmp::packet(data) {
         fill_xmp(&mut info, packet);
     }
+    if info.taken.is_none() {
+        info.taken = layout.iptc_taken.take();
+    }
     // A HEIF turned by `irot` has that turn in its width and height, and every decoder
     // applies it; its EXIF (or XMP) Orientation is then informative only (ISO/IEC
     // 23008-12) and must not be applied again: nothing is left to apply. One without
@@ -268,6 +272,8 @@ struct Layout<'a> {
     owned_exif: Option<Vec<u8>>,
     /// Damage that every reader works around (junk between JPEG segments).
     warnings: Vec<String>,
+    /// The date IPTC gives (a JPEG's APP13): `taken` when neither EXIF nor XMP has one.
+    iptc_taken: Option<String>,
     /// What a container says outside EXIF (a video's or raw file's own tags): each field
     /// fills the one EXIF did not have.
     meta: Meta,
@@ -752,6 +758,35 @@ mod tests {
             Some("png"),
         );
         assert_eq!(info.orientation, Some(6));
+    }
+
+    #[test]
+    fn taken_falls_back_to_xmps_date_created_then_to_iptc() {
+        // XMP with only photoshop:DateCreated.
+        let xmp = "<x:xmpmeta xmlns:x='adobe:ns:meta/'><rdf:Description \
+                   photoshop:DateCreated=\"2012-03-04T05:06:07+01:00\"/></x:xmpmeta>";
+        let p = png(&[chunk(
+            b"iTXt",
+            format!("XML:com.adobe.xmp\0\0\0\0\0{xmp}").as_bytes(),
+        )]);
+        let info = inspect(View::whole(&p), Some("png"));
+        assert_eq!(info.taken.as_deref(), Some("2012-03-04T05:06:07+01:00"));
+        // A JPEG whose only date is IPTC's (APP13).
+        let mut iptc = vec![0x1C, 2, 55, 0, 8];
+        iptc.extend_from_slice(b"20191014");
+        iptc.extend_from_slice(&[0x1C, 2, 60, 0, 11]);
+        iptc.extend_from_slice(b"150020+0000");
+        let mut app13 = b"Photoshop 3.0\08BIM\x04\x04\0\0".to_vec();
+        app13.extend_from_slice(&(iptc.len() as u32).to_be_bytes());
+        app13.extend_from_slice(&iptc);
+        let mut j = vec![0xFF, 0xD8, 0xFF, 0xED];
+        j.extend_from_slice(&((app13.len() + 2) as u16).to_be_bytes());
+        j.extend_from_slice(&app13);
+        j.extend_from_slice(&[0xFF, 0xC0, 0, 11, 8, 0, 2, 0, 3, 1, 1, 0x11, 0]);
+        j.extend_from_slice(&[0xFF, 0xDA, 0, 2, 0x55, 0xFF, 0xD9]);
+        let info = inspect(View::whole(&j), Some("jpg"));
+        assert_eq!((info.width, info.height), (Some(3), Some(2)));
+        assert_eq!(info.taken.as_deref(), Some("2019-10-14T15:00:20+00:00"));
     }
 
     #[test]

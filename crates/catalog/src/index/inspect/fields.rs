@@ -58,8 +58,12 @@ pub(super) fn fill_xmp(info: &mut ImageInfo, packet: &str) {
             .and_then(|o| o.parse().ok())
             .filter(|o| (1..=8).contains(o));
     }
+    // Where EXIF has no date: XMP's copy of it, else when the picture was created
+    // (`photoshop:DateCreated`, IPTC's date in XMP), with a time.
     if info.taken.is_none() {
-        info.taken = get("exif:DateTimeOriginal").and_then(|d| xmp::date(&d));
+        info.taken = ["exif:DateTimeOriginal", "photoshop:DateCreated"]
+            .into_iter()
+            .find_map(|name| get(name).and_then(|d| xmp::date(&d)));
     }
     if info.lens.is_none() {
         info.lens = get("exifEX:LensModel");

@@ -1,5 +1,5 @@
 //! JPEG: walks the marker segments up to the first scan for the frame header (the
-//! dimensions) and the first APP1 `Exif\0\0` segment.
+//! dimensions), the first APP1 `Exif\0\0` segment and the IPTC date in APP13.
 //!
 //! Bytes that are not a marker where one should be (junk after a segment, a segment
 //! length one short) are skipped to the next marker, as libjpeg ("Corrupt JPEG data: N
@@ -66,6 +66,7 @@ pub(super) fn read(data: &[u8]) -> Layout<'_> {
                 // `Exif\0\0`, sometimes `Exif\0\xFF`: the TIFF structure follows.
                 out.exif = Some(&body[6..]);
             }
+            0xED if out.iptc_taken.is_none() => out.iptc_taken = super::iptc::taken(body),
             0xDA => break, // start of scan: the header is over
             _ => {}
         }
