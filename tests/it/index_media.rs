@@ -886,3 +886,57 @@ fn every_kind_gets_a_thumbnail_with_bounded_memory() {
     assert_eq!(rows[1]["duration"].as_f64(), Some(3.0));
     assert_eq!(rows[1]["thumb_source"], "frame");
 }
+
+#[test]
+fn sound_alone_is_audio_with_its_duration_and_codec_and_no_thumbnail() {
+    let test = "sound_alone_is_audio_with_its_duration_and_codec_and_no_thumbnail";
+    if !require_tools(test, &["ffmpeg", "sqlite3"]) {
+        return;
+    }
+    let scratch = scratch_dir(test);
+    let dir = scratch.path().join("library");
+    std::fs::create_dir(&dir).unwrap();
+    // Two seconds of a tone: AAC in an MP4 (a voice memo's form), FLAC in Matroska.
+    for (name, codec) in [("memo.mp4", "aac"), ("song.mkv", "flac")] {
+        run(Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i"])
+            .arg("sine=frequency=440:duration=2")
+            .args(["-c:a", codec])
+            .arg(dir.join(name)));
+    }
+    let db = scratch.path().join("catalog.db");
+    let out = seekless()
+        .args(["index", "--thumbs", "--db"])
+        .arg(&db)
+        .arg(&dir)
+        .output()
+        .expect("run seekless index");
+    assert_exit(&out, 0);
+    let rows = query(
+        &db,
+        "SELECT substr(path, -8) AS name, kind, round(duration) AS secs, codec, width, error,
+                (SELECT count(*) FROM thumbs WHERE image = images.id) AS thumbs
+         FROM images ORDER BY path",
+    );
+    let rows: Vec<Value> = rows
+        .into_iter()
+        .map(|r| {
+            serde_json::json!([
+                r["name"],
+                r["kind"],
+                r["secs"],
+                r["codec"],
+                r["width"],
+                r["error"],
+                r["thumbs"]
+            ])
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            serde_json::json!(["memo.mp4", "audio", 2.0, "mp4a", null, null, 0]),
+            serde_json::json!(["song.mkv", "audio", 2.0, "A_FLAC", null, null, 0]),
+        ]
+    );
+}

@@ -43,6 +43,10 @@ impl Kind {
 /// `images.kind` of a file whose format the catalog does not know.
 pub(crate) const OTHER_KIND: &str = "other";
 
+/// `images.kind` of a video container that holds sound alone (a voice memo, a song in an
+/// MP4, MKV or 3GP): duration and codec, no size, no thumbnail.
+pub(crate) const AUDIO_KIND: &str = "audio";
+
 /// Which of `inspect`'s readers reads a format's header (its size, where its EXIF is, what
 /// it keeps outside EXIF).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -606,7 +610,7 @@ mod tests {
         let named: Vec<&str> = Kind::ALL
             .iter()
             .map(|k| k.name())
-            .chain([OTHER_KIND])
+            .chain([AUDIO_KIND, OTHER_KIND])
             .collect();
         assert_eq!(
             kinds.into_iter().filter(|w| *w != "|").collect::<Vec<_>>(),

@@ -111,7 +111,9 @@ pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
             }
         }
     };
-    info.kind = Some(info.format.map_or(formats::OTHER_KIND, formats::kind_of));
+    if info.kind.is_none() {
+        info.kind = Some(info.format.map_or(formats::OTHER_KIND, formats::kind_of));
+    }
     if let Some(format) = info.format {
         match catch_unwind(AssertUnwindSafe(|| integrity::damaged(view, format))) {
             Ok(damaged) => info.damaged = damaged,
@@ -203,7 +205,12 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
             Err(e) => errors.insert(0, format!("no dimensions in the header: {e}")),
         }
     }
+    if layout.audio {
+        info.kind = Some(formats::AUDIO_KIND);
+    }
     match (layout.width, layout.height) {
+        // Sound has no size.
+        (None, None) if layout.audio => {}
         // Dimensions no image can have are an error, never numbers in the catalog.
         (Some(w), Some(h)) if !(1..=MAX_SIDE).contains(&w) || !(1..=MAX_SIDE).contains(&h) => {
             errors.insert(0, format!("impossible dimensions {w}×{h} in the header"));
@@ -274,6 +281,8 @@ struct Layout<'a> {
     warnings: Vec<String>,
     /// The date IPTC gives (a JPEG's APP13): `taken` when neither EXIF nor XMP has one.
     iptc_taken: Option<String>,
+    /// A container of sound alone (no video track): its kind is `audio`, it has no size.
+    audio: bool,
     /// What a container says outside EXIF (a video's or raw file's own tags): each field
     /// fills the one EXIF did not have.
     meta: Meta,

@@ -244,7 +244,8 @@ fn read_one(
                     if let Some(what) = &row.info.warning {
                         reporter.warning(Some(&*entry.path), what);
                     }
-                    if let Some(t) = thumbs {
+                    // Sound has no picture: no thumbnail row, no error.
+                    if let Some(t) = thumbs.filter(|_| row.info.kind != Some(formats::AUDIO_KIND)) {
                         let visual = if whole && !view.complete() {
                             thumb::Visual::none(format!(
                                 "larger than {} MiB: no thumbnail",

@@ -267,11 +267,24 @@ fn read_info(info: &[u8], out: &mut Layout<'_>) {
 }
 
 fn read_tracks(tracks: &[u8], out: &mut Layout<'_>) -> Result<(), String> {
-    let video = children(tracks)
-        .filter(|(id, _)| *id == TRACK_ENTRY)
-        .find(|(_, entry)| children(entry).any(|(id, t)| id == TRACK_TYPE && uint(t) == Some(1)))
-        .ok_or("no video track (a TrackEntry of TrackType 1)")?
-        .1;
+    let of_type = |kind: u64| {
+        children(tracks)
+            .filter(|(id, _)| *id == TRACK_ENTRY)
+            .find(|(_, entry)| {
+                children(entry).any(|(id, t)| id == TRACK_TYPE && uint(t) == Some(kind))
+            })
+            .map(|(_, entry)| entry)
+    };
+    let Some(video) = of_type(1) else {
+        // Sound alone (TrackType 2): audio, its codec the sound track's.
+        let audio =
+            of_type(2).ok_or("no video or audio track (a TrackEntry of TrackType 1 or 2)")?;
+        out.audio = true;
+        out.meta.codec = children(audio)
+            .find(|(id, _)| *id == CODEC_ID)
+            .and_then(|(_, data)| text(data));
+        return Ok(());
+    };
     for (id, data) in children(video) {
         match id {
             CODEC_ID => out.meta.codec = text(data),
@@ -466,12 +479,19 @@ mod tests {
         assert!(error.contains("past the Segment"), "{error}");
         let cut = View::new(&good[..60], &[], good.len() as u64);
         assert!(read(cut).error.unwrap().contains("was not read"));
+        // Sound alone is audio, its codec the first sound track's.
         let f = file("matroska", &[info(), tracks(2, 64, 48)], false);
+        let out = read(View::whole(&f));
+        assert_eq!((out.error, out.audio), (None, true));
+        assert_eq!(out.meta.codec.as_deref(), Some("A_OPUS"));
+        // Subtitles alone are neither.
+        let subtitles = el(TRACKS, &el(TRACK_ENTRY, &el(TRACK_TYPE, &[17])));
+        let f = file("matroska", &[info(), subtitles], false);
         assert!(
             read(View::whole(&f))
                 .error
                 .unwrap()
-                .contains("no video track")
+                .contains("no video or audio track")
         );
         assert!(
             read(View::whole(b"\x1A\x45\xDF\xA3\xFF\xFF"))

@@ -80,15 +80,36 @@ fn read_into(view: View<'_>, out: &mut Layout<'_>) -> Result<(), String> {
     if let Some((lat, lon, alt)) = tags.place {
         (m.gps_lat, m.gps_lon, m.gps_alt) = (Some(lat), Some(lon), alt);
     }
-    let track = boxes::boxes(view, start, end)
-        .map_while(Result::ok)
-        .filter(|b| &b.kind == b"trak")
-        .find(|trak| {
-            let hdlr = boxes::find_path(view, trak.body, trak.end, &[b"mdia", b"hdlr"]);
-            hdlr.and_then(|h| view.get(h.body + 8, 4)) == Some(b"vide")
-        })
-        .ok_or("no video track (a trak whose mdia/hdlr is vide)")?;
-    read_track(view, &track, out)
+    let of_kind = |handler: &[u8; 4]| {
+        boxes::boxes(view, start, end)
+            .map_while(Result::ok)
+            .filter(|b| &b.kind == b"trak")
+            .find(|trak| {
+                let hdlr = boxes::find_path(view, trak.body, trak.end, &[b"mdia", b"hdlr"]);
+                hdlr.and_then(|h| view.get(h.body + 8, 4)) == Some(handler.as_slice())
+            })
+    };
+    if let Some(track) = of_kind(b"vide") {
+        return read_track(view, &track, out);
+    }
+    // Sound alone (a voice memo, a song): audio, its codec the sound track's.
+    let track = of_kind(b"soun")
+        .ok_or("no video or audio track (a trak whose mdia/hdlr is vide or soun)")?;
+    out.audio = true;
+    out.meta.codec = sample_entry(view, &track).and_then(|e| fourcc_text(&e.kind));
+    Ok(())
+}
+
+/// The first sample entry of a track's `stsd`: a box after the full box's version, flags
+/// and count.
+fn sample_entry(view: View<'_>, trak: &BoxHeader) -> Option<BoxHeader> {
+    let stsd = boxes::find_path(
+        view,
+        trak.body,
+        trak.end,
+        &[b"mdia", b"minf", b"stbl", b"stsd"],
+    )?;
+    boxes::boxes(view, stsd.body + 8, stsd.end).next()?.ok()
 }
 
 /// The creation date (when not zero) and the duration in seconds.
@@ -381,14 +402,7 @@ fn read_track(view: View<'_>, trak: &BoxHeader, out: &mut Layout<'_>) -> Result<
         boxes::find(view, trak.body, trak.end, b"tkhd").ok_or("the video track has no tkhd box")?;
     let body = tkhd.payload(&view).ok_or("the tkhd box was not read")?;
     let (matrix, width, height) = track_header(body).ok_or("the tkhd box is cut short")?;
-    let stsd = boxes::find_path(
-        view,
-        trak.body,
-        trak.end,
-        &[b"mdia", b"minf", b"stbl", b"stsd"],
-    );
-    // The first sample entry: a box after the full box's version, flags and count.
-    let entry = stsd.and_then(|s| boxes::boxes(view, s.body + 8, s.end).next()?.ok());
+    let entry = sample_entry(view, trak);
     out.meta.codec = entry.and_then(|e| fourcc_text(&e.kind));
     let (mut width, mut height) = (width, height);
     if width == 0 || height == 0 {
@@ -746,16 +760,23 @@ mod tests {
             error.contains("moov box at byte 20 claims 100000 bytes"),
             "{error}"
         );
+        // Sound alone is audio, its codec the sound track's; nothing at all is an error.
         let file = movie(
             &[trak(b"soun", tkhd([1, 0, 0, 1], 0, 0), b"mp4a", 0, 0)],
             0,
             false,
         );
+        let out = read(View::whole(&file));
+        assert_eq!(out.error, None);
+        assert!(out.audio);
+        assert_eq!(out.meta.codec.as_deref(), Some("mp4a"));
+        assert_eq!((out.width, out.height), (None, None));
+        let file = movie(&[], 0, false);
         assert!(
             read(View::whole(&file))
                 .error
                 .unwrap()
-                .contains("no video track")
+                .contains("no video or audio track")
         );
         let out = read(View::whole(b"\0\0\0\x08wide garbage \xff\xff"));
         assert!(out.error.is_some());
