@@ -299,6 +299,11 @@ fn tiff_data(view: View<'_>) -> Option<String> {
             size(end)
         ));
     }
+    if view.complete()
+        && let Some((tag, at, len)) = images.value_past_the_end
+    {
+        return Some(past_end(&format!("the value of tag 0x{tag:04X}"), view, at, len));
+    }
     let (at, len) = images.data_end?;
     (at.saturating_add(len) > end).then(|| past_end("image data", view, at, len))
 }

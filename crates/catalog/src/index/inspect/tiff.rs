@@ -55,6 +55,8 @@ struct Reader<'a> {
     links: Vec<u64>,
     /// The first directory met whose entries run past the block's end.
     cut_ifd: Option<u64>,
+    /// The first entry met whose value runs past the block's end: (tag, offset, length).
+    far_value: Option<(u16, u64, u64)>,
 }
 
 const EXIF_IFD: u16 = 0x8769;
@@ -185,6 +187,9 @@ pub(super) struct Images {
     pub data_end: Option<(u64, u64)>,
     /// The first directory of that walk whose entries run past the block's end.
     pub cut_directory: Option<u64>,
+    /// The first entry of the directories of that walk whose value runs past the block's
+    /// end, as (tag, offset, length).
+    pub value_past_the_end: Option<(u16, u64, u64)>,
 }
 
 /// The most directories [`images`] reads: real raw files have fewer than 10.
@@ -214,6 +219,7 @@ pub(super) fn images(data: &[u8]) -> Result<Images, String> {
     }
     let mut out = walk.out;
     out.cut_directory = r.cut_ifd;
+    out.value_past_the_end = r.far_value;
     out.thumbnail_sized = !walk.priority_set && walk.first_reduced == Some(true);
     out.width = walk.width.get();
     out.height = walk.height.get();
@@ -421,6 +427,7 @@ impl<'a> Reader<'a> {
             damage: Vec::new(),
             links: Vec::new(),
             cut_ifd: None,
+            far_value: None,
         };
         // The magic number is 42 for TIFF and EXIF, 43 for BigTIFF; raw formats use their
         // own (ORF: 0x4F52/0x5352, RW2: 0x55) with a classic layout.
@@ -567,6 +574,9 @@ impl<'a> Reader<'a> {
             let far = at
                 .checked_add(len)
                 .is_none_or(|end| end > self.data.len() as u64);
+            if far {
+                self.far_value.get_or_insert((tag, at, len));
+            }
             if far && wanted.contains(&tag) {
                 self.note(format!("tag 0x{tag:04X} points outside the block"));
             }
