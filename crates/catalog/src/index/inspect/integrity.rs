@@ -34,6 +34,20 @@ pub(super) fn damaged(view: View<'_>, format: &str) -> Option<String> {
     }
 }
 
+/// A four-character code as text, each byte that is not a printable ASCII character
+/// shown as `?`.
+pub(super) fn fourcc(kind: &[u8]) -> String {
+    kind.iter()
+        .map(|&b| {
+            if b.is_ascii_graphic() || b == b' ' {
+                char::from(b)
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
 /// A size in a few characters: `312 bytes`, `12.5 KiB`, `4.0 MiB`.
 pub(super) fn size(n: u64) -> String {
     const KIB: f64 = 1024.0;
@@ -65,6 +79,8 @@ fn jpeg(view: View<'_>) -> Option<String> {
     let end = view.size();
     let mut at = 2u64;
     let mut scans = 0u32;
+    // Where the MPF block (a multi-picture file's index) starts, and its further images.
+    let mut mp: Option<(u64, Vec<(u64, u64)>)> = None;
     loop {
         // The next marker: fill bytes and junk between segments are skipped.
         let rest = view.get_upto(at, end);
@@ -93,7 +109,7 @@ fn jpeg(view: View<'_>) -> Option<String> {
         let seg = at + ff as u64;
         at = seg + 2;
         match marker {
-            0xD9 => return None,
+            0xD9 => return mp.and_then(|(base, images)| mpo(view, base, &images)),
             0xD0..=0xD8 | 0x01 => continue,
             _ => {}
         }
@@ -114,6 +130,13 @@ fn jpeg(view: View<'_>) -> Option<String> {
                 at,
                 len,
             ));
+        }
+        if marker == 0xE2
+            && mp.is_none()
+            && let Some(body) = view.get(at + 2, len.saturating_sub(2))
+            && let Some(block) = body.strip_prefix(b"MPF\0")
+        {
+            mp = Some((at + 6, tiff::mp_images(block)));
         }
         at += len;
         if marker == 0xDA {
@@ -166,6 +189,20 @@ fn jpeg(view: View<'_>) -> Option<String> {
     }
 }
 
+/// The further images of a multi-picture file (MPO) inside the file.
+fn mpo(view: View<'_>, base: u64, images: &[(u64, u64)]) -> Option<String> {
+    let (i, &(at, len)) = images
+        .iter()
+        .enumerate()
+        .find(|(_, (at, len))| base.saturating_add(*at).saturating_add(*len) > view.size())?;
+    Some(past_end(
+        &format!("picture {} of the MPO", i + 2),
+        view,
+        base + at,
+        len,
+    ))
+}
+
 fn jpeg_marker_name(marker: u8) -> String {
     match marker {
         0xE0..=0xEF => format!("APP{}", marker - 0xE0),
@@ -194,11 +231,7 @@ fn png(view: View<'_>) -> Option<String> {
         };
         let len = u64::from(u32::from_be_bytes([head[0], head[1], head[2], head[3]]));
         let kind = &head[4..8];
-        let name = String::from_utf8_lossy(kind).into_owned();
-        let name: String = name
-            .chars()
-            .map(|c| if c.is_ascii_graphic() { c } else { '?' })
-            .collect();
+        let name = fourcc(kind);
         let total = len.saturating_add(12);
         if at.saturating_add(total) > end {
             return Some(past_end(&format!("chunk {name}"), view, at, total));
@@ -302,7 +335,12 @@ fn tiff_data(view: View<'_>) -> Option<String> {
     if view.complete()
         && let Some((tag, at, len)) = images.value_past_the_end
     {
-        return Some(past_end(&format!("the value of tag 0x{tag:04X}"), view, at, len));
+        return Some(past_end(
+            &format!("the value of tag 0x{tag:04X}"),
+            view,
+            at,
+            len,
+        ));
     }
     let (at, len) = images.data_end?;
     (at.saturating_add(len) > end).then(|| past_end("image data", view, at, len))

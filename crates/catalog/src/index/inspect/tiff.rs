@@ -401,6 +401,27 @@ impl Reader<'_> {
     }
 }
 
+/// The images after the first that the MP Index IFD in `block` (an MPF APP2's payload
+/// after `MPF\0`) lists, as (offset from the block's start, length); at most 64.
+pub(super) fn mp_images(block: &[u8]) -> Vec<(u64, u64)> {
+    let Ok((mut r, first)) = Reader::open(block) else {
+        return Vec::new();
+    };
+    let Some(entries) = r.ifd(first, &[], &mut HashSet::new()) else {
+        return Vec::new();
+    };
+    let Some(e) = entries.iter().find(|e| e.tag == 0xB002 && !e.far) else {
+        return Vec::new();
+    };
+    (0..(e.count / 16).min(64))
+        .filter_map(|i| {
+            let at = e.at.checked_add(i * 16)?;
+            let (len, offset) = (r.u32(at + 4)?, r.u32(at + 8)?);
+            (offset != 0).then_some((u64::from(offset), u64::from(len)))
+        })
+        .collect()
+}
+
 /// Bytes per value of each TIFF type; `None` for types this reader does not know.
 fn type_size(kind: u16) -> Option<u64> {
     Some(match kind {

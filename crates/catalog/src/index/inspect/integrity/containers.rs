@@ -2,7 +2,7 @@
 //! MOV, 3GP), Matroska, and the raw formats with containers of their own (RAF, MRW, X3F,
 //! CRW).
 
-use super::{View, boxes, matroska, past_end, size};
+use super::{View, boxes, fourcc, matroska, past_end, size};
 
 /// The most chunks, elements or entries walked in one file.
 const LIMIT: u32 = 1_000_000;
@@ -36,10 +36,9 @@ pub(super) fn riff(view: View<'_>) -> Option<String> {
                 let n = u64::from(u32::from_le_bytes([h[4], h[5], h[6], h[7]]));
                 let chunk_end = c + 8 + n;
                 if chunk_end > at + total {
-                    let name = String::from_utf8_lossy(&h[..4]).into_owned();
                     return Some(format!(
                         "chunk {} runs past the RIFF (claims {}, {} left)",
-                        name.escape_default(),
+                        fourcc(&h[..4]),
                         size(n + 8),
                         size(at + total - c)
                     ));
@@ -79,9 +78,8 @@ pub(super) fn bmff(view: View<'_>) -> Option<String> {
                     1 => u64::from_be_bytes(view.get(next + 8, 8)?.try_into().ok()?),
                     n => n,
                 };
-                let name = String::from_utf8_lossy(&head[4..8]).into_owned();
                 return Some(past_end(
-                    &format!("box {}", name.escape_default()),
+                    &format!("box {}", fourcc(&head[4..8])),
                     view,
                     next,
                     claimed,

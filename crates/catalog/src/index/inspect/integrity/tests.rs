@@ -80,6 +80,50 @@ fn a_jpeg_whose_scan_does_not_reach_its_end_marker_is_damaged() {
     assert_eq!(damaged(View::whole(&file), "jpeg"), None);
 }
 
+/// An MPO: `first` with an MPF APP2 listing `second`, then `second`.
+fn mpo(first: &[u8], second: &[u8]) -> Vec<u8> {
+    // MPF: a big-endian TIFF block whose IFD has MPEntry (0xB002) of two entries.
+    let mut block = b"MPF\0MM\0*\0\0\0\x08\0\x01".to_vec();
+    block.extend_from_slice(&0xB002u16.to_be_bytes());
+    block.extend_from_slice(&7u16.to_be_bytes());
+    block.extend_from_slice(&32u32.to_be_bytes());
+    block.extend_from_slice(&26u32.to_be_bytes()); // the entries, after the IFD
+    block.extend_from_slice(&0u32.to_be_bytes());
+    let app2_len = 2 + block.len() + 32;
+    let file_len = first.len() + 2 + app2_len;
+    // Offsets from the TIFF header (after SOI, the APP2 marker and length, `MPF\0`).
+    let second_at = file_len - (2 + 2 + 2 + 4);
+    for (len, at) in [
+        (file_len as u32, 0u32),
+        (second.len() as u32, second_at as u32),
+    ] {
+        block.extend_from_slice(&0u32.to_be_bytes());
+        block.extend_from_slice(&len.to_be_bytes());
+        block.extend_from_slice(&at.to_be_bytes());
+        block.extend_from_slice(&0u32.to_be_bytes());
+    }
+    let mut file = first[..2].to_vec();
+    file.extend_from_slice(&[0xFF, 0xE2]);
+    file.extend_from_slice(&(app2_len as u16).to_be_bytes());
+    file.extend_from_slice(&block);
+    file.extend_from_slice(&first[2..]);
+    assert_eq!(file.len(), file_len);
+    file.extend_from_slice(second);
+    file
+}
+
+#[test]
+fn an_mpo_whose_second_picture_is_cut_short_is_damaged() {
+    let (first, second) = (jpeg_file(false), jpeg_file(true));
+    let file = mpo(&first, &second);
+    assert_eq!(damaged(View::whole(&file), "jpeg"), None);
+    let why = damaged(View::whole(&file[..file.len() - second.len() / 2]), "jpeg").unwrap();
+    assert!(
+        why.starts_with("picture 2 of the MPO runs past the end"),
+        "{why}"
+    );
+}
+
 #[test]
 fn a_jpeg_whose_scan_lies_in_the_part_not_kept_is_not_judged() {
     let file = jpeg_file(false);
