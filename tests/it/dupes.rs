@@ -431,6 +431,15 @@ fn contact_sheet_shows_every_thumbnail_in_chromium() {
     }
     let dir = scratch_dir(test);
     let (photos, db) = catalog(python, dir.path(), true);
+    // One file of an exact group as index finds a damaged one: the sheet says so.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "UPDATE images SET damaged = 'truncated at 1.0 KiB of 2.0 KiB' WHERE id = (
+                SELECT min(id) FROM images WHERE blake3 IN (
+                    SELECT blake3 FROM images GROUP BY blake3 HAVING count(*) > 1))",
+        )
+        .unwrap();
     let sheet = dir.path().join("sheet.html");
     let o = dupes(&db, &["--html", sheet.to_str().unwrap(), "--json"]);
     assert_exit(&o, 0);
@@ -567,7 +576,9 @@ fn contact_sheet_shows_every_thumbnail_in_chromium() {
               Number(document.body.dataset.thumbsShown), \
               Number(document.body.dataset.thumbsLoaded), \
               document.querySelectorAll('figure.keeper').length, \
-              Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)]",
+              Array.from(document.images).every(i => i.complete && i.naturalWidth > 0), \
+              Array.from(document.querySelectorAll('.damaged'), e => e.textContent), \
+              document.querySelector('.damaged')?.closest('figure').classList.contains('keeper')]",
         );
         let duplicates = groups
             .iter()
@@ -575,8 +586,18 @@ fn contact_sheet_shows_every_thumbnail_in_chromium() {
             .count();
         assert_eq!(
             shown,
-            serde_json::json!([groups.len(), files, files, files, duplicates, true]),
-            "[groups, files, thumbnails shown, decoded, keepers marked, all decoded]"
+            serde_json::json!([
+                groups.len(),
+                files,
+                files,
+                files,
+                duplicates,
+                true,
+                ["damaged: truncated at 1.0 KiB of 2.0 KiB"],
+                false
+            ]),
+            "[groups, files, thumbnails shown, decoded, keepers marked, all decoded, \
+             damaged marks, the damaged one the keeper]"
         );
         let shot = browser.call(
             Some(&tab.session),

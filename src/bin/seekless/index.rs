@@ -116,6 +116,14 @@ pub fn run(args: Args) -> Result<Code> {
             summary.removed,
             summary.failed
         );
+        // Only where there are some: the lines of an intact library stay as they were.
+        if summary.damaged > 0 {
+            eprintln!(
+                "seekless: index: {} damaged (cut short, or a size or checksum that does not \
+                 match): SELECT path, damaged FROM images WHERE damaged IS NOT NULL",
+                summary.damaged
+            );
+        }
     }
     Ok(Code::from_errors(console.errors()))
 }

@@ -221,6 +221,10 @@ pub struct Member {
     /// The original a JPEG in its group was exported from (a HEIF the catalog links to
     /// it): the keeper before any other rule.
     pub original: bool,
+    /// Why `index` found the file damaged (`images.damaged`): never the suggested keeper
+    /// while an intact file is in its group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub damaged: Option<String>,
 }
 
 impl Member {
@@ -525,6 +529,7 @@ impl Catalog {
             dev: r.dev,
             ino: r.ino,
             mtime_ns: r.mtime_ns,
+            damaged: r.damaged,
         })
     }
 }
@@ -533,14 +538,26 @@ impl Catalog {
 /// the user ([`Member::chosen`]) or by `keeping`; the files never offered for removal
 /// marked; the saving; each member's pHash distance to the keeper.
 fn group(kind: GroupKind, mut members: Vec<Member>, keeping: &Keeping) -> Group {
-    members.sort_by(|a, b| b.chosen.cmp(&a.chosen).then_with(|| keeping.order(a, b)));
+    // The user's choice first; then an intact file before a damaged one, whatever the rules.
+    members.sort_by(|a, b| {
+        b.chosen
+            .cmp(&a.chosen)
+            .then_with(|| a.damaged.is_some().cmp(&b.damaged.is_some()))
+            .then_with(|| keeping.order(a, b))
+    });
     let saving = if !kind.is_duplicate() {
         0
     } else {
         members[0].keeper = true;
         let keeper = (members[0].dev, members[0].ino);
+        // A damaged keeper the user did not choose: every file of the group is damaged,
+        // and none is offered for removal in its favour.
+        let unsound = members[0].damaged.is_some() && !members[0].chosen;
         for m in &mut members[1..] {
             m.protected = keeping.protects(m);
+            if unsound {
+                m.protected = Some("every file of the group is damaged");
+            }
             // Removing this name would free nothing, and through a bind mount it would
             // remove the keeper itself.
             if (m.dev, m.ino) == keeper && m.ino != 0 {
@@ -676,6 +693,7 @@ pub(crate) mod tests {
             distance: None,
             keeper: false,
             original: false,
+            damaged: None,
             protected: None,
             chosen: false,
             paired: false,
@@ -691,6 +709,41 @@ pub(crate) mod tests {
 
     fn keeper(members: Vec<Member>) -> String {
         group(GroupKind::Similar, members).members[0].path.clone()
+    }
+
+    #[test]
+    fn a_damaged_file_is_never_the_suggested_keeper_and_never_the_reason_to_remove() {
+        let damaged = |mut m: Member| {
+            m.damaged = Some("truncated at 1 B of 2 B".into());
+            m
+        };
+        // The damaged file has the most pixels: the intact one is kept all the same.
+        let g = group(
+            GroupKind::Exact,
+            vec![
+                damaged(member("/big", 400, 300, None, 9)),
+                member("/small", 100, 100, None, 1),
+            ],
+        );
+        assert_eq!(g.members[0].path, "/small");
+        assert!(g.members[1].removable());
+        // Every file damaged: one is first, none is offered for removal.
+        let g = group(
+            GroupKind::Exact,
+            vec![
+                damaged(member("/a", 100, 100, None, 1)),
+                damaged(member("/b", 100, 100, None, 1)),
+            ],
+        );
+        assert!(g.members.iter().all(|m| !m.removable()));
+        // Unless the user chose it.
+        let mut chosen = damaged(member("/a", 100, 100, None, 1));
+        chosen.chosen = true;
+        let g = group(
+            GroupKind::Exact,
+            vec![chosen, damaged(member("/b", 100, 100, None, 1))],
+        );
+        assert!(g.members[1].removable());
     }
 
     #[test]

@@ -148,6 +148,8 @@ pub struct IndexSummary {
     pub removed: u64,
     /// Rows written with an error.
     pub failed: u64,
+    /// Files read in this run that the bytes read show damaged (`images.damaged`).
+    pub damaged: u64,
     /// Files read and bytes read.
     pub read_files: u64,
     /// Bytes read.

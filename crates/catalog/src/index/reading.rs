@@ -89,6 +89,7 @@ pub(super) fn read_and_write(
             match &record {
                 Record::Image(row) => {
                     tally.failed += u64::from(row.info.error.is_some());
+                    tally.damaged += u64::from(row.info.damaged.is_some());
                     tally.thumbs +=
                         u64::from(row.visual.as_ref().is_some_and(|v| v.1.thumb.is_ok()));
                 }

@@ -235,6 +235,9 @@ struct IslandMember<'a> {
     /// Thumbnail width and height (none: no thumbnail).
     #[serde(skip_serializing_if = "Option::is_none")]
     th: Option<(u32, u32)>,
+    /// Why `index` found the file damaged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dm: Option<&'a str>,
 }
 
 impl<'a> IslandMember<'a> {
@@ -260,6 +263,7 @@ impl<'a> IslandMember<'a> {
             x: m.distance,
             k: m.keeper,
             th: thumbs.get(m.blake3.as_str()).copied().flatten(),
+            dm: m.damaged.as_deref(),
         }
     }
 }

@@ -112,6 +112,8 @@
     var mark = el('span', 'mark');
     mark.hidden = true;
     cap.append(mark, ' ');
+    // A file index found damaged says so first, and why.
+    if (m.dm) cap.append(el('span', 'damaged', 'damaged: ' + m.dm), ' ');
     var facts = [bytes(m.s)];
     if (m.d) facts.push(m.d);
     if (m.t) facts.push(m.t);

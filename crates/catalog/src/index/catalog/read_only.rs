@@ -18,6 +18,8 @@ pub(crate) struct ReadOnly {
     pairs: bool,
     /// Version 5 and later: the `decisions` table exists.
     decisions: bool,
+    /// Version 7 and later: `images.damaged` exists.
+    integrity: bool,
 }
 
 /// A row's fields as finding duplicates needs them (every row with a content hash).
@@ -51,6 +53,7 @@ pub(crate) struct RowDetail {
     pub format: Option<String>,
     pub blake3: String,
     pub phash: Option<i64>,
+    pub damaged: Option<String>,
 }
 
 /// A stored thumbnail: the JPEG and its sides.
@@ -65,6 +68,7 @@ impl ReadOnly {
             visual: version >= 3,
             pairs: version >= 4,
             decisions: version >= 5,
+            integrity: version >= 7,
         })
     }
 
@@ -136,9 +140,10 @@ impl ReadOnly {
     /// Row `id`'s path and fields.
     pub(crate) fn detail(&self, id: i64) -> rusqlite::Result<RowDetail> {
         let phash = if self.visual { "phash" } else { "NULL" };
+        let damaged = if self.integrity { "damaged" } else { "NULL" };
         let mut s = self.conn.prepare_cached(&format!(
             "SELECT path, path_bytes, width, height, orientation, taken, make, model, format,
-                    blake3, {phash}, dev, ino, mtime_ns
+                    blake3, {phash}, dev, ino, mtime_ns, {damaged}
              FROM images WHERE id = ?1"
         ))?;
         s.query_row([id], |r| {
@@ -157,6 +162,7 @@ impl ReadOnly {
                 dev: r.get::<_, i64>(11)? as u64,
                 ino: r.get::<_, i64>(12)? as u64,
                 mtime_ns: r.get(13)?,
+                damaged: r.get(14)?,
             })
         })
     }

@@ -16,8 +16,9 @@ use crate::index::formats;
 /// (`kind`, `duration`, `codec`, `rotation`, `content_id`; see `upgrade_v3`) and the
 /// XMP sidecars (the `sidecars` table and `images.sidecar`; see `V4_SIDECARS`). Version 5 adds
 /// the `decisions` table (see `V5_DECISIONS`). Version 6 writes `taken` in one form (see
-/// `upgrade_v5`: stored dates rewritten in place).
-pub const SCHEMA_VERSION: i64 = 6;
+/// `upgrade_v5`: stored dates rewritten in place). Version 7 adds `images.damaged`, the
+/// integrity verdict (see `upgrade_v6`).
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// `PRAGMA application_id` of a seekless catalog ("SKLS"): what tells a catalog from any
 /// other SQLite database. Catalogs made before it was set (schema versions 1 and 2) are
@@ -193,7 +194,8 @@ pub(super) fn schema_objects(conn: &Connection) -> rusqlite::Result<Vec<SchemaOb
 }
 
 /// The schema objects of a catalog of schema `version` (2: [`SCHEMA`]; 3: with
-/// [`UPGRADE_V2`]; 4: with [`V4_COLUMNS`]), as SQLite records them.
+/// [`UPGRADE_V2`]; 4: with [`V4_COLUMNS`]; 5 and 6: with the decisions; 7: with
+/// `images.damaged`), as SQLite records them.
 pub(super) fn expected_schema(version: i64) -> rusqlite::Result<Vec<SchemaObject>> {
     let mut conn = Connection::open_in_memory()?;
     conn.execute_batch(SCHEMA)?;
@@ -205,6 +207,9 @@ pub(super) fn expected_schema(version: i64) -> rusqlite::Result<Vec<SchemaObject
         }
         if version >= 5 {
             upgrade_v4(&tx)?;
+        }
+        if version >= 7 {
+            upgrade_v6(&tx)?;
         }
         tx.commit()?;
     }
@@ -298,6 +303,22 @@ pub(crate) fn upgrade_v5(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
         if canonical.as_deref() != Some(taken.as_str()) {
             update.execute(rusqlite::params![id, canonical])?;
         }
+    }
+    Ok(())
+}
+
+/// Upgrades a catalog of version 6 or before (or one just made) to version 7, inside the
+/// caller's transaction: adds `images.damaged` (why the file is damaged, NULL when
+/// nothing read shows it) where missing. Rows read before have no verdict until their
+/// file is read again (a change, or `index --rehash`). Running it again changes nothing.
+pub(crate) fn upgrade_v6(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    let has: bool = tx.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('images') WHERE name = 'damaged'",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has {
+        tx.execute_batch("ALTER TABLE images ADD COLUMN damaged TEXT;")?;
     }
     Ok(())
 }
@@ -588,5 +609,40 @@ mod tests {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
         assert_eq!(version, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn a_version_6_catalog_gets_the_damaged_column_and_keeps_its_rows() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        {
+            // A version-6 catalog as a build of version 6 made it: without the column.
+            let conn = Connection::open(&db).unwrap();
+            conn.execute_batch(SCHEMA).unwrap();
+            let tx = conn.unchecked_transaction().unwrap();
+            upgrade_v2(&tx).unwrap();
+            upgrade_v3(&tx).unwrap();
+            upgrade_v4(&tx).unwrap();
+            tx.commit().unwrap();
+            conn.execute_batch(&format!(
+                "INSERT INTO scans (id, started) VALUES (1, 'x');
+                 INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, blake3, scan)
+                     VALUES ('/p/a.jpg', CAST('/p/a.jpg' AS BLOB), 1, 2, 3, 4, 'h', 1);
+                 PRAGMA user_version = 6; PRAGMA application_id = {APPLICATION_ID};"
+            ))
+            .unwrap();
+        }
+        drop(IndexWriter::open(&db).unwrap());
+        let conn = Connection::open(&db).unwrap();
+        let (blake3, damaged): (String, Option<String>) = conn
+            .query_row("SELECT blake3, damaged FROM images", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((blake3.as_str(), damaged), ("h", None));
+        assert_eq!(
+            schema_objects(&conn).unwrap(),
+            expected_schema(SCHEMA_VERSION).unwrap()
+        );
     }
 }

@@ -419,6 +419,7 @@ fn write_image(
             i.codec,
             i.rotation,
             i.content_id,
+            i.damaged.as_deref().map(message),
         ],
         |r| r.get(0),
     )?;
@@ -536,9 +537,9 @@ const UPSERT: &str = "
 INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, format, ext_mismatch, width,
     height, taken, make, model, lens, orientation, exposure_time, f_number, iso,
     focal_length, gps_lat, gps_lon, gps_alt, blake3, error, scan, phash, kind, duration, codec,
-    rotation, content_id)
+    rotation, content_id, damaged)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-    ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)
+    ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)
 ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
     ino = excluded.ino,
     size = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.size, excluded.size),
@@ -564,6 +565,7 @@ ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
     codec = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.codec, excluded.codec),
     rotation = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.rotation, excluded.rotation),
     content_id = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.content_id, excluded.content_id),
+    damaged = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.damaged, excluded.damaged),
     blake3 = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.blake3, excluded.blake3),
     error = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL,
         'read failed: ' || coalesce(excluded.error, 'unknown error') ||
@@ -643,6 +645,29 @@ mod tests {
             blake3: read.then(|| "ab".repeat(32)),
             visual: read.then(|| (256, Visual::none("no decoder"))),
         }
+    }
+
+    #[test]
+    fn a_damaged_verdict_is_stored_and_kept_by_a_read_that_failed() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        let mut catalog = IndexWriter::open(&db).unwrap();
+        let damaged = |db: &Path| -> Option<String> {
+            Connection::open(db)
+                .unwrap()
+                .query_row("SELECT damaged FROM images", [], |r| r.get(0))
+                .unwrap()
+        };
+        let mut cut = row(3, 4, true);
+        cut.info.damaged = Some("truncated at 3 B of 9 B\n".into());
+        write(&mut catalog, vec![cut]);
+        assert_eq!(damaged(&db).as_deref(), Some("truncated at 3 B of 9 B"));
+        // Unreadable now: the verdict on the content last read stays with its fields.
+        write(&mut catalog, vec![row(3, 4, false)]);
+        assert_eq!(damaged(&db).as_deref(), Some("truncated at 3 B of 9 B"));
+        // Read whole again: the new verdict (none) replaces it.
+        write(&mut catalog, vec![row(3, 5, true)]);
+        assert_eq!(damaged(&db), None);
     }
 
     fn fields(
