@@ -286,9 +286,7 @@ fn gif(view: View<'_>) -> Option<String> {
         if at >= end {
             return cut();
         }
-        let Some(kind) = byte(at) else {
-            return None;
-        };
+        let kind = byte(at)?;
         at = match kind {
             0x3B => return None,
             0x21 => match sub_blocks(at + 2) {

@@ -30,9 +30,7 @@ pub(super) fn riff(view: View<'_>) -> Option<String> {
         if first && &head[8..12] == b"WEBP" {
             let mut c = at + 12;
             while c + 8 <= at + total {
-                let Some(h) = view.get(c, 8) else {
-                    return None;
-                };
+                let h = view.get(c, 8)?;
                 let n = u64::from(u32::from_le_bytes([h[4], h[5], h[6], h[7]]));
                 let chunk_end = c + 8 + n;
                 if chunk_end > at + total {
