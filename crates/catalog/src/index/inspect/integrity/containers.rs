@@ -76,6 +76,20 @@ pub(super) fn bmff(view: View<'_>) -> Option<String> {
                     1 => u64::from_be_bytes(view.get(next + 8, 8)?.try_into().ok()?),
                     n => n,
                 };
+                // Bytes after the last box that are not a box (a trailer some phones
+                // append) are not judged: a top-level box's type is letters and digits.
+                if !head[4..8]
+                    .iter()
+                    .all(|&b| b.is_ascii_alphanumeric() || b == b' ')
+                {
+                    return None;
+                }
+                if claimed < 8 {
+                    return Some(format!(
+                        "box {} has an impossible size ({claimed})",
+                        fourcc(&head[4..8])
+                    ));
+                }
                 return Some(past_end(
                     &format!("box {}", fourcc(&head[4..8])),
                     view,

@@ -254,6 +254,9 @@ fn a_box_past_the_end_or_an_iloc_extent_past_it_is_damaged() {
     ]
     .concat();
     intact_and_every_cut_damaged("mp4", &movie);
+    // A trailer that is not a box after the last one: not judged.
+    let trailer = [movie.clone(), b"\x7f\xff\x00\x10\x01\x02SEFHxx".to_vec()].concat();
+    assert_eq!(damaged(View::whole(&trailer), "mp4"), None);
     let view = View::new(
         &movie[..100],
         &movie[movie.len() - 200..],
