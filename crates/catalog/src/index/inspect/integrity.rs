@@ -330,16 +330,16 @@ fn tiff_data(view: View<'_>) -> Option<String> {
             size(end)
         ));
     }
-    if view.complete()
-        && let Some((tag, at, len)) = images.value_past_the_end
+    if let Some((at, len)) = images.data_end
+        && at.saturating_add(len) > end
     {
-        return Some(past_end(
-            &format!("the value of tag 0x{tag:04X}"),
-            view,
-            at,
-            len,
-        ));
+        return Some(past_end("image data", view, at, len));
     }
-    let (at, len) = images.data_end?;
-    (at.saturating_add(len) > end).then(|| past_end("image data", view, at, len))
+    let (tag, at, len) = images.value_past_the_end.filter(|_| view.complete())?;
+    Some(past_end(
+        &format!("the value of tag 0x{tag:04X}"),
+        view,
+        at,
+        len,
+    ))
 }

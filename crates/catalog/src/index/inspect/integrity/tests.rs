@@ -302,13 +302,14 @@ fn a_matroska_segment_or_cluster_past_the_end_is_damaged() {
 }
 
 /// A little-endian TIFF: IFD0 with a size and two strips of `strip` bytes each, the
-/// strips after it.
-fn tiff_file(strip: u32) -> Vec<u8> {
-    let entries: [(u16, u16, u32, u32); 4] = [
+/// strips after it, then a Software text of `text` bytes.
+fn tiff_file(strip: u32, text: u32) -> Vec<u8> {
+    let entries: [(u16, u16, u32, u32); 5] = [
         (0x100, 4, 1, 64),
         (0x101, 4, 1, 64),
         (0x111, 4, 2, 0),
         (0x117, 4, 2, 0),
+        (0x131, 2, text, 0),
     ];
     let ifd_len = 2 + 12 * entries.len() as u32 + 4;
     let arrays = 8 + ifd_len;
@@ -319,6 +320,7 @@ fn tiff_file(strip: u32) -> Vec<u8> {
         let value = match tag {
             0x111 => arrays,
             0x117 => arrays + 8,
+            0x131 => data + 2 * strip,
             _ => value,
         };
         f.extend_from_slice(&tag.to_le_bytes());
@@ -331,19 +333,32 @@ fn tiff_file(strip: u32) -> Vec<u8> {
         f.extend_from_slice(&v.to_le_bytes());
     }
     f.extend_from_slice(&noise(2 * strip as usize));
+    f.extend_from_slice(&vec![b'a'; text as usize]);
     f
 }
 
 #[test]
 fn a_tiff_strip_past_the_end_is_damaged() {
-    let file = tiff_file(3000);
+    let file = tiff_file(3000, 20);
     intact_and_every_cut_damaged("tiff", &file);
     intact_and_every_cut_damaged("dng", &file);
-    let why = damaged(View::whole(&file[..file.len() - 10]), "nef").unwrap();
+    let why = damaged(View::whole(&file[..file.len() - 30]), "nef").unwrap();
     assert!(why.starts_with("image data runs past the end"), "{why}");
     // The strips in the part not kept: past the kept head, inside the file.
     let view = View::new(&file[..200], &[], file.len() as u64);
     assert_eq!(damaged(view, "tiff"), None);
+    // Cut in a value after the strips; cut inside the directory.
+    let file = tiff_file(300, 2000);
+    let why = damaged(View::whole(&file[..file.len() - 1000]), "tiff").unwrap();
+    assert!(
+        why.starts_with("the value of tag 0x0131 runs past the end"),
+        "{why}"
+    );
+    let why = damaged(View::whole(&file[..30]), "tiff").unwrap();
+    assert!(
+        why.starts_with("image directory at 8 bytes cut short"),
+        "{why}"
+    );
 }
 
 #[test]
