@@ -270,7 +270,7 @@ fn laid_out_raw(
 }
 
 /// Makes the corpus's own files in `dir` with ffmpeg, exiftool and heif-enc.
-fn make_files(dir: &Path) {
+pub(crate) fn make_files(dir: &Path) {
     // The raw formats laid out by hand, each with a 320×240 JPEG preview.
     let preview = dir.join("preview.jpg.in");
     run(Command::new("convert")

@@ -54,6 +54,8 @@ mod index; // exiftool, sqlite3, b3sum, Pillow; SIGSTOP and /proc to freeze a ru
 #[cfg(target_os = "linux")]
 mod index_commits; // a stalled file, a lock held by another program (python3), foreign databases
 #[cfg(target_os = "linux")]
+mod index_damaged; // the integrity verdict on cut and flipped samples of Pillow's, ExifTool's and Exiv2's corpora: sqlite3
+#[cfg(target_os = "linux")]
 mod index_errors; // the form of every stored error and stderr line over Pillow's, ExifTool's and Exiv2's samples: sqlite3
 #[cfg(target_os = "linux")]
 mod index_fields; // the catalog's fields against exiftool and ImageMagick on Pillow's test images

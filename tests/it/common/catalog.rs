@@ -468,12 +468,13 @@ pub fn assert_exit(o: &Output, code: i32) {
     );
 }
 
-/// `--summary`'s closing line (`seekless: index: N seen, …`), the only one.
+/// `--summary`'s closing line (`seekless: index: N seen, …`), the only one (the line
+/// counting damaged files, `seekless: index: N damaged …`, follows it when there are).
 pub fn closing_line(o: &Output) -> String {
     let err = stderr(o);
     let lines: Vec<&str> = err
         .lines()
-        .filter(|l| l.starts_with("seekless: index: "))
+        .filter(|l| l.starts_with("seekless: index: ") && l.contains(" seen, "))
         .collect();
     assert_eq!(lines.len(), 1, "one closing line expected in:\n{err}");
     lines[0].to_string()

@@ -184,6 +184,19 @@ fn parse_iinf(view: View<'_>, iinf: &BoxHeader) -> Result<Vec<(u32, [u8; 4])>, S
     Ok(items)
 }
 
+/// The extents of the items whose data is in the file (construction method 0) of the
+/// `iloc` box whose payload is `body`, as (offset, length); a length of 0 (to the end)
+/// left out. Empty when the box cannot be read.
+pub(super) fn iloc_extents(body: &[u8]) -> Vec<(u64, u64)> {
+    parse_iloc(body)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|l| l.method == 0)
+        .flat_map(|l| l.extents)
+        .filter(|&(_, len)| len > 0)
+        .collect()
+}
+
 fn parse_iloc(body: &[u8]) -> Option<Vec<Location>> {
     let mut c = Cursor::new(body);
     let version = c.u8()?;
@@ -452,11 +465,11 @@ pub(crate) mod tests {
     use super::*;
     use crate::index::inspect::boxes::tests::bx;
 
-    fn full(kind: &[u8; 4], version: u8, body: &[u8]) -> Vec<u8> {
+    pub(crate) fn full(kind: &[u8; 4], version: u8, body: &[u8]) -> Vec<u8> {
         bx(kind, &[&[version, 0, 0, 0], body].concat())
     }
 
-    fn infe(id: u16, kind: &[u8; 4]) -> Vec<u8> {
+    pub(crate) fn infe(id: u16, kind: &[u8; 4]) -> Vec<u8> {
         full(
             b"infe",
             2,
@@ -464,12 +477,12 @@ pub(crate) mod tests {
         )
     }
 
-    fn ispe(w: u32, h: u32) -> Vec<u8> {
+    pub(crate) fn ispe(w: u32, h: u32) -> Vec<u8> {
         full(b"ispe", 0, &[w.to_be_bytes(), h.to_be_bytes()].concat())
     }
 
     /// `iloc` version 1 with 4-byte offsets and lengths: (item, method, offset, length).
-    fn iloc(entries: &[(u16, u16, u32, u32)]) -> Vec<u8> {
+    pub(crate) fn iloc(entries: &[(u16, u16, u32, u32)]) -> Vec<u8> {
         let mut b = vec![0x44, 0x00];
         b.extend_from_slice(&(entries.len() as u16).to_be_bytes());
         for &(id, method, offset, len) in entries {

@@ -45,10 +45,10 @@ const EPOCH_2001: i64 = 978_307_200;
 /// One element's header: its ID, where its data starts and its data's size (`None`:
 /// unknown).
 #[derive(Clone, Copy, Debug)]
-struct Element {
-    id: u32,
-    body: u64,
-    size: Option<u64>,
+pub(super) struct Element {
+    pub(super) id: u32,
+    pub(super) body: u64,
+    pub(super) size: Option<u64>,
 }
 
 /// A variable-length integer at the start of `data`: its value (with the length marker
@@ -77,7 +77,7 @@ fn vint(data: &[u8], keep_marker: bool, max_len: usize) -> Option<(u64, usize)> 
 }
 
 /// The element whose header starts at `at` in `data` (offsets `base` + index).
-fn header(data: &[u8], base: u64) -> Option<Element> {
+pub(super) fn header(data: &[u8], base: u64) -> Option<Element> {
     let (id, n) = vint(data, true, 4)?;
     let (size, m) = vint(data.get(n..)?, false, 8)?;
     Some(Element {
@@ -147,7 +147,7 @@ pub(super) fn read(view: View<'_>) -> Layout<'_> {
 }
 
 /// The header of the element at `at`, from the bytes kept there.
-fn header_at(view: View<'_>, at: u64) -> Option<Element> {
+pub(super) fn header_at(view: View<'_>, at: u64) -> Option<Element> {
     header(view.get_upto(at, at.saturating_add(12)), at)
 }
 

@@ -53,6 +53,10 @@ struct Reader<'a> {
     /// Links to further IFDs that are not followed (next-IFD links, SubIFDs, Interop):
     /// one that points back to an IFD already read is a loop, damage to report.
     links: Vec<u64>,
+    /// The first directory met whose entries run past the block's end.
+    cut_ifd: Option<u64>,
+    /// The first entry met whose value runs past the block's end: (tag, offset, length).
+    far_value: Option<(u16, u64, u64)>,
 }
 
 const EXIF_IFD: u16 = 0x8769;
@@ -177,6 +181,15 @@ pub(super) struct Images {
     /// Where the first MakerNote (tag 0x927C) that lies inside the block is, as (offset,
     /// length): Phase One's directory in an IIQ.
     pub maker_note: Option<(u64, u64)>,
+    /// The image data (strip, tile or JPEGInterchangeFormat) of IFD0, its SubIFDs and the
+    /// IFD chain that ends furthest into the file, as (offset, length): the integrity
+    /// verdict checks it against the file's size. Arrays not in the block are not read.
+    pub data_end: Option<(u64, u64)>,
+    /// The first directory of that walk whose entries run past the block's end.
+    pub cut_directory: Option<u64>,
+    /// The first entry of the directories of that walk whose value runs past the block's
+    /// end, as (tag, offset, length).
+    pub value_past_the_end: Option<(u16, u64, u64)>,
 }
 
 /// The most directories [`images`] reads: real raw files have fewer than 10.
@@ -205,6 +218,8 @@ pub(super) fn images(data: &[u8]) -> Result<Images, String> {
         index += 1;
     }
     let mut out = walk.out;
+    out.cut_directory = r.cut_ifd;
+    out.value_past_the_end = r.far_value;
     out.thumbnail_sized = !walk.priority_set && walk.first_reduced == Some(true);
     out.width = walk.width.get();
     out.height = walk.height.get();
@@ -252,7 +267,22 @@ struct Walk {
     out: Images,
 }
 
+/// The most strips or tiles of one directory whose extents are checked.
+const MAX_PIECES: u64 = 1 << 20;
+
 impl Walk {
+    /// Remembers image data at `start` of `len` bytes if it ends further than any seen.
+    fn see_data(&mut self, start: u64, len: u64) {
+        let end = start.saturating_add(len);
+        if self
+            .out
+            .data_end
+            .is_none_or(|(s, l)| s.saturating_add(l) < end)
+        {
+            self.out.data_end = Some((start, len));
+        }
+    }
+
     /// Remembers `at`, where a directory that may hold an image is, if it lies past the
     /// end of `data`.
     fn note_past_the_end(&mut self, at: u64, data: &[u8]) {
@@ -303,6 +333,16 @@ impl Reader<'_> {
         }
         if let (Some(start), Some(len)) = (value(0x0201), value(0x0202)) {
             w.out.jpegs.push((start, len));
+            w.see_data(start, len);
+        }
+        for (offsets, counts) in [(0x0111, 0x0117), (0x0144, 0x0145)] {
+            if let (Some(o), Some(c)) = (get(offsets), get(counts)) {
+                for i in 0..o.count.min(c.count).min(MAX_PIECES) {
+                    if let (Some(start), Some(len)) = (self.nth(o, i), self.nth(c, i)) {
+                        w.see_data(start, len);
+                    }
+                }
+            }
         }
         if w.out.maker_note.is_none()
             && let Some(e) = get(0x927C).filter(|e| !e.far && matches!(e.kind, 1 | 7))
@@ -361,6 +401,27 @@ impl Reader<'_> {
     }
 }
 
+/// The images after the first that the MP Index IFD in `block` (an MPF APP2's payload
+/// after `MPF\0`) lists, as (offset from the block's start, length); at most 64.
+pub(super) fn mp_images(block: &[u8]) -> Vec<(u64, u64)> {
+    let Ok((mut r, first)) = Reader::open(block) else {
+        return Vec::new();
+    };
+    let Some(entries) = r.ifd(first, &[], &mut HashSet::new()) else {
+        return Vec::new();
+    };
+    let Some(e) = entries.iter().find(|e| e.tag == 0xB002 && !e.far) else {
+        return Vec::new();
+    };
+    (0..(e.count / 16).min(64))
+        .filter_map(|i| {
+            let at = e.at.checked_add(i * 16)?;
+            let (len, offset) = (r.u32(at + 4)?, r.u32(at + 8)?);
+            (offset != 0).then_some((u64::from(offset), u64::from(len)))
+        })
+        .collect()
+}
+
 /// Bytes per value of each TIFF type; `None` for types this reader does not know.
 fn type_size(kind: u16) -> Option<u64> {
     Some(match kind {
@@ -386,6 +447,8 @@ impl<'a> Reader<'a> {
             big: false,
             damage: Vec::new(),
             links: Vec::new(),
+            cut_ifd: None,
+            far_value: None,
         };
         // The magic number is 42 for TIFF and EXIF, 43 for BigTIFF; raw formats use their
         // own (ORF: 0x4F52/0x5352, RW2: 0x55) with a classic layout.
@@ -436,6 +499,22 @@ impl<'a> Reader<'a> {
         let at = usize::try_from(at).ok()?;
         self.data.get(at..at.checked_add(N)?)?.try_into().ok()
     }
+    /// Value `i` of an array of SHORT, LONG or LONG8 (`None` where it is not in the block).
+    fn nth(&self, e: &Entry, i: u64) -> Option<u64> {
+        if e.far || i >= e.count {
+            return None;
+        }
+        match e.kind {
+            3 => self
+                .u16(e.at.checked_add(i.checked_mul(2)?)?)
+                .map(u64::from),
+            4 | 13 => self
+                .u32(e.at.checked_add(i.checked_mul(4)?)?)
+                .map(u64::from),
+            16 => self.u64(e.at.checked_add(i.checked_mul(8)?)?),
+            _ => None,
+        }
+    }
     fn u16(&self, at: u64) -> Option<u16> {
         let b = self.bytes::<2>(at)?;
         Some(if self.little {
@@ -482,6 +561,7 @@ impl<'a> Reader<'a> {
         };
         let fits = (self.data.len() as u64).saturating_sub(first) / size;
         if count > fits {
+            self.cut_ifd.get_or_insert(at);
             self.note(format!("IFD at {at} has {count} entries, only {fits} fit"));
         }
         if count <= fits {
@@ -515,6 +595,9 @@ impl<'a> Reader<'a> {
             let far = at
                 .checked_add(len)
                 .is_none_or(|end| end > self.data.len() as u64);
+            if far {
+                self.far_value.get_or_insert((tag, at, len));
+            }
             if far && wanted.contains(&tag) {
                 self.note(format!("tag 0x{tag:04X} points outside the block"));
             }
