@@ -451,6 +451,23 @@ fn bad_images_each_get_a_row_and_a_named_error_and_the_run_goes_on() {
     );
     assert_fields_match_exiftool(&cut, &exif[&p("truncated-data.jpg")]);
     assert_eq!(cut["make"], json!("NIKON CORPORATION"), "{cut}");
+    // Cut files are damaged, and --summary counts the damaged files it read, with the
+    // query that lists them.
+    let damaged = query(
+        &db,
+        "SELECT count(*) AS n, sum(path LIKE '%/truncated-data.jpg') AS cut FROM images
+         WHERE damaged IS NOT NULL",
+    );
+    let (n, cut) = (&damaged[0]["n"], &damaged[0]["cut"]);
+    assert_eq!(cut, &json!(1), "truncated-data.jpg is damaged");
+    assert!(
+        err.lines().any(|l| l
+            == format!(
+                "seekless: index: {n} damaged (cut short, or a size or checksum that does not \
+                 match): SELECT path, damaged FROM images WHERE damaged IS NOT NULL"
+            )),
+        "{err}"
+    );
     for name in [
         "truncated-exif.jpg",
         "exif-ifd0-outside.jpg",
