@@ -4,10 +4,9 @@
 //! compared as sorted lists.
 
 use std::ffi::OsStr;
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::common::*;
 
@@ -38,16 +37,7 @@ impl Outcome {
 }
 
 fn run_in(dir: &Path, mut cmd: Command, stdin: &[u8]) -> Outcome {
-    cmd.current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    // Small inputs fit the pipe; a tool that does not read them may close it first.
-    let _ = child.stdin.take().unwrap().write_all(stdin);
-    let out = child.wait_with_output().unwrap();
+    let out = output_with_input(cmd.current_dir(dir), Some(stdin.to_vec()), RUN_LIMIT);
     Outcome {
         code: out.status.code(),
         stdout: out.stdout,

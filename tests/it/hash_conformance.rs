@@ -12,10 +12,9 @@
 //! (hashing, `-c`, `--quiet`).
 
 use std::ffi::{OsStr, OsString};
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::common::*;
 
@@ -79,16 +78,7 @@ fn run_in(dir: &Path, mut cmd: Command, stdin: &[u8]) -> (Option<i32>, Vec<u8>, 
     if !cmd.get_envs().any(|(k, _)| k == "LC_ALL") {
         cmd.env("LC_ALL", "C.UTF-8");
     }
-    cmd.current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    // Small inputs fit the pipe; a tool that does not read them may close it first.
-    let _ = child.stdin.take().unwrap().write_all(stdin);
-    let out = child.wait_with_output().unwrap();
+    let out = output_with_input(cmd.current_dir(dir), Some(stdin.to_vec()), RUN_LIMIT);
     (out.status.code(), out.stdout, out.stderr)
 }
 

@@ -7,12 +7,12 @@
 //! per format that `bench/RESULTS.md` quotes.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::catalog::corpus;
+use crate::common::catalog::{index_broken, sample_corpora};
 use crate::common::*;
-use crate::index_fields::pillow_images;
 use crate::index_media::make_files;
 
 /// The formats the verdict judges (as the catalog names them).
@@ -167,20 +167,10 @@ fn verdicts(db: &Path) -> Vec<(String, String, Option<String>)> {
         .collect()
 }
 
+/// Indexes `dirs` into `db` (their broken files are errors: exit 1, with their rows).
 fn index(db: &Path, dirs: &[&Path]) {
-    let out = seekless()
-        .args(["index", "--db"])
-        .arg(db)
-        .args(dirs)
-        .output()
-        .expect("run seekless index");
-    // Broken files are errors: exit 1, with their rows.
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "index: {:?}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let dirs: Vec<&OsStr> = dirs.iter().map(|d| d.as_os_str()).collect();
+    index_broken(db, &dirs);
 }
 
 #[test]
@@ -192,13 +182,7 @@ fn cut_and_flipped_samples_are_flagged_damaged_and_intact_ones_are_not() {
     ) {
         return;
     }
-    let Some(pillow) = pillow_images(test) else {
-        return;
-    };
-    let Some(exiftool) = corpus(test, "exiftool-12.57", "Image-ExifTool-12.57/t/images") else {
-        return;
-    };
-    let Some(exiv2) = corpus(test, "exiv2-0.27.6", "exiv2-0.27.6/test/data") else {
+    let Some([pillow, exiftool, exiv2]) = sample_corpora(test) else {
         return;
     };
     let corpora = pillow

@@ -4,9 +4,10 @@
 
 use std::process::Command;
 
-use crate::common::catalog::corpus;
+use std::ffi::OsStr;
+
+use crate::common::catalog::{index_broken, sample_corpora};
 use crate::common::*;
-use crate::index_fields::pillow_images;
 
 /// Whether `text` is as the catalog stores errors: no control character (C0, DEL, C1),
 /// nothing trailing.
@@ -21,13 +22,7 @@ fn every_error_the_corpora_produce_is_one_clean_line_and_every_stderr_line_is_pr
     if !require_tools(test, &["sqlite3"]) {
         return;
     }
-    let Some(pillow) = pillow_images(test) else {
-        return;
-    };
-    let Some(exiftool) = corpus(test, "exiftool-12.57", "Image-ExifTool-12.57/t/images") else {
-        return;
-    };
-    let Some(exiv2) = corpus(test, "exiv2-0.27.6", "exiv2-0.27.6/test/data") else {
+    let Some([pillow, exiftool, exiv2]) = sample_corpora(test) else {
         return;
     };
     let scratch = scratch_dir(test);
@@ -40,19 +35,8 @@ fn every_error_the_corpora_produce_is_one_clean_line_and_every_stderr_line_is_pr
     heic.resize(24 + 32, 0);
     std::fs::write(made.join("damaged.heic"), &heic).unwrap();
     let db = scratch.path().join("catalog.db");
-    let out = seekless()
-        .args(["index", "--thumbs", "--db"])
-        .arg(&db)
-        .args([&pillow, &exiftool, &exiv2, &made])
-        .output()
-        .expect("run seekless index");
-    // Many of these files are broken on purpose: exit 1, with their rows.
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "index: {:?}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let folders = [&pillow, &exiftool, &exiv2, &made].map(|p| p.as_os_str());
+    let out = index_broken(&db, &[&[OsStr::new("--thumbs")], &folders[..]].concat());
     let stderr = String::from_utf8_lossy(&out.stderr);
     let unprefixed: Vec<&str> = stderr
         .lines()

@@ -458,6 +458,36 @@ pub fn index(db: &Path, args: &[&OsStr]) -> Output {
     )
 }
 
+/// `seekless index --db DB ARGS…` over files some of which are broken on purpose (the
+/// corpora), not bounded in time: it must end with 0 or 1 (a broken file is an error,
+/// with its row), never anything else.
+pub fn index_broken(db: &Path, args: &[&OsStr]) -> Output {
+    let out = seekless()
+        .arg("index")
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .expect("run seekless index");
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "index: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The sample folders of the three corpora: Pillow's `Tests/images`, ExifTool's
+/// `t/images` and Exiv2's `test/data` (`None` after a skip when one is not there).
+pub fn sample_corpora(test: &str) -> Option<[PathBuf; 3]> {
+    Some([
+        corpus(test, "pillow-13.0.0", "pillow-13.0.0/Tests/images")?,
+        corpus(test, "exiftool-12.57", "Image-ExifTool-12.57/t/images")?,
+        corpus(test, "exiv2-0.27.6", "exiv2-0.27.6/test/data")?,
+    ])
+}
+
 /// The run exited with `code`, printed nothing on stdout and did not panic.
 pub fn assert_exit(o: &Output, code: i32) {
     crate::common::assert_exit(o, code);
