@@ -382,42 +382,42 @@ fn ispe_size(view: View<'_>, p: &BoxHeader) -> Result<(u64, u64), String> {
     }
 }
 
-/// The output size in a grid item's descriptor (ISO/IEC 23008-12 §6.6.2.3.2).
+/// The output size in a grid item's descriptor (ISO/IEC 23008-12 §6.6.2.3.2: after its
+/// version and flags, the rows and columns, two bytes).
 fn grid_size(view: View<'_>, m: &Meta, id: u32) -> Result<(u64, u64), String> {
-    let data = m
-        .item_data(view, id)?
-        .ok_or_else(|| format!("the grid item {id} has no ispe and no iloc entry"))?;
-    let mut c = Cursor::new(data.bytes());
-    let flags = c.skip(1).and_then(|()| c.u8());
-    let size = flags.and_then(|flags| {
-        c.skip(2)?;
-        if flags & 1 == 0 {
-            Some((u64::from(c.u16()?), u64::from(c.u16()?)))
-        } else {
-            Some((u64::from(c.u32()?), u64::from(c.u32()?)))
-        }
-    });
-    size.ok_or_else(|| format!("the grid item {id}'s descriptor is cut short"))
+    descriptor_size(view, m, id, "grid", 2)
 }
 
-/// The output size in an overlay item's descriptor (ISO/IEC 23008-12 §6.6.2.4.2): after
-/// its version and flags, the canvas fill colour (four 16-bit values), then the width and
-/// height (16-bit, or 32-bit when flags bit 0 is set).
+/// The output size in an overlay item's descriptor (ISO/IEC 23008-12 §6.6.2.4.2: after
+/// its version and flags, the canvas fill colour, four 16-bit values).
 fn overlay_size(view: View<'_>, m: &Meta, id: u32) -> Result<(u64, u64), String> {
+    descriptor_size(view, m, id, "overlay", 8)
+}
+
+/// The width and height in the descriptor of the derived item `id` (`what`: a grid, an
+/// overlay): its version, its flags, `skip` bytes, then the two (16-bit, or 32-bit when
+/// flags bit 0 is set).
+fn descriptor_size(
+    view: View<'_>,
+    m: &Meta,
+    id: u32,
+    what: &str,
+    skip: usize,
+) -> Result<(u64, u64), String> {
     let data = m
         .item_data(view, id)?
-        .ok_or_else(|| format!("the overlay item {id} has no ispe and no iloc entry"))?;
+        .ok_or_else(|| format!("the {what} item {id} has no ispe and no iloc entry"))?;
     let mut c = Cursor::new(data.bytes());
     let flags = c.skip(1).and_then(|()| c.u8());
     let size = flags.and_then(|flags| {
-        c.skip(8)?;
+        c.skip(skip)?;
         if flags & 1 == 0 {
             Some((u64::from(c.u16()?), u64::from(c.u16()?)))
         } else {
             Some((u64::from(c.u32()?), u64::from(c.u32()?)))
         }
     });
-    size.ok_or_else(|| format!("the overlay item {id}'s descriptor is cut short"))
+    size.ok_or_else(|| format!("the {what} item {id}'s descriptor is cut short"))
 }
 
 /// The size after a clean aperture: its width and height, fractions rounded half up as
