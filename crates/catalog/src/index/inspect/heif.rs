@@ -47,18 +47,31 @@ struct Meta {
 pub(super) fn read(view: View<'_>) -> Layout<'_> {
     let mut out = Layout::default();
     if let Err(e) = read_into(view, &mut out) {
-        out.error = Some(e);
+        // An image sequence without a primary item (an AVIF `avis` of frames only, a HEIF
+        // sequence with no `meta`): its track is the picture, sized as a video's.
+        let no_primary = e.starts_with(NO_META) || e.starts_with(NO_PRIMARY);
+        match no_primary
+            .then(|| super::quicktime::read(view))
+            .filter(|track| track.error.is_none() && track.width.is_some())
+        {
+            Some(track) => out = track,
+            None => out.error = Some(e),
+        }
     }
     out
 }
+
+/// Why a file has no primary item: no `meta` box, or no `pitm` in it.
+const NO_META: &str = "no meta box";
+const NO_PRIMARY: &str = "no pitm box";
 
 fn read_into<'a>(view: View<'a>, out: &mut Layout<'a>) -> Result<(), String> {
     let meta = boxes::boxes(view, 0, view.size())
         .map_while(Result::ok)
         .find(|b| &b.kind == b"meta")
-        .ok_or("no meta box (or it was not read)")?;
+        .ok_or_else(|| format!("{NO_META} (or it was not read)"))?;
     let m = parse_meta(view, &meta)?;
-    let primary = m.primary.ok_or("no pitm box in meta")?;
+    let primary = m.primary.ok_or_else(|| format!("{NO_PRIMARY} in meta"))?;
     let kind = m.item_type(primary);
     // A derived image (a grid of tiles, an overlay of images) is coded as its first
     // input is, followed through a derived input or two (an overlay of grids).
@@ -624,6 +637,26 @@ pub(crate) mod tests {
         assert_eq!(out.error, None);
         assert_eq!((out.width, out.height), (Some(1920), Some(1080)));
         assert_eq!(out.meta.codec.as_deref(), Some("av01"));
+    }
+
+    #[test]
+    fn a_sequence_without_a_primary_item_is_sized_from_its_track() {
+        use crate::index::inspect::quicktime::tests::{movie, tkhd, trak};
+        // An AVIF sequence (`avis`) of frames only: no `meta`, one video track.
+        let mut file = movie(
+            &[trak(b"vide", tkhd([1, 0, 0, 1], 640, 480), b"av01", 640, 480)],
+            16,
+            false,
+        );
+        let ftyp = memchr::memmem::find(&file, b"qt  \0\0\0\0qt  ").unwrap();
+        file[ftyp..ftyp + 12].copy_from_slice(b"avis\0\0\0\0avis");
+        let out = read(View::whole(&file));
+        assert_eq!(out.error, None);
+        assert_eq!((out.width, out.height), (Some(640), Some(480)));
+        assert_eq!(out.meta.codec.as_deref(), Some("av01"));
+        // Neither a primary item nor a track: the error names the missing meta box.
+        let bare = [bx(b"ftyp", b"avis\0\0\0\0avis"), bx(b"mdat", &[0; 8])].concat();
+        assert!(read(View::whole(&bare)).error.unwrap().contains("no meta box"));
     }
 
     #[test]

@@ -453,7 +453,7 @@ fn rotation([a, b, c, d]: [i32; 4]) -> Option<u32> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::index::inspect::boxes::tests::bx;
 
@@ -462,7 +462,7 @@ mod tests {
     }
 
     /// A version-0 `tkhd` with the matrix `[a, b, c, d]` (in units of 1.0) and a size.
-    fn tkhd(abcd: [i32; 4], w: u32, h: u32) -> Vec<u8> {
+    pub(crate) fn tkhd(abcd: [i32; 4], w: u32, h: u32) -> Vec<u8> {
         let mut b = vec![0; 40];
         let [a, bb, c, d] = abcd.map(|v| v << 16);
         for v in [a, bb, 0, c, d, 0, 0, 0, 0x4000_0000] {
@@ -473,7 +473,7 @@ mod tests {
         bx(b"tkhd", &b)
     }
 
-    fn trak(handler: &[u8; 4], tkhd: Vec<u8>, codec: &[u8; 4], w: u16, h: u16) -> Vec<u8> {
+    pub(crate) fn trak(handler: &[u8; 4], tkhd: Vec<u8>, codec: &[u8; 4], w: u16, h: u16) -> Vec<u8> {
         let mut entry = vec![0; 24];
         entry.extend_from_slice(&w.to_be_bytes());
         entry.extend_from_slice(&h.to_be_bytes());
@@ -528,7 +528,7 @@ mod tests {
         bx(kind, &b)
     }
 
-    fn movie(moov: &[Vec<u8>], mdat: usize, moov_last: bool) -> Vec<u8> {
+    pub(crate) fn movie(moov: &[Vec<u8>], mdat: usize, moov_last: bool) -> Vec<u8> {
         let ftyp = bx(b"ftyp", b"qt  \0\0\0\0qt  ");
         let (moov, mdat) = (bx(b"moov", &moov.concat()), bx(b"mdat", &vec![0; mdat]));
         if moov_last {
