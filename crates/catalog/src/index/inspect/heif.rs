@@ -644,7 +644,13 @@ pub(crate) mod tests {
         use crate::index::inspect::quicktime::tests::{movie, tkhd, trak};
         // An AVIF sequence (`avis`) of frames only: no `meta`, one video track.
         let mut file = movie(
-            &[trak(b"vide", tkhd([1, 0, 0, 1], 640, 480), b"av01", 640, 480)],
+            &[trak(
+                b"vide",
+                tkhd([1, 0, 0, 1], 640, 480),
+                b"av01",
+                640,
+                480,
+            )],
             16,
             false,
         );
@@ -656,7 +662,12 @@ pub(crate) mod tests {
         assert_eq!(out.meta.codec.as_deref(), Some("av01"));
         // Neither a primary item nor a track: the error names the missing meta box.
         let bare = [bx(b"ftyp", b"avis\0\0\0\0avis"), bx(b"mdat", &[0; 8])].concat();
-        assert!(read(View::whole(&bare)).error.unwrap().contains("no meta box"));
+        assert!(
+            read(View::whole(&bare))
+                .error
+                .unwrap()
+                .contains("no meta box")
+        );
     }
 
     #[test]

@@ -473,7 +473,13 @@ pub(crate) mod tests {
         bx(b"tkhd", &b)
     }
 
-    pub(crate) fn trak(handler: &[u8; 4], tkhd: Vec<u8>, codec: &[u8; 4], w: u16, h: u16) -> Vec<u8> {
+    pub(crate) fn trak(
+        handler: &[u8; 4],
+        tkhd: Vec<u8>,
+        codec: &[u8; 4],
+        w: u16,
+        h: u16,
+    ) -> Vec<u8> {
         let mut entry = vec![0; 24];
         entry.extend_from_slice(&w.to_be_bytes());
         entry.extend_from_slice(&h.to_be_bytes());
