@@ -191,6 +191,11 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
             Err(e) => errors.push(format!("unreadable EXIF: {e}")),
         }
     }
+    if tiff_fields.is_none()
+        && let Some(heap) = layout.ciff
+    {
+        tiff_fields = ciff::read(View::new(heap, &[], heap.len() as u64)).fields;
+    }
     if whole_tiff && let Some(f) = &tiff_fields {
         (layout.width, layout.height) = (f.width, f.height);
     }
@@ -283,6 +288,9 @@ struct Layout<'a> {
     iptc_taken: Option<String>,
     /// A container of sound alone (no video track): its kind is `audio`, it has no size.
     audio: bool,
+    /// A JPEG's CIFF heap (APP0 `II…HEAPJPGM`, early Canon PowerShots): the EXIF fields
+    /// where the JPEG has no EXIF.
+    ciff: Option<&'a [u8]>,
     /// What a container says outside EXIF (a video's or raw file's own tags): each field
     /// fills the one EXIF did not have.
     meta: Meta,
@@ -767,6 +775,23 @@ mod tests {
             Some("png"),
         );
         assert_eq!(info.orientation, Some(6));
+    }
+
+    #[test]
+    fn a_jpeg_without_exif_has_the_make_and_model_of_its_ciff_heap() {
+        // An early PowerShot's JPEG: a CIFF heap in APP0 (as a CRW's, typed HEAPJPGM).
+        let mut heap = super::raw::tests::crw("Canon PowerShot 600", &[]);
+        heap[6..14].copy_from_slice(b"HEAPJPGM");
+        let mut j = vec![0xFF, 0xD8, 0xFF, 0xE0];
+        j.extend_from_slice(&((heap.len() + 2) as u16).to_be_bytes());
+        j.extend_from_slice(&heap);
+        j.extend_from_slice(&[0xFF, 0xC0, 0, 11, 8, 0, 2, 0, 3, 1, 1, 0x11, 0]);
+        j.extend_from_slice(&[0xFF, 0xDA, 0, 2, 0x55, 0xFF, 0xD9]);
+        let info = inspect(View::whole(&j), Some("jpg"));
+        assert_eq!(info.error, None);
+        assert_eq!((info.width, info.height), (Some(3), Some(2)));
+        assert_eq!(info.make.as_deref(), Some("Canon"));
+        assert_eq!(info.model.as_deref(), Some("Canon PowerShot 600"));
     }
 
     #[test]

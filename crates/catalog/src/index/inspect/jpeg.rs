@@ -1,5 +1,6 @@
 //! JPEG: walks the marker segments up to the first scan for the frame header (the
-//! dimensions), the first APP1 `Exif\0\0` segment and the IPTC date in APP13.
+//! dimensions), the first APP1 `Exif\0\0` segment, the IPTC date in APP13 and a CIFF
+//! heap in APP0.
 //!
 //! Bytes that are not a marker where one should be (junk after a segment, a segment
 //! length one short) are skipped to the next marker, as libjpeg ("Corrupt JPEG data: N
@@ -67,6 +68,10 @@ pub(super) fn read(data: &[u8]) -> Layout<'_> {
                 out.exif = Some(&body[6..]);
             }
             0xED if out.iptc_taken.is_none() => out.iptc_taken = super::iptc::taken(body),
+            // Canon's CIFF heap (early PowerShots): make, model and date where no EXIF is.
+            0xE0 if out.ciff.is_none() && body.starts_with(b"II\x1a\0\0\0HEAPJPGM") => {
+                out.ciff = Some(body);
+            }
             0xDA => break, // start of scan: the header is over
             _ => {}
         }

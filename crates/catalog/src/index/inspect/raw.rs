@@ -783,7 +783,7 @@ pub(super) mod tests {
     }
 
     /// A CRW whose root heap holds the make and model and a heap of `records`.
-    fn crw(model: &str, records: &[(u16, Vec<u8>)]) -> Vec<u8> {
+    pub(in crate::index::inspect) fn crw(model: &str, records: &[(u16, Vec<u8>)]) -> Vec<u8> {
         let info_record = [3072u32, 2048, 0, 0].map(u32::to_le_bytes).concat();
         let mut inner = vec![(0x1810 | 0x1000, info_record)];
         inner.extend_from_slice(records);
