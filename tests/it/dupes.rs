@@ -446,6 +446,22 @@ fn contact_sheet_shows_every_thumbnail_in_chromium() {
     let (doc, groups) = json_groups(&o.stdout, &photos);
     let files: usize = groups.iter().map(|(_, f)| f.len()).sum();
     let html = std::fs::read_to_string(&sheet).unwrap();
+    // --json says which file is damaged, and it is not the keeper.
+    let damaged: Vec<&Value> = doc["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["members"].as_array().unwrap())
+        .filter(|m| m.get("damaged").is_some())
+        .collect();
+    assert_eq!(damaged.len(), 1, "{damaged:?}");
+    assert_eq!(
+        (&damaged[0]["damaged"], &damaged[0]["keeper"]),
+        (
+            &serde_json::json!("truncated at 1.0 KiB of 2.0 KiB"),
+            &serde_json::json!(false)
+        )
+    );
 
     // The policy comes first in <head>, and names the page's one script and one style by
     // their SHA-256 (computed here by openssl).
