@@ -184,12 +184,23 @@ pub enum Leftover {
 }
 
 /// Removes the temporary `temp` of a hard link act of an ended run (its journal named it,
-/// for the file at `from`): only when it is a second name of the keeper checked
-/// (`keeper`), or the file the act replaced (`file`, the path `from` now the keeper's).
-/// The caller has proved that run ended (its journal's lock is free).
+/// for the file at `from`): only when its name is one seekless gives a temporary of
+/// `from`, beside it (a journal edited by hand names nothing else), and it is a second
+/// name of the keeper checked (`keeper`), or the file the act replaced (`file`, the path
+/// `from` now the keeper's). The caller has proved that run ended (its journal's lock is
+/// free).
 pub fn remove_leftover_link(temp: &Path, from: &Path, keeper: &Known, file: &Known) -> Leftover {
+    let ours = temp.parent() == from.parent()
+        && temp
+            .file_name()
+            .is_some_and(|name| crate::temp::is_temp_of(from, name));
     match leftover_link(temp, from, keeper, file) {
         Ok(false) => Leftover::Nothing,
+        Ok(true) if !ours => Leftover::Kept(format!(
+            "left: not a temporary name seekless gives {} (a journal that names it was \
+             not written by seekless)",
+            from.display()
+        )),
         Ok(true) => {
             // A temporary of this journal's run, ended: a second name of the keeper, or
             // the replaced duplicate (its bytes the keeper's).
