@@ -96,10 +96,14 @@ impl Drop for TrashInfo {
     }
 }
 
-/// Removes the `.trashinfo` at `info` (a path a journal of this tool names) if it is the one
-/// written for `from` (its file was put back, or never went), or empty: created and not
-/// yet written when its run was killed (its text is one write).
+/// Removes the `.trashinfo` at `info` (a path a journal of this tool names, ending in
+/// `.trashinfo`: nothing else is one) if it is the one written for `from` (its file was
+/// put back, or never went), or empty: created and not yet written when its run was
+/// killed (its text is one write).
 pub fn forget_trash_info(info: &Path, from: &Path) {
+    if info.extension().is_none_or(|e| e != "trashinfo") {
+        return;
+    }
     let Ok(text) = fs::read_to_string(info) else {
         return;
     };
@@ -173,19 +177,21 @@ mod tests {
     fn an_info_goes_when_it_names_the_file_or_is_empty_and_stays_otherwise() {
         let t = tempfile::tempdir().unwrap();
         let from = Path::new("/p/a.jpg");
-        let cases: [(&str, &[u8], bool); 4] = [
+        let cases: [(&str, &[u8], bool); 5] = [
             (
-                "ours",
+                "ours.trashinfo",
                 b"[Trash Info]\nPath=/p/a.jpg\nDeletionDate=2026-12-06T10:00:00\n",
                 true,
             ),
-            ("killed-as-written", b"", true),
+            ("killed-as-written.trashinfo", b"", true),
             (
-                "another-file",
+                "another-file.trashinfo",
                 b"[Trash Info]\nPath=/p/b.jpg\nDeletionDate=2026-12-06T10:00:00\n",
                 false,
             ),
-            ("not-an-info", b"notes", false),
+            ("not-an-info.trashinfo", b"notes", false),
+            // Whatever it holds, a file not named as a `.trashinfo` is not one.
+            ("empty-notes.txt", b"", false),
         ];
         for (name, text, goes) in cases {
             let info = t.path().join(name);
