@@ -51,12 +51,14 @@
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod c_escape;
 mod file_id;
 mod os;
 mod path_bytes;
 mod scope;
 pub mod sync;
 
+pub use c_escape::push_c_escape;
 pub use file_id::FileId;
 pub use os::*;
 pub use path_bytes::{path_from_bytes, path_to_bytes};

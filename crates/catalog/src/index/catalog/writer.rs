@@ -450,21 +450,14 @@ pub(crate) fn message(text: &str) -> String {
     let text = text.trim_end();
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
-        match c {
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\u{b}' => out.push_str("\\v"),
-            '\u{c}' => out.push_str("\\f"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => {
-                let mut buf = [0; 4];
-                for b in c.encode_utf8(&mut buf).bytes() {
-                    out.push_str(&format!("\\{b:03o}"));
-                }
+        if c.is_control() {
+            // C0 and DEL as themselves, C1 as their UTF-8 bytes.
+            let mut buf = [0; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                seekless_sys::push_c_escape(&mut out, b);
             }
-            c => out.push(c),
+        } else {
+            out.push(c);
         }
     }
     out
