@@ -275,12 +275,7 @@ pub(crate) fn upgrade_v1(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
 /// has none, and its sidecar is read again once. Running it again changes nothing.
 pub(crate) fn upgrade_v4(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     tx.execute_batch(V5_DECISIONS)?;
-    let has_ino: bool = tx.query_row(
-        "SELECT count(*) > 0 FROM pragma_table_info('sidecars') WHERE name = 'ino'",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has_ino {
+    if !has_column(tx, "sidecars", "ino")? {
         tx.execute_batch("ALTER TABLE sidecars ADD COLUMN ino INTEGER;")?;
     }
     Ok(())
@@ -307,17 +302,21 @@ pub(crate) fn upgrade_v5(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
     Ok(())
 }
 
+/// Whether `table` has the column `name` (the upgrades add a column only where missing).
+fn has_column(tx: &rusqlite::Transaction<'_>, table: &str, name: &str) -> rusqlite::Result<bool> {
+    tx.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info(?1) WHERE name = ?2",
+        [table, name],
+        |r| r.get(0),
+    )
+}
+
 /// Upgrades a catalog of version 6 or before (or one just made) to version 7, inside the
 /// caller's transaction: adds `images.damaged` (why the file is damaged, NULL when
 /// nothing read shows it) where missing. Rows read before have no verdict until their
 /// file is read again (a change, or `index --rehash`). Running it again changes nothing.
 pub(crate) fn upgrade_v6(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
-    let has: bool = tx.query_row(
-        "SELECT count(*) > 0 FROM pragma_table_info('images') WHERE name = 'damaged'",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has {
+    if !has_column(tx, "images", "damaged")? {
         tx.execute_batch("ALTER TABLE images ADD COLUMN damaged TEXT;")?;
     }
     Ok(())
@@ -327,12 +326,7 @@ pub(crate) fn upgrade_v6(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
 /// the caller's transaction: adds `images.phash` where missing and the `thumbs` table.
 /// Running it again changes nothing.
 pub(crate) fn upgrade_v2(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
-    let has_phash: bool = tx.query_row(
-        "SELECT count(*) > 0 FROM pragma_table_info('images') WHERE name = 'phash'",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has_phash {
+    if !has_column(tx, "images", "phash")? {
         tx.execute_batch("ALTER TABLE images ADD COLUMN phash INTEGER;")?;
     }
     tx.execute_batch(UPGRADE_V2)
@@ -351,12 +345,7 @@ pub(crate) fn upgrade_v3(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
     tx.execute_batch(V4_SIDECARS)?;
     let mut added = false;
     for (name, kind) in V4_COLUMNS {
-        let has: bool = tx.query_row(
-            "SELECT count(*) > 0 FROM pragma_table_info('images') WHERE name = ?1",
-            [name],
-            |r| r.get(0),
-        )?;
-        if !has {
+        if !has_column(tx, "images", name)? {
             tx.execute_batch(&format!("ALTER TABLE images ADD COLUMN {name} {kind};"))?;
             added |= *name == "kind";
         }
