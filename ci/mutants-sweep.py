@@ -45,87 +45,40 @@ def it(*filters):
 
 HARNESS = it("faults::", "faults_acts")
 
+# What the removal owner's files are held to: its unit tests, then the catalog's and the
+# jobs' that remove or forget, then the two seeded harnesses.
+DESTRUCTIVE = [[JOBS_UNIT],
+               [CATALOG_UNIT, it("copy_delete", "copy_safety", "tar_safety", "dupes_act",
+                                 "copy::", "copy_runs", "index_scope")],
+               [HARNESS]]
+# The duplicate acts: their own crate's unit tests, the other crate's (the acts and their
+# caller test each other), then `dupes --act` and the harnesses.
+ACTS = [[JOBS_UNIT], [CATALOG_UNIT, it("dupes_act", "dupes::")], [HARNESS]]
+RESOLVE = [[CATALOG_UNIT], [JOBS_UNIT, it("dupes_act", "dupes::")], [HARNESS]]
+
 # (file, tiers): each tier a list of cargo commands run in turn.
-FILES = [
-    ("crates/jobs/src/destructive/evidence.rs",
-     [[JOBS_UNIT],
-      [CATALOG_UNIT, it("copy_delete", "copy_safety", "tar_safety", "dupes_act", "copy::",
-                        "copy_runs", "index_scope")],
-      [HARNESS]]),
-    ("crates/jobs/src/destructive/tree.rs",
-     [[JOBS_UNIT],
-      [CATALOG_UNIT, it("copy_delete", "copy_safety", "tar_safety", "dupes_act", "copy::",
-                        "copy_runs", "index_scope")],
-      [HARNESS]]),
-    ("crates/jobs/src/destructive/directory.rs",
-     [[JOBS_UNIT],
-      [CATALOG_UNIT, it("copy_delete", "copy_safety", "tar_safety", "dupes_act", "copy::",
-                        "copy_runs", "index_scope")],
-      [HARNESS]]),
-    ("crates/jobs/src/destructive/temporaries.rs",
-     [[JOBS_UNIT],
-      [CATALOG_UNIT, it("copy_delete", "copy_safety", "tar_safety", "dupes_act", "copy::",
-                        "copy_runs", "index_scope")],
-      [HARNESS]]),
-    ("crates/jobs/src/destructive/lock.rs",
-     [[JOBS_UNIT],
-      [CATALOG_UNIT, it("copy_delete", "copy_safety", "tar_safety", "dupes_act", "copy::",
-                        "copy_runs", "index_scope")],
-      [HARNESS]]),
-    ("crates/jobs/src/destructive/forget.rs",
-     [[JOBS_UNIT],
-      [CATALOG_UNIT, it("copy_delete", "copy_safety", "tar_safety", "dupes_act", "copy::",
-                        "copy_runs", "index_scope")],
-      [HARNESS]]),
-    ("crates/jobs/src/temp.rs",
-     [[JOBS_UNIT],
-      [it("copy_delete", "copy_safety", "tar_safety", "copy::")],
-      [HARNESS]]),
-    ("crates/core/src/read/mod.rs",
-     [[CORE_UNIT],
-      [it("read::", "copy_safety", "hash::")],
-      [HARNESS]]),
-    ("crates/jobs/src/copy/content.rs",
-     [[JOBS_UNIT],
-      [it("copy_delete", "copy_safety", "copy::", "copy_runs")],
-      [HARNESS]]),
-    ("crates/jobs/src/destructive/acts/check.rs",
-     [[JOBS_UNIT],
-      [it("dupes_act", "dupes::")],
-      [HARNESS]]),
-    ("crates/jobs/src/destructive/acts/primitives.rs",
-     [[JOBS_UNIT],
-      [it("dupes_act", "dupes::")],
-      [HARNESS]]),
-    ("crates/jobs/src/destructive/acts/trash_info.rs",
-     [[JOBS_UNIT],
-      [it("dupes_act", "dupes::")],
-      [HARNESS]]),
-    ("crates/catalog/src/dupes/resolve/act.rs",
-     [[CATALOG_UNIT],
-      [it("dupes_act", "dupes::")],
-      [HARNESS]]),
-    ("crates/catalog/src/dupes/resolve/prepare.rs",
-     [[CATALOG_UNIT],
-      [it("dupes_act", "dupes::")],
-      [HARNESS]]),
-    ("crates/catalog/src/dupes/resolve/places.rs",
-     [[CATALOG_UNIT],
-      [it("dupes_act", "dupes::")],
-      [HARNESS]]),
-    ("crates/catalog/src/dupes/resolve/clean_up.rs",
-     [[CATALOG_UNIT],
-      [it("dupes_act", "dupes::")],
-      [HARNESS]]),
-    ("crates/catalog/src/dupes/resolve/undo.rs",
-     [[CATALOG_UNIT],
-      [it("dupes_act", "dupes::")],
-      [HARNESS]]),
-    ("crates/catalog/src/dupes/resolve/trash.rs",
-     [[CATALOG_UNIT],
-      [it("dupes_act", "dupes::")],
-      [HARNESS]]),
-]
+FILES = (
+    [(f"crates/jobs/src/destructive/{f}.rs", DESTRUCTIVE)
+     for f in ["evidence", "tree", "directory", "temporaries", "lock", "forget"]]
+    + [
+        ("crates/jobs/src/temp.rs",
+         [[JOBS_UNIT],
+          [it("copy_delete", "copy_safety", "tar_safety", "copy::")],
+          [HARNESS]]),
+        ("crates/core/src/read/mod.rs",
+         [[CORE_UNIT],
+          [it("read::", "copy_safety", "hash::")],
+          [HARNESS]]),
+        ("crates/jobs/src/copy/content.rs",
+         [[JOBS_UNIT],
+          [it("copy_delete", "copy_safety", "copy::", "copy_runs")],
+          [HARNESS]]),
+    ]
+    + [(f"crates/jobs/src/destructive/acts/{f}.rs", ACTS)
+       for f in ["check", "primitives", "trash_info"]]
+    + [(f"crates/catalog/src/dupes/resolve/{f}.rs", RESOLVE)
+       for f in ["act", "prepare", "places", "clean_up", "undo", "trash"]]
+)
 
 TIMEOUT = 600
 
