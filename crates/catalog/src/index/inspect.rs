@@ -228,8 +228,12 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     // JPEG without one anywhere was cut short.
     // From the end, where it nearly always is (a byte-by-byte scan of a 4 MiB photo from
     // the front cost as much as hashing it).
-    let has_eoi = memchr::memmem::rfind(data.get(2..).unwrap_or_default(), &[0xFF, 0xD9]).is_some();
-    if record.reader == Reader::Jpeg && complete && !has_eoi {
+    // Only a JPEG's bytes are searched (another file's, a video's, would be scanned whole
+    // for nothing).
+    if record.reader == Reader::Jpeg
+        && complete
+        && memchr::memmem::rfind(data.get(2..).unwrap_or_default(), &[0xFF, 0xD9]).is_none()
+    {
         errors.push("truncated JPEG (no end-of-image marker)".into());
     }
     if let Some(f) = tiff_fields {
