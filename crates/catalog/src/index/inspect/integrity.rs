@@ -13,8 +13,13 @@ mod tests;
 /// Why the file whose content is of `format` (as [`super::format_of`] names it: `jpeg`,
 /// `png`, `heic`, `nef`, …) and whose kept bytes are `view` is damaged, in a few words
 /// (`truncated at 1.2 MiB of 4.0 MiB`, `CRC mismatch in IDAT`); `None` when nothing
-/// shows it is.
-pub(super) fn damaged(view: View<'_>, format: &str) -> Option<String> {
+/// shows it is. `tiff_images` are the [`tiff::images`] of `view`'s head where the reader
+/// parsed them already (else they are parsed here, for a TIFF structure).
+pub(super) fn damaged(
+    view: View<'_>,
+    format: &str,
+    tiff_images: Option<&tiff::Images>,
+) -> Option<String> {
     if view.size() == 0 {
         return None;
     }
@@ -29,7 +34,7 @@ pub(super) fn damaged(view: View<'_>, format: &str) -> Option<String> {
         "mrw" => containers::mrw(view),
         "x3f" => containers::x3f(view),
         "crw" => containers::crw(view),
-        _ if matches!(view.head().get(..2), Some(b"II" | b"MM")) => tiff_data(view),
+        _ if matches!(view.head().get(..2), Some(b"II" | b"MM")) => tiff_data(view, tiff_images),
         _ => None,
     }
 }
@@ -311,8 +316,15 @@ fn gif(view: View<'_>) -> Option<String> {
 
 /// Every strip, tile and main JPEG of IFD0, its SubIFDs and the IFD chain inside the file,
 /// and no directory past its end.
-fn tiff_data(view: View<'_>) -> Option<String> {
-    let images = tiff::images(view.head()).ok()?;
+fn tiff_data(view: View<'_>, images: Option<&tiff::Images>) -> Option<String> {
+    let parsed;
+    let images = match images {
+        Some(images) => images,
+        None => {
+            parsed = tiff::images(view.head()).ok()?;
+            &parsed
+        }
+    };
     let end = view.size();
     if let Some(&at) = images.past_the_end.iter().find(|&&at| at >= end) {
         return Some(format!(
