@@ -368,6 +368,16 @@ fn a_tiff_strip_past_the_end_is_damaged() {
 }
 
 #[test]
+fn boxes_past_the_walks_limit_are_not_judged() {
+    // More top-level boxes than the walk reads, every one whole: no verdict.
+    let mut f = bx(b"ftyp", b"isom\0\0\0\0");
+    for _ in 0..boxes::LIMIT {
+        f.extend_from_slice(&bx(b"free", b""));
+    }
+    assert_eq!(damaged(View::whole(&f), "mp4"), None);
+}
+
+#[test]
 fn inspect_judges_a_tiff_from_the_structure_its_readers_parsed_alike() {
     // `inspect` hands its TIFF parse to the verdict: the same as the verdict's own.
     let file = tiff_file(300, 2000);
