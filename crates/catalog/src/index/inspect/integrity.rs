@@ -146,50 +146,44 @@ fn jpeg(view: View<'_>) -> Option<String> {
         at += len;
         if marker == 0xDA {
             scans += 1;
-            // The entropy-coded data: up to the first marker that is not a restart or a
-            // stuffed zero.
-            loop {
-                let rest = view.get_upto(at, end);
-                if rest.is_empty() {
-                    if at < end {
-                        return None;
-                    }
-                    return Some(format!(
-                        "no end marker after the image data (ends at {})",
-                        size(end)
-                    ));
-                }
-                let mut found = None;
-                let mut from = 0;
-                while let Some(p) = memchr::memchr(0xFF, &rest[from..]) {
-                    let i = from + p;
-                    match rest.get(i + 1) {
-                        None => break,
-                        Some(0x00 | 0xD0..=0xD7 | 0xFF) => from = i + 1,
-                        Some(_) => {
-                            found = Some(i);
-                            break;
-                        }
-                    }
-                }
-                match found {
-                    Some(i) => {
-                        at += i as u64;
-                        break;
-                    }
-                    // Keep a trailing 0xFF for the next round.
-                    None if rest.len() > 1 => at += rest.len() as u64 - 1,
-                    None => {
-                        if at + 1 >= end {
-                            return Some(format!(
-                                "no end marker after the image data (ends at {})",
-                                size(end)
-                            ));
-                        }
-                        return None;
-                    }
-                }
+            at = match scan_end(view, at) {
+                Ok(marker) => marker,
+                Err(verdict) => return verdict,
+            };
+        }
+    }
+}
+
+/// Where the entropy-coded data from `at` ends: the first marker that is not a restart or
+/// a stuffed zero. `Err` with the verdict when there is none: damage when the file ends
+/// first, `None` when the data runs into the part not kept.
+fn scan_end(view: View<'_>, mut at: u64) -> Result<u64, Option<String>> {
+    let end = view.size();
+    let no_end = || {
+        Some(format!(
+            "no end marker after the image data (ends at {})",
+            size(end)
+        ))
+    };
+    loop {
+        let rest = view.get_upto(at, end);
+        if rest.is_empty() {
+            return Err(if at < end { None } else { no_end() });
+        }
+        let mut from = 0;
+        while let Some(p) = memchr::memchr(0xFF, &rest[from..]) {
+            let i = from + p;
+            match rest.get(i + 1) {
+                None => break,
+                Some(0x00 | 0xD0..=0xD7 | 0xFF) => from = i + 1,
+                Some(_) => return Ok(at + i as u64),
             }
+        }
+        if rest.len() > 1 {
+            // Keep a trailing 0xFF for the next round.
+            at += rest.len() as u64 - 1;
+        } else {
+            return Err(if at + 1 >= end { no_end() } else { None });
         }
     }
 }
