@@ -230,17 +230,21 @@ fn png(view: View<'_>) -> Option<String> {
         };
         let len = u64::from(u32::from_be_bytes([head[0], head[1], head[2], head[3]]));
         let kind = &head[4..8];
-        let name = fourcc(kind);
         let total = len.saturating_add(12);
         if at.saturating_add(total) > end {
-            return Some(past_end(&format!("chunk {name}"), view, at, total));
+            return Some(past_end(
+                &format!("chunk {}", fourcc(kind)),
+                view,
+                at,
+                total,
+            ));
         }
         if let Some(body) = view.get(at + 4, len + 4)
             && let Some(crc) = view.get(at + 8 + len, 4)
         {
             let want = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
             if crc32fast::hash(body) != want {
-                return Some(format!("CRC mismatch in {name}"));
+                return Some(format!("CRC mismatch in {}", fourcc(kind)));
             }
         }
         if kind == b"IEND" {
