@@ -100,7 +100,11 @@ pub struct ImageInfo {
 /// Everything the bytes kept of a file (`view`: the whole file, or its head and tail)
 /// say, for a file with extension `ext`. Never panics: a parser panic becomes the error.
 pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
-    let mut info = match catch_unwind(AssertUnwindSafe(|| inspect_inner(view, ext))) {
+    // The TIFF structure's images, parsed once for the readers and the verdict.
+    let mut tiff_images = None;
+    let mut info = match catch_unwind(AssertUnwindSafe(|| {
+        inspect_inner(view, ext, &mut tiff_images)
+    })) {
         Ok(info) => info,
         Err(panic) => {
             let what = seekless_sys::sync::panic_text(&*panic);
@@ -115,7 +119,9 @@ pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         info.kind = Some(info.format.map_or(formats::OTHER_KIND, formats::kind_of));
     }
     if let Some(format) = info.format {
-        match catch_unwind(AssertUnwindSafe(|| integrity::damaged(view, format))) {
+        match catch_unwind(AssertUnwindSafe(|| {
+            integrity::damaged(view, format, tiff_images.as_ref())
+        })) {
             Ok(damaged) => info.damaged = damaged,
             Err(panic) => {
                 let what = seekless_sys::sync::panic_text(&*panic);
@@ -127,7 +133,13 @@ pub fn inspect(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     info
 }
 
-fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
+/// What [`inspect`] says but the integrity verdict; `tiff_images` gets the
+/// [`tiff::images`] of a TIFF structure, where they were parsed.
+fn inspect_inner(
+    view: View<'_>,
+    ext: Option<&str>,
+    tiff_images: &mut Option<tiff::Images>,
+) -> ImageInfo {
     let (data, complete) = (view.head(), view.complete());
     let mut info = ImageInfo {
         format: format_of(data),
@@ -138,7 +150,9 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
         return info;
     }
     if info.format == Some("tiff") {
-        info.format = Some(raw::tiff_format(data, ext));
+        let format;
+        (format, *tiff_images) = raw::tiff_format(data, ext);
+        info.format = Some(format);
     }
     let expected = ext.and_then(formats::of_extension);
     let Some(format) = info.format else {
@@ -172,8 +186,9 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
             ..Layout::default()
         },
         Reader::Raw(reader) => {
-            let (layout, fields) = raw::read(view, reader, format);
+            let (mut layout, fields) = raw::read(view, reader, format, tiff_images.take());
             raw_fields = fields;
+            *tiff_images = layout.tiff_images.take();
             layout
         }
         Reader::None => Layout::default(),
@@ -228,8 +243,12 @@ fn inspect_inner(view: View<'_>, ext: Option<&str>) -> ImageInfo {
     // JPEG without one anywhere was cut short.
     // From the end, where it nearly always is (a byte-by-byte scan of a 4 MiB photo from
     // the front cost as much as hashing it).
-    let has_eoi = memchr::memmem::rfind(data.get(2..).unwrap_or_default(), &[0xFF, 0xD9]).is_some();
-    if record.reader == Reader::Jpeg && complete && !has_eoi {
+    // Only a JPEG's bytes are searched (another file's, a video's, would be scanned whole
+    // for nothing).
+    if record.reader == Reader::Jpeg
+        && complete
+        && memchr::memmem::rfind(data.get(2..).unwrap_or_default(), &[0xFF, 0xD9]).is_none()
+    {
         errors.push("truncated JPEG (no end-of-image marker)".into());
     }
     if let Some(f) = tiff_fields {
@@ -296,6 +315,8 @@ struct Layout<'a> {
     meta: Meta,
     /// Damage that makes the file not what it claims (truncated, no header).
     error: Option<String>,
+    /// A TIFF-based raw file's [`tiff::images`], handed back for the integrity verdict.
+    tiff_images: Option<tiff::Images>,
 }
 
 /// Fields a container keeps in its own structure rather than in EXIF (videos, some raw
@@ -451,7 +472,7 @@ mod tests {
             .map(|(bytes, ext)| {
                 let format = format_of(bytes).unwrap_or_else(|| panic!("{bytes:?}"));
                 if format == "tiff" {
-                    raw::tiff_format(bytes, *ext)
+                    raw::tiff_format(bytes, *ext).0
                 } else {
                     format
                 }

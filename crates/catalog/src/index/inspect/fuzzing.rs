@@ -5,7 +5,11 @@ use crate::index::formats::RawReader;
 pub fn inspect(data: &[u8], ext: Option<&str>, complete: bool) {
     // Not complete: the file goes on past `data`, as a huge file's head.
     let size = data.len() as u64 + u64::from(!complete) * (1 << 30);
-    black_box(super::inspect_inner(super::View::new(data, &[], size), ext));
+    black_box(super::inspect_inner(
+        super::View::new(data, &[], size),
+        ext,
+        &mut None,
+    ));
 }
 pub fn jpeg(data: &[u8]) {
     let layout = super::jpeg::read(data);
@@ -30,13 +34,13 @@ pub fn bmp(data: &[u8], complete: bool) {
 /// for a TIFF structure, by `raw::tiff_format`).
 pub fn raw(data: &[u8], ext: Option<&str>) {
     let view = super::View::whole(data);
-    let format = match super::format_of(data) {
+    let (format, images) = match super::format_of(data) {
         Some("tiff") => super::raw::tiff_format(data, ext),
-        Some(f) => f,
+        Some(f) => (f, None),
         None => return,
     };
     if let Some(super::Reader::Raw(reader)) = super::formats::named(format).map(|f| f.reader) {
-        black_box(super::raw::read(view, reader, format));
+        black_box(super::raw::read(view, reader, format, images));
     }
 }
 pub fn tiff_images(data: &[u8]) {
@@ -47,6 +51,7 @@ pub fn crw(data: &[u8]) {
         super::View::whole(data),
         RawReader::Crw,
         "crw",
+        None,
     ));
 }
 pub fn x3f(data: &[u8]) {
@@ -54,6 +59,7 @@ pub fn x3f(data: &[u8]) {
         super::View::whole(data),
         RawReader::X3f,
         "x3f",
+        None,
     ));
 }
 pub fn cr3(data: &[u8]) {
@@ -61,6 +67,7 @@ pub fn cr3(data: &[u8]) {
         super::View::whole(data),
         RawReader::Cr3,
         "cr3",
+        None,
     ));
 }
 pub fn raf(data: &[u8]) {
@@ -68,6 +75,7 @@ pub fn raf(data: &[u8]) {
         super::View::whole(data),
         RawReader::Raf,
         "raf",
+        None,
     ));
 }
 pub fn mrw(data: &[u8]) {
@@ -75,6 +83,7 @@ pub fn mrw(data: &[u8]) {
         super::View::whole(data),
         RawReader::Mrw,
         "mrw",
+        None,
     ));
 }
 /// `data` as a file's head; when not `complete`, the file goes on (not kept) for as

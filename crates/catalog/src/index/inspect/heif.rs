@@ -228,6 +228,10 @@ fn parse_iloc(body: &[u8]) -> Option<Vec<Location>> {
         c.u32()?
     };
     let mut out = Vec::new();
+    // Extents of all items, counted against MAX_ENTRIES too: with offset and length sizes
+    // of 0 an extent takes no bytes, and 65,535 of them per item of 6 bytes would be
+    // billions from a small box.
+    let mut extents_left = MAX_ENTRIES;
     for _ in 0..(count as usize).min(MAX_ENTRIES) {
         let id = if version < 2 {
             c.u16().map(u32::from)?
@@ -243,12 +247,17 @@ fn parse_iloc(body: &[u8]) -> Option<Vec<Location>> {
             method: method as u8,
             extents: Vec::new(),
         };
-        for _ in 0..extents {
+        let kept = usize::from(extents).min(extents_left);
+        extents_left -= kept;
+        for _ in 0..kept {
             c.uint(index_size)?;
             let offset = base.checked_add(c.uint(offset_size)?)?;
             location.extents.push((offset, c.uint(length_size)?));
         }
         out.push(location);
+        if kept < usize::from(extents) {
+            break; // the rest of the box is not read: its place is lost
+        }
     }
     Some(out)
 }
@@ -492,6 +501,23 @@ pub(crate) mod tests {
 
     pub(crate) fn ispe(w: u32, h: u32) -> Vec<u8> {
         full(b"ispe", 0, &[w.to_be_bytes(), h.to_be_bytes()].concat())
+    }
+
+    #[test]
+    fn an_ilocs_extents_of_no_bytes_are_counted_against_the_cap() {
+        // Version 0, offsets, lengths and base of 0 bytes: each item (id, data reference,
+        // extent count) is 6 bytes and claims 65,535 extents that take none.
+        let items = 200u16;
+        let mut b = vec![0, 0, 0, 0, 0x00, 0x00];
+        b.extend_from_slice(&items.to_be_bytes());
+        for id in 0..items {
+            b.extend_from_slice(&id.to_be_bytes());
+            b.extend_from_slice(&[0, 0, 0xFF, 0xFF]);
+        }
+        let locations = parse_iloc(&b).unwrap();
+        let extents: usize = locations.iter().map(|l| l.extents.len()).sum();
+        assert!(extents <= MAX_ENTRIES, "{extents} extents read");
+        assert!(iloc_extents(&b).is_empty()); // all of length 0
     }
 
     /// `iloc` version 1 with 4-byte offsets and lengths: (item, method, offset, length).

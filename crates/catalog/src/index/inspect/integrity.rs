@@ -13,8 +13,13 @@ mod tests;
 /// Why the file whose content is of `format` (as [`super::format_of`] names it: `jpeg`,
 /// `png`, `heic`, `nef`, …) and whose kept bytes are `view` is damaged, in a few words
 /// (`truncated at 1.2 MiB of 4.0 MiB`, `CRC mismatch in IDAT`); `None` when nothing
-/// shows it is.
-pub(super) fn damaged(view: View<'_>, format: &str) -> Option<String> {
+/// shows it is. `tiff_images` are the [`tiff::images`] of `view`'s head where the reader
+/// parsed them already (else they are parsed here, for a TIFF structure).
+pub(super) fn damaged(
+    view: View<'_>,
+    format: &str,
+    tiff_images: Option<&tiff::Images>,
+) -> Option<String> {
     if view.size() == 0 {
         return None;
     }
@@ -29,7 +34,7 @@ pub(super) fn damaged(view: View<'_>, format: &str) -> Option<String> {
         "mrw" => containers::mrw(view),
         "x3f" => containers::x3f(view),
         "crw" => containers::crw(view),
-        _ if matches!(view.head().get(..2), Some(b"II" | b"MM")) => tiff_data(view),
+        _ if matches!(view.head().get(..2), Some(b"II" | b"MM")) => tiff_data(view, tiff_images),
         _ => None,
     }
 }
@@ -141,50 +146,44 @@ fn jpeg(view: View<'_>) -> Option<String> {
         at += len;
         if marker == 0xDA {
             scans += 1;
-            // The entropy-coded data: up to the first marker that is not a restart or a
-            // stuffed zero.
-            loop {
-                let rest = view.get_upto(at, end);
-                if rest.is_empty() {
-                    if at < end {
-                        return None;
-                    }
-                    return Some(format!(
-                        "no end marker after the image data (ends at {})",
-                        size(end)
-                    ));
-                }
-                let mut found = None;
-                let mut from = 0;
-                while let Some(p) = memchr::memchr(0xFF, &rest[from..]) {
-                    let i = from + p;
-                    match rest.get(i + 1) {
-                        None => break,
-                        Some(0x00 | 0xD0..=0xD7 | 0xFF) => from = i + 1,
-                        Some(_) => {
-                            found = Some(i);
-                            break;
-                        }
-                    }
-                }
-                match found {
-                    Some(i) => {
-                        at += i as u64;
-                        break;
-                    }
-                    // Keep a trailing 0xFF for the next round.
-                    None if rest.len() > 1 => at += rest.len() as u64 - 1,
-                    None => {
-                        if at + 1 >= end {
-                            return Some(format!(
-                                "no end marker after the image data (ends at {})",
-                                size(end)
-                            ));
-                        }
-                        return None;
-                    }
-                }
+            at = match scan_end(view, at) {
+                Ok(marker) => marker,
+                Err(verdict) => return verdict,
+            };
+        }
+    }
+}
+
+/// Where the entropy-coded data from `at` ends: the first marker that is not a restart or
+/// a stuffed zero. `Err` with the verdict when there is none: damage when the file ends
+/// first, `None` when the data runs into the part not kept.
+fn scan_end(view: View<'_>, mut at: u64) -> Result<u64, Option<String>> {
+    let end = view.size();
+    let no_end = || {
+        Some(format!(
+            "no end marker after the image data (ends at {})",
+            size(end)
+        ))
+    };
+    loop {
+        let rest = view.get_upto(at, end);
+        if rest.is_empty() {
+            return Err(if at < end { None } else { no_end() });
+        }
+        let mut from = 0;
+        while let Some(p) = memchr::memchr(0xFF, &rest[from..]) {
+            let i = from + p;
+            match rest.get(i + 1) {
+                None => break,
+                Some(0x00 | 0xD0..=0xD7 | 0xFF) => from = i + 1,
+                Some(_) => return Ok(at + i as u64),
             }
+        }
+        if rest.len() > 1 {
+            // Keep a trailing 0xFF for the next round.
+            at += rest.len() as u64 - 1;
+        } else {
+            return Err(if at + 1 >= end { no_end() } else { None });
         }
     }
 }
@@ -231,17 +230,21 @@ fn png(view: View<'_>) -> Option<String> {
         };
         let len = u64::from(u32::from_be_bytes([head[0], head[1], head[2], head[3]]));
         let kind = &head[4..8];
-        let name = fourcc(kind);
         let total = len.saturating_add(12);
         if at.saturating_add(total) > end {
-            return Some(past_end(&format!("chunk {name}"), view, at, total));
+            return Some(past_end(
+                &format!("chunk {}", fourcc(kind)),
+                view,
+                at,
+                total,
+            ));
         }
         if let Some(body) = view.get(at + 4, len + 4)
             && let Some(crc) = view.get(at + 8 + len, 4)
         {
             let want = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
             if crc32fast::hash(body) != want {
-                return Some(format!("CRC mismatch in {name}"));
+                return Some(format!("CRC mismatch in {}", fourcc(kind)));
             }
         }
         if kind == b"IEND" {
@@ -311,8 +314,15 @@ fn gif(view: View<'_>) -> Option<String> {
 
 /// Every strip, tile and main JPEG of IFD0, its SubIFDs and the IFD chain inside the file,
 /// and no directory past its end.
-fn tiff_data(view: View<'_>) -> Option<String> {
-    let images = tiff::images(view.head()).ok()?;
+fn tiff_data(view: View<'_>, images: Option<&tiff::Images>) -> Option<String> {
+    let parsed;
+    let images = match images {
+        Some(images) => images,
+        None => {
+            parsed = tiff::images(view.head()).ok()?;
+            &parsed
+        }
+    };
     let end = view.size();
     if let Some(&at) = images.past_the_end.iter().find(|&&at| at >= end) {
         return Some(format!(

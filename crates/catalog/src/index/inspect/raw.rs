@@ -15,34 +15,39 @@ use crate::index::formats::{self, RawReader};
 /// The raw format a TIFF structure is, from IFD0's tags (DNGVersion, Make) and, where
 /// the content cannot tell, the extension; `tiff` for a plain TIFF. A `.tif` file stays
 /// a TIFF whatever its Make (a scanner's or a raw converter's TIFF names the camera).
-pub(super) fn tiff_format(head: &[u8], ext: Option<&str>) -> &'static str {
+/// With it, the [`tiff::images`] of `head` when they were parsed to tell (not for an
+/// IIQ), for the readers after it not to parse them again.
+pub(super) fn tiff_format(head: &[u8], ext: Option<&str>) -> (&'static str, Option<tiff::Images>) {
     let ext = ext.map(str::to_ascii_lowercase);
     let ext = ext.as_deref();
     // Phase One's IIQ has its own block, `IIII` or `MMMM`, right after the TIFF header.
     if matches!(head.get(8..12), Some(b"IIII" | b"MMMM")) {
-        return "iiq";
+        return ("iiq", None);
     }
     let Ok(images) = tiff::images(head) else {
-        return "tiff";
+        return ("tiff", None);
     };
-    if images.dng {
-        return "dng";
-    }
-    // A `.tif` stays a TIFF whatever camera its Make names (scanners and converters write
-    // it), and so does a file whose extension names no raw format (a `.heic`).
-    if !formats::raw_extension(ext) {
-        return "tiff";
-    }
-    // Which Make names which format: `formats::FORMATS` (`Format::make`).
-    formats::by_make(&images.make.unwrap_or_default(), ext).map_or("tiff", |f| f.name)
+    let format = if images.dng {
+        "dng"
+    } else if !formats::raw_extension(ext) {
+        // A `.tif` stays a TIFF whatever camera its Make names (scanners and converters
+        // write it), and so does a file whose extension names no raw format (a `.heic`).
+        "tiff"
+    } else {
+        // Which Make names which format: `formats::FORMATS` (`Format::make`).
+        formats::by_make(images.make.as_deref().unwrap_or_default(), ext).map_or("tiff", |f| f.name)
+    };
+    (format, Some(images))
 }
 
 /// What a raw file of `format` says: the layout (size, preview, fields outside EXIF,
-/// damage) and its EXIF fields.
+/// damage) and its EXIF fields. `tiff_images` are the [`tiff::images`] of its head where
+/// [`tiff_format`] parsed them; a TIFF-based file's are handed back in the layout.
 pub(super) fn read<'a>(
     view: View<'a>,
     reader: RawReader,
     format: &str,
+    tiff_images: Option<tiff::Images>,
 ) -> (Layout<'a>, Option<tiff::Fields>) {
     let mut raw = match reader {
         RawReader::Cr3 => cr3(view),
@@ -50,7 +55,7 @@ pub(super) fn read<'a>(
         RawReader::Mrw => mrw(view),
         RawReader::Crw => ciff::read(view),
         RawReader::X3f => x3f::read(view),
-        RawReader::Tiff => tiff_based(view, format),
+        RawReader::Tiff => tiff_based(view, format, tiff_images),
     };
     raw.layout.meta.preview = largest_jpeg(view, &raw.jpegs);
     (raw.layout, raw.fields)
@@ -134,8 +139,9 @@ pub(super) fn fill_missing(into: &mut Option<tiff::Fields>, from: Option<tiff::F
     }
 }
 
-/// The TIFF-based formats: the file is the TIFF structure.
-fn tiff_based<'a>(view: View<'a>, format: &str) -> Raw<'a> {
+/// The TIFF-based formats: the file is the TIFF structure. `images` is its [`tiff::images`]
+/// when already parsed; the layout keeps them for the integrity verdict.
+fn tiff_based<'a>(view: View<'a>, format: &str, images: Option<tiff::Images>) -> Raw<'a> {
     let head = view.head();
     let mut raw = Raw::default();
     match tiff::read(head) {
@@ -145,13 +151,21 @@ fn tiff_based<'a>(view: View<'a>, format: &str) -> Raw<'a> {
             return raw;
         }
     }
-    let images = match tiff::images(head) {
+    let images = match images.map_or_else(|| tiff::images(head), Ok) {
         Ok(images) => images,
         Err(e) => {
             raw.layout.error = Some(format!("unreadable TIFF structure: {e}"));
             return raw;
         }
     };
+    from_images(view, format, &images, &mut raw);
+    raw.layout.tiff_images = Some(images);
+    raw
+}
+
+/// The size, orientation and embedded JPEGs a TIFF-based raw file's `images` say.
+fn from_images(view: View<'_>, format: &str, images: &tiff::Images, raw: &mut Raw<'_>) {
+    let head = view.head();
     // A fragment too short to hold its main image (a cut file, a NEF's first sectors):
     // the only size read is a thumbnail's, and a directory lies past the end. No size is
     // made up from the thumbnail; the file is said to be cut short.
@@ -163,7 +177,7 @@ fn tiff_based<'a>(view: View<'a>, format: &str) -> Raw<'a> {
              thumbnail's size was read",
             view.size()
         ));
-        return raw;
+        return;
     }
     raw.size(images.width, images.height);
     // exiftool reports ExifImageWidth and ExifImageHeight for CR2 and IIQ (their IFD0 is
@@ -204,8 +218,7 @@ fn tiff_based<'a>(view: View<'a>, format: &str) -> Raw<'a> {
             })
             .and_then(phase_one_lens);
     }
-    raw.jpegs = images.jpegs;
-    raw
+    raw.jpegs.clone_from(&images.jpegs);
 }
 
 /// The LensModel (tag 0x412) of Phase One's directory `note` (exiftool's `PhaseOne.pm`):

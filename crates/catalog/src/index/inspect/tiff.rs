@@ -336,7 +336,11 @@ impl Reader<'_> {
             w.see_data(start, len);
         }
         for (offsets, counts) in [(0x0111, 0x0117), (0x0144, 0x0145)] {
-            if let (Some(o), Some(c)) = (get(offsets), get(counts)) {
+            // Arrays not in the block have no value to read: not looped over.
+            if let (Some(o), Some(c)) = (get(offsets), get(counts))
+                && !o.far
+                && !c.far
+            {
                 for i in 0..o.count.min(c.count).min(MAX_PIECES) {
                     if let (Some(start), Some(len)) = (self.nth(o, i), self.nth(c, i)) {
                         w.see_data(start, len);

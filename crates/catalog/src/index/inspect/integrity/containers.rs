@@ -99,7 +99,8 @@ pub(super) fn bmff(view: View<'_>) -> Option<String> {
             }
         }
     }
-    if next < end {
+    // The walk stops at `boxes::LIMIT` boxes too: what lies after is not judged.
+    if next < end && end - next < 8 {
         // Fewer than 8 bytes left: a box header cut short, unless they are zero padding.
         let rest = view.get(next, end - next)?;
         if rest.iter().any(|&b| b != 0) {

@@ -4,6 +4,12 @@ use super::super::boxes::tests::bx;
 use super::super::heif::tests::{full, heif, iloc, infe, ispe};
 use super::*;
 
+/// The verdict on `view` with no TIFF structure parsed before (as the readers' own is
+/// the same parse of the same bytes).
+fn damaged(view: View<'_>, format: &str) -> Option<String> {
+    super::damaged(view, format, None)
+}
+
 /// `file` is judged intact, and cut at ten points (never its whole length) damaged.
 fn intact_and_every_cut_damaged(format: &str, file: &[u8]) {
     assert_eq!(
@@ -359,6 +365,28 @@ fn a_tiff_strip_past_the_end_is_damaged() {
         why.starts_with("image directory at 8 bytes cut short"),
         "{why}"
     );
+}
+
+#[test]
+fn boxes_past_the_walks_limit_are_not_judged() {
+    // More top-level boxes than the walk reads, every one whole: no verdict.
+    let mut f = bx(b"ftyp", b"isom\0\0\0\0");
+    for _ in 0..boxes::LIMIT {
+        f.extend_from_slice(&bx(b"free", b""));
+    }
+    assert_eq!(damaged(View::whole(&f), "mp4"), None);
+}
+
+#[test]
+fn inspect_judges_a_tiff_from_the_structure_its_readers_parsed_alike() {
+    // `inspect` hands its TIFF parse to the verdict: the same as the verdict's own.
+    let file = tiff_file(300, 2000);
+    for cut in [file.len(), file.len() - 30, file.len() - 1000, 30] {
+        let view = View::whole(&file[..cut]);
+        let own = damaged(view, "tiff");
+        assert_eq!(own.is_some(), cut < file.len(), "cut at {cut}");
+        assert_eq!(super::super::inspect(view, Some("tif")).damaged, own);
+    }
 }
 
 #[test]
