@@ -328,12 +328,7 @@ read_events_through!(CheckPrinter, progress);
 impl CheckEvents for CheckPrinter<'_> {
     fn malformed(&mut self, line: &MalformedLine<'_>) {
         if self.verbosity == Some(Verbosity::Warn) {
-            eprintln!(
-                "seekless: {}: {}: improperly formatted {} checksum line",
-                manifest_quoted(line.path),
-                line.line,
-                seekless::jobs::manifest::bsd_tag(line.algo)
-            );
+            eprintln!("seekless: {}", line.naming(&manifest_quoted(line.path)));
         }
     }
 
