@@ -64,30 +64,13 @@ fn coreutils_check(dir: &Path, algo: &str, args: &[&str], stdin: &[u8]) -> Outco
 /// newline or CR; Debian 12's coreutils 9.1 escapes it only when it holds a newline. The
 /// exact form seekless prints is asserted where it matters.
 fn verdicts(out: &Outcome) -> Vec<Vec<u8>> {
-    let mut lines: Vec<Vec<u8>> = out.stdout_lines().into_iter().map(raw_verdict).collect();
+    let mut lines: Vec<Vec<u8>> = out
+        .stdout_lines()
+        .into_iter()
+        .map(|l| unescaped_verdict(l).unwrap_or_else(|| panic!("bad escape in {:?}", show(l))))
+        .collect();
     lines.sort();
     lines
-}
-
-fn raw_verdict(line: &[u8]) -> Vec<u8> {
-    let Some(escaped) = line.strip_prefix(b"\\") else {
-        return line.to_vec();
-    };
-    let mut raw = Vec::with_capacity(escaped.len());
-    let mut bytes = escaped.iter();
-    while let Some(&b) = bytes.next() {
-        if b != b'\\' {
-            raw.push(b);
-            continue;
-        }
-        raw.push(match bytes.next() {
-            Some(b'n') => b'\n',
-            Some(b'r') => b'\r',
-            Some(b'\\') => b'\\',
-            other => panic!("bad escape {other:?} in {:?}", show(line)),
-        });
-    }
-    raw
 }
 
 fn show(bytes: &[u8]) -> String {

@@ -179,6 +179,12 @@ pub fn run(args: Args, matches: &ArgMatches) -> Result<Code> {
     check(args, verbosity)
 }
 
+/// Whether no file is named, by PATH or `--files-from`: standard input is read then, as
+/// `sha256sum` reads it.
+fn names_nothing(input: &InputArgs) -> bool {
+    input.paths.is_empty() && input.files_from.is_none()
+}
+
 /// Hashing: standard input for each `-` operand (or when there is none), then the files,
 /// in physical order.
 fn hash(mut args: Args, binary: bool) -> Result<Code> {
@@ -192,7 +198,7 @@ fn hash(mut args: Args, binary: bool) -> Result<Code> {
     let named = |p: &PathBuf| p.as_os_str() != "-";
     let dashes = args.input.paths.iter().filter(|p| !named(p)).count();
     args.input.paths.retain(named);
-    let nothing_named = args.input.paths.is_empty() && args.input.files_from.is_none();
+    let nothing_named = names_nothing(&args.input);
     let stdin_reads = if nothing_named { dashes.max(1) } else { dashes };
     let paths = if nothing_named {
         Vec::new()
@@ -277,7 +283,7 @@ fn manifest_quoted(path: &Path) -> String {
 /// and warnings, minding `--quiet`, `--status` and `-w`, and maps its outcome to the exit
 /// status.
 fn check(args: Args, verbosity: Option<Verbosity>) -> Result<Code> {
-    let manifests = if args.input.paths.is_empty() && args.input.files_from.is_none() {
+    let manifests = if names_nothing(&args.input) {
         vec![PathBuf::from("-")]
     } else {
         args.input.paths()?
@@ -328,12 +334,7 @@ read_events_through!(CheckPrinter, progress);
 impl CheckEvents for CheckPrinter<'_> {
     fn malformed(&mut self, line: &MalformedLine<'_>) {
         if self.verbosity == Some(Verbosity::Warn) {
-            eprintln!(
-                "seekless: {}: {}: improperly formatted {} checksum line",
-                manifest_quoted(line.path),
-                line.line,
-                seekless::jobs::manifest::bsd_tag(line.algo)
-            );
+            eprintln!("seekless: {}", line.naming(&manifest_quoted(line.path)));
         }
     }
 

@@ -34,8 +34,12 @@ pub use linux::*;
 mod skip;
 #[cfg(target_os = "linux")]
 pub mod trees;
+#[cfg(target_os = "linux")]
+mod verdicts;
 #[cfg(unix)]
 pub use skip::*;
+#[cfg(target_os = "linux")]
+pub use verdicts::*;
 
 use std::ffi::OsStr;
 use std::path::Path;

@@ -122,15 +122,21 @@ pub struct MalformedLine<'a> {
     pub algo: Algorithm,
 }
 
-impl fmt::Display for MalformedLine<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}: {}: improperly formatted {} checksum line",
-            self.manifest,
+impl MalformedLine<'_> {
+    /// The warning, the manifest named `manifest` instead of
+    /// [`manifest`](Self::manifest) (coreutils quotes the name for the shell).
+    pub fn naming(&self, manifest: &str) -> String {
+        format!(
+            "{manifest}: {}: improperly formatted {} checksum line",
             self.line,
             crate::manifest::bsd_tag(self.algo)
         )
+    }
+}
+
+impl fmt::Display for MalformedLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.naming(self.manifest))
     }
 }
 

@@ -40,12 +40,12 @@ impl Verdict {
 /// name contains a newline, and then escapes all three.)
 pub fn format_verdict(path: &[u8], verdict: Verdict) -> Vec<u8> {
     let path = &*portable_name(path);
-    let escape = needs_escape(path);
+    let escape = needs_escape(path, true);
     let mut line = Vec::with_capacity(path.len() + 24);
     if escape {
         line.push(b'\\');
     }
-    push_name(&mut line, path, escape);
+    push_name(&mut line, path, escape, true);
     line.extend_from_slice(b": ");
     line.extend_from_slice(verdict.as_str().as_bytes());
     line

@@ -127,11 +127,16 @@ pub(super) fn portable_name(path: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     seekless_sys::slashed(path)
 }
 
-pub(super) fn needs_escape(name: &[u8]) -> bool {
-    name.iter().any(|&b| matches!(b, b'\\' | b'\n' | b'\r'))
+/// Whether `name` is written escaped: it holds a backslash, a newline or (with `cr`,
+/// as coreutils has it; `b3sum` leaves it as it is) a carriage return.
+pub(super) fn needs_escape(name: &[u8], cr: bool) -> bool {
+    name.iter()
+        .any(|&b| matches!(b, b'\\' | b'\n') || (cr && b == b'\r'))
 }
 
-pub(super) fn push_name(out: &mut Vec<u8>, name: &[u8], escape: bool) {
+/// Appends `name`, escaped (`\\`, `\n`, with `cr` `\r`) if `escape`
+/// ([`needs_escape`] with the same `cr`).
+pub(super) fn push_name(out: &mut Vec<u8>, name: &[u8], escape: bool, cr: bool) {
     if !escape {
         out.extend_from_slice(name);
         return;
@@ -140,7 +145,7 @@ pub(super) fn push_name(out: &mut Vec<u8>, name: &[u8], escape: bool) {
         match b {
             b'\\' => out.extend_from_slice(b"\\\\"),
             b'\n' => out.extend_from_slice(b"\\n"),
-            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\r' if cr => out.extend_from_slice(b"\\r"),
             _ => out.push(b),
         }
     }
@@ -197,21 +202,8 @@ pub fn format_line_as(hex: &str, path: &[u8], style: LineStyle) -> Vec<u8> {
 /// Appends [`format_line_as`]'s line to `out`.
 fn push_line_as(out: &mut Vec<u8>, hex: &str, path: &[u8], style: LineStyle) {
     let path = &*portable_name(path);
-    let special = |b: &u8| matches!(b, b'\\' | b'\n') || (*b == b'\r' && !style.b3sum);
-    let escape = !style.raw && path.iter().any(special);
-    let mut name = Vec::with_capacity(path.len() + 4);
-    if escape {
-        for &b in path {
-            match b {
-                b'\\' => name.extend_from_slice(b"\\\\"),
-                b'\n' => name.extend_from_slice(b"\\n"),
-                b'\r' if !style.b3sum => name.extend_from_slice(b"\\r"),
-                _ => name.push(b),
-            }
-        }
-    } else {
-        name.extend_from_slice(path);
-    }
+    let cr = !style.b3sum;
+    let escape = !style.raw && needs_escape(path, cr);
     if escape {
         out.push(b'\\');
     }
@@ -219,14 +211,14 @@ fn push_line_as(out: &mut Vec<u8>, hex: &str, path: &[u8], style: LineStyle) {
         Some(algo) => {
             out.extend_from_slice(super::bsd_tag(algo).as_bytes());
             out.extend_from_slice(b" (");
-            out.extend_from_slice(&name);
+            push_name(out, path, escape, cr);
             out.extend_from_slice(b") = ");
             out.extend_from_slice(hex.as_bytes());
         }
         None => {
             out.extend_from_slice(hex.as_bytes());
             out.extend_from_slice(if style.binary { b" *" } else { b"  " });
-            out.extend_from_slice(&name);
+            push_name(out, path, escape, cr);
         }
     }
 }
