@@ -184,21 +184,6 @@ pub fn stdout_is_stream() -> bool {
     }
 }
 
-/// `b` as C writes it in a string: `\a`, `\b`, `\t`, `\n`, `\v`, `\f`, `\r`, else three
-/// octal digits (`\033`).
-fn push_c_escape(out: &mut String, b: u8) {
-    match b {
-        0x07 => out.push_str("\\a"),
-        0x08 => out.push_str("\\b"),
-        b'\t' => out.push_str("\\t"),
-        b'\n' => out.push_str("\\n"),
-        0x0b => out.push_str("\\v"),
-        0x0c => out.push_str("\\f"),
-        b'\r' => out.push_str("\\r"),
-        b => out.push_str(&format!("\\{b:03o}")),
-    }
-}
-
 /// A name's bytes made safe to print on a terminal, as `ls -b` shows them: `\\` for a
 /// backslash, C escapes (`\n`, `\t`, …) and octal (`\033`) for control characters and for
 /// bytes that are not UTF-8; everything else as it is. For human-readable output only:
@@ -207,7 +192,7 @@ pub fn escaped(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     let push_byte = |out: &mut String, b: u8| match b {
         b'\\' => out.push_str("\\\\"),
-        b if !(0x20..0x7f).contains(&b) => push_c_escape(out, b),
+        b if !(0x20..0x7f).contains(&b) => seekless_sys::push_c_escape(out, b),
         b => out.push(b as char),
     };
     for chunk in bytes.utf8_chunks() {
@@ -357,7 +342,7 @@ pub fn shell_quoted(name: &[u8]) -> String {
             out.push_str("'$'");
             *escaping = true;
         }
-        push_c_escape(out, b);
+        seekless_sys::push_c_escape(out, b);
     };
     for chunk in name.utf8_chunks() {
         for c in chunk.valid().chars() {
