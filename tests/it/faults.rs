@@ -501,8 +501,6 @@ struct Harness<'a> {
 struct Faulty {
     ended: Ended,
     faults: Vec<Logged>,
-    /// The device number of the source as the run saw it (the fault mount's).
-    source_dev: u64,
 }
 
 impl Faulty {
@@ -585,7 +583,6 @@ impl<'a> Harness<'a> {
     /// Runs `args` with the source (and maybe the destination) mounted with faults.
     fn faulty_run(&self, args: &[&OsStr], cwd: &Path) -> Faulty {
         let m = FaultMount::new(&self.src, &self.fsrc, &self.s.source, &self.log);
-        let source_dev = std::os::unix::fs::MetadataExt::dev(&fs::metadata(&self.fsrc).unwrap());
         let d = self
             .s
             .dest
@@ -603,11 +600,7 @@ impl<'a> Harness<'a> {
         let mut faults = read_log(&self.log);
         faults.extend(read_log(&self.out_log));
         faults.retain(|f| f.kind != "open");
-        Faulty {
-            ended,
-            faults,
-            source_dev,
-        }
+        Faulty { ended, faults }
     }
 
     /// The destination as the faulty run sees it.
@@ -1180,25 +1173,13 @@ impl<'a> Harness<'a> {
         let failed = f.paths(&FAILING);
         let rows_after = self.rows(&db);
         let is_file = |s: &Snapshot, rel: &[u8]| s.get(rel).is_some_and(|e| e.kind == 'f');
-        // What seekless cannot tell from the device numbers it keeps (docs/faults.md):
-        // the kernel gave this run's source the number the sub-mount had (anonymous device
-        // numbers are reused), or a file appeared in the empty mount point.
-        let sub_devs: std::collections::HashSet<i64> = rows_before
-            .iter()
-            .filter(|(rel, _)| rel.starts_with(b"sub/"))
-            .map(|(_, r)| r.dev)
-            .collect();
-        // (Seen on the mount itself: a run killed before it committed a row of the source
-        // under its new number shows it in no row.)
-        let reused = sub_devs.contains(&(f.source_dev as i64))
-            || rows_after
-                .iter()
-                .any(|(rel, r)| !rel.starts_with(b"sub/") && sub_devs.contains(&r.dev));
+        // What seekless cannot tell (docs/faults.md): a file appeared in the empty mount
+        // point.
         let appeared = f.paths(&["appear"]).iter().any(|p| p.starts_with(b"sub/"));
         // The listing called the mount point itself a file: the walk's filter (images only)
-        // skips it unopened, and what is left is the device-number rule above.
+        // skips it unopened.
         let listed_as_file = f.paths(&["change-type"]).iter().any(|p| p == b"sub");
-        let exempt = reused || appeared || listed_as_file;
+        let exempt = appeared || listed_as_file;
         for (rel, b) in &rows_before {
             match rows_after.get(rel) {
                 None if self.s.sub_mount && rel.starts_with(b"sub/") && !exempt => {
@@ -1260,18 +1241,6 @@ impl<'a> Harness<'a> {
         let o = self.clean_index(&db, &[]);
         let fresh = self.t.join("fresh.db");
         let o_fresh = self.clean_index(&fresh, &[]);
-        // A sub-mount that came back under another device number (every FUSE mount gets a
-        // new one) after its folder was seen empty is taken for a vanished mount point:
-        // its rows are kept, with an error, until --prune (docs/faults.md). On the safe
-        // side, and nothing to compare with a fresh catalog; issue 46 records volumes by
-        // identity instead.
-        if o.status.code() == Some(1)
-            && o_fresh.status.code() == Some(0)
-            && stderr(&o).contains("was the mount point of another filesystem")
-        {
-            eprintln!("faults: a sub-mount came back under another device number: rows kept");
-            return (found, f);
-        }
         if o.status.code() != o_fresh.status.code() || !matches!(o.status.code(), Some(0 | 1)) {
             found.push(format!(
                 "(e) the clean re-run exited {:?}, a fresh one {:?}: {} | {}",
@@ -1303,7 +1272,7 @@ impl<'a> Harness<'a> {
             rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
                 .unwrap();
         let mut st = conn
-            .prepare("SELECT path_bytes, size, mtime_ns, format, width, height, blake3, error, dev FROM images")
+            .prepare("SELECT path_bytes, size, mtime_ns, format, width, height, blake3, error FROM images")
             .unwrap();
         let prefix = {
             let mut p = self.fsrc.as_os_str().as_bytes().to_vec();
@@ -1322,7 +1291,6 @@ impl<'a> Harness<'a> {
                     height: r.get(5)?,
                     blake3: r.get(6)?,
                     error: r.get(7)?,
-                    dev: r.get(8)?,
                 },
             ))
         })
@@ -1341,8 +1309,6 @@ struct Row {
     height: Option<i64>,
     blake3: Option<String>,
     error: Option<String>,
-    /// The device number the file was on: not compared (each mount gets its own).
-    dev: i64,
 }
 
 impl PartialEq for Row {

@@ -68,6 +68,8 @@ mod index_sidecar; // XMP sidecars written by exiftool and by hand, changed, rem
 #[cfg(target_os = "linux")]
 mod index_thumbs; // thumbnails against ImageMagick, pHash against Python's imagehash
 #[cfg(target_os = "linux")]
+mod index_volumes; // volumes by identity: ext4, xfs and btrfs under another loop device, unmounted and back: blkid, sqlite3
+#[cfg(target_os = "linux")]
 mod partitions; // partitions of one loop device (losetup -P, or loop devices at offsets), filefrag
 #[cfg(target_os = "linux")]
 mod pools; // btrfs over two loop devices, mergerfs over two ext4 loops: filefrag, btrfs inspect-internal, sha256sum

@@ -12,7 +12,8 @@
 //! calls and no hints):
 //!
 //! - identity: [`file_id`] ([`FileId`]), [`dir_entry_ino`], [`mount_id`] (which mount a
-//!   path is on), [`change_time`], [`allocated_bytes`];
+//!   path is on), [`volume_identity`] (which filesystem, by an identity that outlives mounts:
+//!   [`VolumeIdentity`]), [`change_time`], [`allocated_bytes`];
 //! - paths of any length (Linux; elsewhere the standard library's): [`metadata`],
 //!   [`symlink_metadata`], [`read_dir`], [`with_path`], [`with_paths`],
 //!   [`pinned_no_links`], [`open_directory`]; paths as bytes: [`path_to_bytes`],
@@ -57,12 +58,14 @@ mod os;
 mod path_bytes;
 mod scope;
 pub mod sync;
+mod volume;
 
 pub use c_escape::push_c_escape;
 pub use file_id::FileId;
 pub use os::*;
 pub use path_bytes::{path_from_bytes, path_to_bytes};
 pub use scope::Scope;
+pub use volume::{IdentitySource, VolumeIdentity, volume_identity};
 
 /// The operating system's description of an I/O error, without "(os error N)".
 pub fn describe_io(e: &std::io::Error) -> String {

@@ -164,6 +164,53 @@ impl LoopFs {
     }
 }
 
+impl LoopFs {
+    /// The same filesystem mounted at the same place under another device number, as a
+    /// disk on another port or the same disk read on another machine: the image is
+    /// attached to a new loop device, the old one detached. A filesystem whose device
+    /// number is anonymous (btrfs) would get its old one again: a tmpfs mounted in
+    /// between holds it, in `hold` (a scratch directory), unmounted on the holder's drop.
+    /// Asserts that the device number changed.
+    pub fn mount_from_another_device(&mut self, hold: &Path) -> Vec<Held> {
+        use std::os::unix::fs::MetadataExt;
+        let before = std::fs::metadata(&self.mnt).unwrap().dev();
+        let out = run(Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&self.image));
+        let new = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        let mut held = Vec::new();
+        for attempt in 0..5 {
+            let o = Command::new("umount").arg(&self.mnt).output().unwrap();
+            assert!(o.status.success(), "umount {}: {o:?}", self.mnt.display());
+            self.mounted = false;
+            let at = hold.join(format!("hold-{attempt}"));
+            std::fs::create_dir_all(&at).unwrap();
+            run(Command::new("mount").args(["-t", "tmpfs", "hold"]).arg(&at));
+            held.push(Held(at));
+            run(Command::new("mount").arg(&new).arg(&self.mnt));
+            self.mounted = true;
+            if std::fs::metadata(&self.mnt).unwrap().dev() != before {
+                break;
+            }
+        }
+        let _ = Command::new("losetup").arg("-d").arg(&self.device).status();
+        self.device = new;
+        let after = std::fs::metadata(&self.mnt).unwrap().dev();
+        assert_ne!(after, before, "the filesystem kept its device number");
+        held
+    }
+}
+
+/// A mount held for a test's duration, unmounted (and its directory removed) on drop.
+pub struct Held(pub PathBuf);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        unmount_or_detach(&self.0);
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
 /// Unmounts `mnt` for a test's cleanup, lazily (detached, to go once unused) if it is busy:
 /// a cleanup never fails the test it ends.
 pub fn unmount_or_detach(mnt: &Path) {

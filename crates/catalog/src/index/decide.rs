@@ -3,7 +3,7 @@
 //! which images.
 
 use super::roots::{RootState, is_own, vanished_mounts};
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -11,7 +11,7 @@ use seekless_core::{Plan, PlannedFile, Reporter};
 use seekless_jobs::destructive::{Clearance, Forget};
 use seekless_sys::{Scope, path_to_bytes};
 
-use super::catalog::{self, KnownSidecar, Record, Row, SidecarRow};
+use super::catalog::{self, KnownSidecar, Record, Row, SidecarRow, Volumes};
 use super::{IndexOptions, IndexSummary, inspect, is_sidecar};
 
 /// What phase 4 decided of the planned files.
@@ -20,8 +20,9 @@ pub(super) struct Decided {
     pub(super) read: Vec<bool>,
     /// Planned files at a path the catalog has no row for.
     pub(super) at_new_path: Vec<u32>,
-    /// Rows of unchanged files now on another device number.
-    pub(super) new_dev: Vec<(i64, u64)>,
+    /// Rows of unchanged files now on another device number, or whose volume was not
+    /// known: (row id, device number, volume id).
+    pub(super) new_place: Vec<(i64, u64, Option<i64>)>,
 }
 
 /// Phase 4: the files at known paths, unchanged or changed (marking their rows seen).
@@ -30,13 +31,14 @@ pub(super) fn decide_known(
     plan: &Plan,
     own: &[PathBuf],
     known: &mut HashMap<Vec<u8>, catalog::Known>,
+    volumes: &Volumes,
     opts: &IndexOptions,
     reporter: &dyn Reporter,
     summary: &mut IndexSummary,
 ) -> Decided {
     let mut read = vec![false; plan.files().len()];
     let mut at_new_path: Vec<u32> = Vec::new();
-    let mut new_dev: Vec<(i64, u64)> = Vec::new();
+    let mut new_place: Vec<(i64, u64, Option<i64>)> = Vec::new();
     for (i, f) in plan.files().iter().enumerate() {
         if is_sidecar(&f.entry.path) {
             continue;
@@ -53,8 +55,9 @@ pub(super) fn decide_known(
                 // in again or a filesystem mounted again, the file staying the same.
                 if k.read && k.identity()[1..] == identity(f)[1..] && !opts.rehash {
                     summary.unchanged += 1;
-                    if k.dev != f.entry.id.dev {
-                        new_dev.push((k.id, f.entry.id.dev));
+                    let volume = volumes.of_dev(f.entry.id.dev);
+                    if k.dev != f.entry.id.dev || (volume.is_some() && k.volume != volume) {
+                        new_place.push((k.id, f.entry.id.dev, volume));
                     }
                     // Unchanged, but without the thumbnail asked for: read once for it.
                     if let Some(t) = &opts.thumbs
@@ -73,7 +76,7 @@ pub(super) fn decide_known(
     Decided {
         read,
         at_new_path,
-        new_dev,
+        new_place,
     }
 }
 
@@ -176,6 +179,7 @@ pub(super) fn gone_sidecars(
     known: &HashMap<Vec<u8>, KnownSidecar>,
     roots: &[(PathBuf, RootState)],
     clearance: &Clearance,
+    volumes: &Volumes,
     opts: &IndexOptions,
 ) -> Forget {
     let scopes: Vec<(Scope, RootState)> = roots
@@ -201,7 +205,7 @@ pub(super) fn gone_sidecars(
     let forgettable: HashSet<i64> = forget.ids().iter().copied().collect();
     // Those under a root that is there, checked for a vanished mount point: the images'
     // check (phase 6) tells the user; this one only keeps.
-    let candidates: Vec<(&[u8], u64, i64)> = not_found
+    let candidates: Vec<(&[u8], u64, Option<i64>, i64)> = not_found
         .iter()
         .filter(|(bytes, k)| {
             forgettable.contains(&k.id)
@@ -209,9 +213,9 @@ pub(super) fn gone_sidecars(
                     .iter()
                     .any(|(r, state)| *state != RootState::Present && r.contains_bytes(bytes))
         })
-        .map(|(bytes, k)| (*bytes, k.dev, k.id))
+        .map(|(bytes, k)| (*bytes, k.dev, k.volume, k.id))
         .collect();
-    let kept = vanished_mounts(&candidates, opts.prune, &seekless_core::Quiet);
+    let (kept, _) = vanished_mounts(&candidates, volumes, opts.prune, &seekless_core::Quiet);
     forget.retain(|id| !kept.contains(&id));
     forget
 }
@@ -301,12 +305,13 @@ pub(super) fn links(
 }
 
 /// Phase 6: rows of files gone from under the scanned paths, by identity. A file at a new
-/// path with the same identity (device included: an inode number means nothing on another
-/// filesystem) moved there (its row follows it, nothing is read); the rest are forgotten,
-/// but for rows at or under a path the walk could not see whole, and rows under a mount
-/// point whose filesystem is not there any more (an error; those under a missing or empty
-/// root were told of in phase 3). Returns the moves and what may be forgotten; files at
-/// new paths that did not move are marked to be read.
+/// path with the same identity (volume included: an inode number means nothing on another
+/// filesystem; the device number for a row whose volume is not known) moved there (its
+/// row follows it, nothing is read); the rest are forgotten, but for rows at or under a
+/// path the walk could not see whole, and rows under a mount point whose filesystem is
+/// not there any more (an error; those under a missing or empty root were told of in
+/// phase 3). Returns the moves, what may be forgotten, and the volumes found absent
+/// (offline); files at new paths that did not move are marked to be read.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn moved_and_gone(
     plan: &Plan,
@@ -315,10 +320,12 @@ pub(super) fn moved_and_gone(
     clearance: &Clearance,
     at_new_path: Vec<u32>,
     read: &mut [bool],
+    new_place: &mut Vec<(i64, u64, Option<i64>)>,
+    volumes: &Volumes,
     opts: &IndexOptions,
     reporter: &dyn Reporter,
     summary: &mut IndexSummary,
-) -> (Vec<(i64, Vec<u8>)>, Forget) {
+) -> (Vec<(i64, Vec<u8>)>, Forget, BTreeSet<i64>) {
     let scopes: Vec<Scope> = roots
         .iter()
         .map(|(r, _)| Scope::of_resolved(r.clone()))
@@ -334,22 +341,36 @@ pub(super) fn moved_and_gone(
     );
     drop(not_found);
     let forgettable: HashSet<i64> = forget.ids().iter().copied().collect();
-    let mut gone: HashMap<[i64; 4], i64> = known
+    let mut gone: HashMap<(Fs, [i64; 3]), i64> = known
         .values()
         .filter(|k| forgettable.contains(&k.id))
-        .map(|k| (k.identity(), k.id))
+        .map(|k| {
+            let fs = k.volume.map_or(Fs::Dev(k.dev), Fs::Volume);
+            let [_, rest @ ..] = k.identity();
+            ((fs, rest), k.id)
+        })
         .collect();
     let mut moved: Vec<(i64, Vec<u8>)> = Vec::new();
     for i in at_new_path {
         let f = &plan.files()[i as usize];
-        match gone.remove(&identity(f)) {
+        let [_, rest @ ..] = identity(f);
+        // Its volume's rows first, then the rows of its device number whose volume is
+        // not known.
+        let by_volume = volumes
+            .of_dev(f.entry.id.dev)
+            .map(|v| (Fs::Volume(v), rest))
+            .filter(|key| gone.contains_key(key));
+        let key = by_volume.unwrap_or((Fs::Dev(f.entry.id.dev), rest));
+        match gone.remove(&key) {
             Some(id) if !opts.rehash => {
                 summary.moved += 1;
                 moved.push((id, path_to_bytes(&f.entry.path).into_owned()));
+                // Its device number now (and its volume, if its row had none).
+                new_place.push((id, f.entry.id.dev, volumes.of_dev(f.entry.id.dev)));
             }
             Some(id) => {
                 // Read again under its new path; the old row goes.
-                gone.insert(identity(f), id);
+                gone.insert(key, id);
                 summary.added += 1;
                 read[i as usize] = true;
             }
@@ -366,19 +387,27 @@ pub(super) fn moved_and_gone(
         .filter(|((_, state), _)| *state != RootState::Present)
         .map(|(_, scope)| scope)
         .collect();
-    let candidates: Vec<(&[u8], u64, i64)> = known
+    let candidates: Vec<(&[u8], u64, Option<i64>, i64)> = known
         .iter()
         .filter(|(bytes, k)| {
             gone_ids.contains(&k.id) && !absent.iter().any(|r| r.contains_bytes(bytes))
         })
-        .map(|(bytes, k)| (bytes.as_slice(), k.dev, k.id))
+        .map(|(bytes, k)| (bytes.as_slice(), k.dev, k.volume, k.id))
         .collect();
-    let kept = vanished_mounts(&candidates, opts.prune, reporter);
+    let (kept, offline) = vanished_mounts(&candidates, volumes, opts.prune, reporter);
     // What moved is not forgotten, nor what a vanished mount point keeps.
     let left: HashSet<i64> = gone.into_values().collect();
     forget.retain(|id| left.contains(&id) && !kept.contains(&id));
     summary.removed = forget.len() as u64;
-    (moved, forget)
+    (moved, forget, offline)
+}
+
+/// The filesystem of a row, as far as a move goes: its volume, or only its device number
+/// when its volume is not known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Fs {
+    Volume(i64),
+    Dev(u64),
 }
 
 /// What identifies a file's content without reading it: device, inode, size, mtime (as

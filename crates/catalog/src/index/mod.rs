@@ -43,7 +43,9 @@ mod roots;
 pub(crate) mod taken;
 mod thumb;
 mod video;
+mod volumes;
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -63,7 +65,7 @@ use decide::{
     Decided, decide_known, decide_sidecars, gone_sidecars, links, moved_and_gone, rows_of_unopened,
 };
 use reading::read_and_write;
-use roots::{Walked, absent_roots, own_files, roots_before_walk, walk};
+use roots::{Walked, absent_roots, offline_under_absent_roots, own_files, roots_before_walk, walk};
 
 /// The extensions of the files catalogued by default, lower-case (matched in any case):
 /// every extension of every format the catalog knows, images, then camera raw files, then
@@ -237,12 +239,26 @@ pub fn index_with(
 
     let mut known = catalog.known()?;
     let mut known_sidecars = catalog.known_sidecars()?;
+    let volumes = catalog.record_volumes(&volumes::identify(&plan, &unopened), &waiting)?;
     let clearance = absent_roots(&roots, &known, opts, reporter, clearance);
+    let mut offline = if opts.prune {
+        BTreeSet::new()
+    } else {
+        offline_under_absent_roots(&roots, &known, &volumes)
+    };
     let Decided {
         mut read,
         at_new_path,
-        new_dev,
-    } = decide_known(&plan, &own, &mut known, opts, reporter, &mut summary);
+        mut new_place,
+    } = decide_known(
+        &plan,
+        &own,
+        &mut known,
+        &volumes,
+        opts,
+        reporter,
+        &mut summary,
+    );
     decide_sidecars(&plan, &mut known_sidecars, &mut read, opts, &mut summary);
     let unopened_sidecars: Vec<Vec<u8>> = unopened
         .iter()
@@ -250,20 +266,30 @@ pub fn index_with(
         .map(|(path, ..)| path_to_bytes(path).into_owned())
         .collect();
     let failed_rows = rows_of_unopened(unopened, &mut known, &mut known_sidecars, &mut summary);
-    let forget_sidecars = gone_sidecars(&known_sidecars, &roots, &clearance, opts);
+    let forget_sidecars = gone_sidecars(&known_sidecars, &roots, &clearance, &volumes, opts);
     summary.sidecars_removed = forget_sidecars.len() as u64;
-    let (moved, forget) = moved_and_gone(
+    let (moved, forget, vanished) = moved_and_gone(
         &plan,
         &known,
         &roots,
         &clearance,
         at_new_path,
         &mut read,
+        &mut new_place,
+        &volumes,
         opts,
         reporter,
         &mut summary,
     );
-    catalog.relocate(&moved, &new_dev, &forget, &forget_sidecars, &waiting)?;
+    offline.extend(vanished);
+    catalog.relocate(
+        &moved,
+        &new_place,
+        &offline,
+        &forget,
+        &forget_sidecars,
+        &waiting,
+    )?;
     let mut failed_rows = failed_rows.into_iter();
     catalog.write_all(
         |_| failed_rows.next().ok_or(RecvTimeoutError::Disconnected),

@@ -2,7 +2,7 @@
 //! before the walk, the walk, the rows of roots that are missing or empty, and the rows
 //! of drives no longer mounted where they were; the catalog's own files, never catalogued.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use seekless_core::{Error, Plan, PlanOptions, PlannedFile, Reporter};
@@ -10,7 +10,7 @@ use seekless_jobs::destructive::{Clearance, Witness};
 use seekless_sys::Scope;
 
 use super::IndexOptions;
-use super::catalog;
+use super::catalog::{self, Volumes};
 
 /// What a root was before the walk, as far as forgetting its rows goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,50 +23,43 @@ pub(super) enum RootState {
     Empty,
 }
 
-/// Of the rows about to be removed as gone (`gone`: path, recorded device, id), those of a
-/// drive that is not mounted where it was: the deepest directory on each row's path that
-/// still exists is empty and on another device than the row's file was. That directory
-/// was, most likely, the mount point of the row's filesystem; now it is an empty
-/// directory of its parent's (a drive unplugged, `umount`, `umount -l` during the run).
-/// Such rows are kept (their ids returned), with one error per directory, as a missing
-/// root's are; with `prune` they go, with a warning. A directory emptied on the same
-/// filesystem is not this: its rows go. (A file system that got another device number
-/// since the last run, and whose directory was emptied meanwhile, is taken for a vanished
-/// mount: the error then asks for `--prune`, never the other way round.)
+/// Of the rows about to be removed as gone (`gone`: path, recorded device, volume, id),
+/// those of a drive that is not mounted where it was: the deepest directory on each row's
+/// path that still exists is empty and on another volume than the row's file was (by
+/// identity, `volumes`; by device number for a row whose volume, or the directory's, is
+/// not known). That directory was, most likely, the mount point of the row's filesystem;
+/// now it is an empty directory of its parent's (a drive unplugged, `umount`, `umount -l`
+/// during the run). Such rows are kept (their ids returned, with their volumes: offline),
+/// with one error per directory, as a missing root's are; with `prune` they go, with a
+/// warning. A directory emptied on the same filesystem is not this: its rows go, even when
+/// the filesystem came back under another device number (a FUSE mount, a disk plugged in
+/// again): its identity is the same.
 pub(super) fn vanished_mounts(
-    gone: &[(&[u8], u64, i64)],
+    gone: &[(&[u8], u64, Option<i64>, i64)],
+    volumes: &Volumes,
     prune: bool,
     reporter: &dyn Reporter,
-) -> HashSet<i64> {
+) -> (HashSet<i64>, BTreeSet<i64>) {
     use seekless_sys::path_from_bytes;
-    /// What a directory on a row's path is: missing, or there (its device, whether it is
-    /// an empty directory).
-    fn look(dir: &Path) -> Option<(u64, bool)> {
-        match seekless_sys::metadata(dir) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            // There, but unknown: not taken for a vanished mount.
-            Err(_) => Some((u64::MAX, false)),
-            Ok(m) => {
-                let dev = seekless_sys::file_id(dir, None, &m).map_or(u64::MAX, |id| id.dev);
-                let empty = m.is_dir()
-                    && matches!(seekless_sys::read_dir(dir).map(|mut d| d.next()), Ok(None));
-                Some((dev, empty))
-            }
-        }
-    }
-    let mut seen: HashMap<PathBuf, Option<(u64, bool)>> = HashMap::new();
+    let mut seen: HashMap<PathBuf, Option<Place>> = HashMap::new();
     // The vanished mount points, with the ids of their rows.
     let mut vanished: HashMap<PathBuf, Vec<i64>> = HashMap::new();
-    for &(bytes, dev, id) in gone {
+    let mut offline = BTreeSet::new();
+    for &(bytes, dev, volume, id) in gone {
         let path = path_from_bytes(bytes);
         let deepest = path.ancestors().skip(1).find_map(|dir| {
-            let found = *seen.entry(dir.to_path_buf()).or_insert_with(|| look(dir));
+            let found = seen
+                .entry(dir.to_path_buf())
+                .or_insert_with(|| Place::look(dir))
+                .clone();
             found.map(|f| (dir, f))
         });
-        if let Some((dir, (dir_dev, true))) = deepest
-            && dir_dev != dev
+        if let Some((dir, place)) = deepest
+            && place.empty
+            && place.other_than(dev, volume.and_then(|v| volumes.key(v)))
         {
             vanished.entry(dir.to_path_buf()).or_default().push(id);
+            offline.extend(volume);
         }
     }
     let mut dirs: Vec<_> = vanished.into_iter().collect();
@@ -87,7 +80,93 @@ pub(super) fn vanished_mounts(
             kept.extend(ids);
         }
     }
-    kept
+    (kept, offline)
+}
+
+/// What a directory on a row's path is, as far as telling a vanished mount point goes.
+#[derive(Clone)]
+struct Place {
+    /// Its device number (`u64::MAX` when it could not be looked at).
+    dev: u64,
+    /// Its volume's identity, when it could be had.
+    volume: Option<String>,
+    /// An empty directory.
+    empty: bool,
+}
+
+impl Place {
+    /// `dir`: missing (`None`), or there.
+    fn look(dir: &Path) -> Option<Place> {
+        match seekless_sys::metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            // There, but unknown: not taken for a vanished mount.
+            Err(_) => Some(Place {
+                dev: u64::MAX,
+                volume: None,
+                empty: false,
+            }),
+            Ok(m) => {
+                let dev = seekless_sys::file_id(dir, None, &m).map_or(u64::MAX, |id| id.dev);
+                let empty = m.is_dir()
+                    && matches!(seekless_sys::read_dir(dir).map(|mut d| d.next()), Ok(None));
+                let volume = seekless_sys::volume_identity(dir)
+                    .ok()
+                    .filter(|v| v.dev() == dev)
+                    .map(|v| v.key().to_owned());
+                Some(Place { dev, volume, empty })
+            }
+        }
+    }
+
+    /// Whether this place is on another filesystem than a row of the device number `dev`
+    /// and volume `volume`: by identity when both are known; a place whose volume could
+    /// not be identified is taken for another than a row's known one (its rows kept, an
+    /// error asking for `--prune`: never lost); a row whose volume is not known, by
+    /// device number.
+    fn other_than(&self, dev: u64, volume: Option<&str>) -> bool {
+        match (volume, &self.volume) {
+            (Some(row), Some(here)) => row != here,
+            (Some(_), None) => true,
+            (None, _) => self.dev != dev,
+        }
+    }
+}
+
+/// The volumes of rows under roots that are missing or empty directories (kept, phase 3)
+/// whose place is now on another volume: the deepest directory of the root's path that
+/// exists is not on the rows' volume, so it is absent (offline). Without a known volume a
+/// row tells nothing.
+pub(super) fn offline_under_absent_roots(
+    roots: &[(PathBuf, RootState)],
+    known: &HashMap<Vec<u8>, catalog::Known>,
+    volumes: &Volumes,
+) -> BTreeSet<i64> {
+    let mut offline = BTreeSet::new();
+    for (root, state) in roots {
+        if *state == RootState::Present {
+            continue;
+        }
+        let scope = Scope::of_resolved(root.clone());
+        let rows: BTreeSet<i64> = known
+            .iter()
+            .filter(|(bytes, _)| scope.contains_bytes(bytes))
+            .filter_map(|(_, k)| k.volume)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let Some(place) = root.ancestors().find_map(Place::look) else {
+            continue;
+        };
+        for v in rows {
+            if let Some(key) = volumes.key(v)
+                && place.volume.as_deref().is_some_and(|here| here != key)
+            {
+                offline.insert(v);
+            }
+        }
+    }
+    offline
 }
 
 /// A root as the catalog names it: absolute, symbolic links and `..` resolved once for
@@ -290,27 +369,53 @@ mod tests {
             bytes(emptied.join("c.gif")),
             bytes(full.join("d.gif")),
         ];
-        let gone: Vec<(&[u8], u64, i64)> = vec![
+        let here_key = seekless_sys::volume_identity(t.path())
+            .unwrap()
+            .key()
+            .to_owned();
+        // Volume 7 is this directory's filesystem, 8 another one.
+        let volumes = Volumes {
+            by_dev: HashMap::new(),
+            keys: HashMap::from([(7, here_key), (8, "uuid:0123".to_owned())]),
+        };
+        let more = [
+            bytes(mnt.join("e.gif")),
+            bytes(emptied.join("f.gif")),
+            bytes(emptied.join("g.gif")),
+        ];
+        let gone: Vec<(&[u8], u64, Option<i64>, i64)> = vec![
             // Another device under an empty directory: a drive not mounted.
-            (&paths[0], elsewhere, 1),
-            (&paths[1], elsewhere, 2),
+            (&paths[0], elsewhere, None, 1),
+            (&paths[1], elsewhere, None, 2),
             // The same device: files deleted, the directory emptied.
-            (&paths[2], here, 3),
+            (&paths[2], here, None, 3),
             // Another device, but the directory is not empty: deleted.
-            (&paths[3], elsewhere, 4),
+            (&paths[3], elsewhere, None, 4),
+            // Another volume under an empty directory, on the same device number as the
+            // directory (numbers are reused): a drive not mounted, offline.
+            (&more[0], here, Some(8), 5),
+            // The directory's own volume under another device number (mounted again):
+            // files deleted, the directory emptied.
+            (&more[1], elsewhere, Some(7), 6),
+            // A volume the directory's is not known for: by device number.
+            (&more[2], here, Some(9), 7),
         ];
         let said = Said::default();
-        let kept = vanished_mounts(&gone, false, &said);
-        assert_eq!(kept, HashSet::from([1, 2]));
+        let (kept, offline) = vanished_mounts(&gone, &volumes, false, &said);
+        assert_eq!(kept, HashSet::from([1, 2, 5]));
+        assert_eq!(offline, BTreeSet::from([8]));
         let said = seekless_sys::sync::into_inner(said.0);
         assert_eq!(said.len(), 1, "one error per directory: {said:?}");
         assert!(
-            said[0].contains("mnt") && said[0].contains("with 2 rows"),
+            said[0].contains("mnt") && said[0].contains("with 3 rows"),
             "{said:?}"
         );
 
         let said = Said::default();
-        assert!(vanished_mounts(&gone, true, &said).is_empty(), "--prune");
+        assert!(
+            vanished_mounts(&gone, &volumes, true, &said).0.is_empty(),
+            "--prune"
+        );
         let said = seekless_sys::sync::into_inner(said.0);
         assert!(
             said[0].starts_with("warning") && said[0].contains("--prune"),

@@ -75,6 +75,44 @@ pub fn drop_cache(file: &File, _offset: u64, _len: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// The volume holding `path` (see [`crate::volume_identity`]): from `statfs`, its mount's type,
+/// source and mount point (macOS has no call that gives every filesystem's UUID without
+/// linking a framework).
+pub(crate) fn volume_of_path(
+    path: &Path,
+    meta: &std::fs::Metadata,
+) -> io::Result<crate::volume::VolumeIdentity> {
+    use crate::volume::{IdentitySource, VolumeIdentity, mount_key};
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: statfs is plain integers and character arrays, for which all zeroes is a
+    // valid value.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and `st` a statfs buffer, both live for the call.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let text = |chars: &[libc::c_char]| -> Vec<u8> {
+        chars
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect()
+    };
+    let key = mount_key(
+        &text(&st.f_fstypename),
+        &text(&st.f_mntfromname),
+        b"/",
+        &text(&st.f_mntonname),
+    );
+    Ok(VolumeIdentity::new(
+        key,
+        IdentitySource::Mount,
+        meta.dev() as u64,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

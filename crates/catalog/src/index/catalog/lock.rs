@@ -1,6 +1,7 @@
 //! Locking and opening the catalog: the one writer's lock, the write transaction that
 //! waits out another program's lock (and says whose), and the read-only opening.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -12,7 +13,7 @@ use super::dupes_writer::DupesWriter;
 use super::recognise::{Found, contents, inspect, judge, open_to_inspect};
 use super::schema::{
     APPLICATION_ID, SCHEMA, SCHEMA_VERSION, upgrade_v1, upgrade_v2, upgrade_v3, upgrade_v4,
-    upgrade_v5, upgrade_v6,
+    upgrade_v5, upgrade_v6, upgrade_v7,
 };
 use super::writer::{BATCH_ROWS, IndexWriter};
 use super::{CatalogError, now};
@@ -182,6 +183,7 @@ impl WriterLock {
             _lock: self.file,
             scan,
             batch_rows: BATCH_ROWS,
+            dev_volume: HashMap::new(),
         })
     }
 
@@ -234,6 +236,7 @@ impl WriterLock {
             upgrade_v5(&tx).map_err(io)?;
         }
         upgrade_v6(&tx).map_err(io)?;
+        upgrade_v7(&tx).map_err(io)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(io)?;
         tx.pragma_update(None, "application_id", APPLICATION_ID)

@@ -110,6 +110,25 @@ impl CatalogError {
     }
 }
 
+/// The volumes an index run knows ([`IndexWriter::record_volumes`]): every volume of the
+/// catalog by id, and the volume of each device number this run met.
+pub(crate) struct Volumes {
+    pub(super) by_dev: std::collections::HashMap<u64, i64>,
+    pub(super) keys: std::collections::HashMap<i64, String>,
+}
+
+impl Volumes {
+    /// The id of the volume of the device number `dev`, if this run identified it.
+    pub fn of_dev(&self, dev: u64) -> Option<i64> {
+        self.by_dev.get(&dev).copied()
+    }
+
+    /// The identity (`volumes.key`) of the volume with the id `id`.
+    pub fn key(&self, id: i64) -> Option<&str> {
+        self.keys.get(&id).map(String::as_str)
+    }
+}
+
 /// Deletes the rows of `gone` and their thumbnails, inside the caller's transaction: the
 /// one place image rows of files seen gone are deleted.
 pub(super) fn forget_rows(tx: &rusqlite::Transaction<'_>, gone: &Forget) -> rusqlite::Result<()> {

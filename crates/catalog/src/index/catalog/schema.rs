@@ -17,8 +17,10 @@ use crate::index::formats;
 /// XMP sidecars (the `sidecars` table and `images.sidecar`; see `V4_SIDECARS`). Version 5 adds
 /// the `decisions` table (see `V5_DECISIONS`). Version 6 writes `taken` in one form (see
 /// `upgrade_v5`: stored dates rewritten in place). Version 7 adds `images.damaged`, the
-/// integrity verdict (see `upgrade_v6`).
-pub const SCHEMA_VERSION: i64 = 7;
+/// integrity verdict (see `upgrade_v6`). Version 8 knows filesystems by identity (the
+/// `volumes` table, `images.volume` and `sidecars.volume`, the `offline` view; see
+/// `upgrade_v7`: existing rows converted in place).
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// `PRAGMA application_id` of a seekless catalog ("SKLS"): what tells a catalog from any
 /// other SQLite database. Catalogs made before it was set (schema versions 1 and 2) are
@@ -195,7 +197,7 @@ pub(super) fn schema_objects(conn: &Connection) -> rusqlite::Result<Vec<SchemaOb
 
 /// The schema objects of a catalog of schema `version` (2: [`SCHEMA`]; 3: with
 /// [`UPGRADE_V2`]; 4: with [`V4_COLUMNS`]; 5 and 6: with the decisions; 7: with
-/// `images.damaged`), as SQLite records them.
+/// `images.damaged`; 8: with the volumes), as SQLite records them.
 pub(super) fn expected_schema(version: i64) -> rusqlite::Result<Vec<SchemaObject>> {
     let mut conn = Connection::open_in_memory()?;
     conn.execute_batch(SCHEMA)?;
@@ -210,6 +212,9 @@ pub(super) fn expected_schema(version: i64) -> rusqlite::Result<Vec<SchemaObject
         }
         if version >= 7 {
             upgrade_v6(&tx)?;
+        }
+        if version >= 8 {
+            upgrade_v7(&tx)?;
         }
         tx.commit()?;
     }
@@ -320,6 +325,106 @@ pub(crate) fn upgrade_v6(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
         tx.execute_batch("ALTER TABLE images ADD COLUMN damaged TEXT;")?;
     }
     Ok(())
+}
+
+/// The filesystems version 8 knows (see [`upgrade_v7`]): one row per volume identity
+/// (`seekless_sys::volume_identity`: the filesystem's UUID, with the subvolume on btrfs; the
+/// volume serial on Windows; else the mount table's type, source and mount point). A row
+/// of `images` or `sidecars` points at its file's volume (`volume`); the device number
+/// (`dev`) is only where the volume was last seen. `offline_since` is set when a run
+/// found the place of a volume's rows without the volume (a drive not mounted), and
+/// cleared when a run finds the volume again; its rows are kept meanwhile (`offline`
+/// lists them), until `index --prune`.
+pub(super) const V8_VOLUMES: &str = "
+CREATE TABLE IF NOT EXISTS volumes (
+    id            INTEGER PRIMARY KEY,
+    key           TEXT NOT NULL UNIQUE,
+    source        TEXT NOT NULL,
+    dev           INTEGER,
+    seen          TEXT,
+    offline_since TEXT
+);
+CREATE INDEX IF NOT EXISTS images_volume ON images(volume);
+CREATE VIEW IF NOT EXISTS offline (image, path, volume, offline_since) AS
+    SELECT i.id, i.path, v.key, v.offline_since
+    FROM images i JOIN volumes v ON v.id = i.volume
+    WHERE v.offline_since IS NOT NULL;
+";
+
+/// Upgrades a catalog of version 7 or before (or one just made) to version 8, inside the
+/// caller's transaction: adds the `volumes` table, `images.volume` and `sidecars.volume`
+/// where missing, and the `offline` view. Existing rows are converted in place: for each
+/// device number the rows have, the first of (at most 64 of) its rows whose file is still
+/// there with that device and inode names the volume, and every row of that device number
+/// gets it. Rows of a device number no file confirms keep no volume (the device number is
+/// then what tells their filesystem, as before) until a run finds their file. Running it
+/// again changes nothing.
+pub(crate) fn upgrade_v7(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    for table in ["images", "sidecars"] {
+        if !has_column(tx, table, "volume")? {
+            tx.execute_batch(&format!(
+                "ALTER TABLE {table} ADD COLUMN volume INTEGER REFERENCES volumes(id);"
+            ))?;
+        }
+    }
+    tx.execute_batch(V8_VOLUMES)?;
+    let devs: Vec<i64> = tx
+        .prepare(
+            "SELECT dev FROM images WHERE volume IS NULL
+             UNION SELECT dev FROM sidecars WHERE volume IS NULL",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for dev in devs {
+        let samples: Vec<(Vec<u8>, Option<i64>)> = tx
+            .prepare(
+                "SELECT path_bytes, ino FROM images WHERE dev = ?1 AND volume IS NULL
+                 UNION ALL SELECT path_bytes, ino FROM sidecars WHERE dev = ?1 AND volume IS NULL
+                 LIMIT 64",
+            )?
+            .query_map([dev], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let confirmed = samples.iter().find_map(|(bytes, ino)| {
+            let path = seekless_sys::path_from_bytes(bytes);
+            let meta = seekless_sys::symlink_metadata(&path).ok()?;
+            let id = seekless_sys::file_id(&path, None, &meta).ok()?;
+            let same = id.dev == dev as u64 && ino.is_none_or(|i| id.ino == i as u64);
+            let volume = seekless_sys::volume_identity(&path).ok()?;
+            (same && volume.dev() == dev as u64).then_some(volume)
+        });
+        if let Some(volume) = confirmed {
+            let id = volume_row(tx, &volume)?;
+            for table in ["images", "sidecars"] {
+                tx.execute(
+                    &format!("UPDATE {table} SET volume = ?1 WHERE dev = ?2 AND volume IS NULL"),
+                    params![id, dev],
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The id of `volume`'s row in `volumes`, made if new; its device number brought up to
+/// date.
+pub(crate) fn volume_row(
+    tx: &rusqlite::Connection,
+    volume: &seekless_sys::VolumeIdentity,
+) -> rusqlite::Result<i64> {
+    use seekless_sys::IdentitySource;
+    let source = match volume.source() {
+        IdentitySource::Uuid => "uuid",
+        IdentitySource::Serial => "serial",
+        IdentitySource::Mount => "mount",
+        _ => "dev",
+    };
+    tx.prepare_cached(
+        "INSERT INTO volumes (key, source, dev) VALUES (?1, ?2, ?3)
+         ON CONFLICT(key) DO UPDATE SET dev = excluded.dev RETURNING id",
+    )?
+    .query_row(params![volume.key(), source, volume.dev() as i64], |r| {
+        r.get(0)
+    })
 }
 
 /// Upgrades a version-2 catalog (or one just made from [`SCHEMA`]) to version 3, inside
@@ -542,6 +647,80 @@ mod tests {
             .collect();
         assert!(names.contains(&"sidecars".to_string()), "{names:?}");
         assert!(names.contains(&"images_sidecar".to_string()), "{names:?}");
+    }
+
+    #[test]
+    fn a_version_7_catalog_gets_its_volumes_from_the_files_still_there() {
+        let t = tempfile::tempdir().unwrap();
+        let db = t.path().join("c.db");
+        let photo = t.path().join("a.jpg");
+        std::fs::write(&photo, b"x").unwrap();
+        let meta = std::fs::metadata(&photo).unwrap();
+        let id = seekless_sys::file_id(&photo, None, &meta).unwrap();
+        {
+            // Version 7 as its runs left it: no volumes.
+            let mut conn = Connection::open(&db).unwrap();
+            conn.execute_batch(SCHEMA).unwrap();
+            let tx = conn.transaction().unwrap();
+            upgrade_v2(&tx).unwrap();
+            upgrade_v3(&tx).unwrap();
+            upgrade_v4(&tx).unwrap();
+            upgrade_v6(&tx).unwrap();
+            tx.commit().unwrap();
+            conn.execute_batch(&format!(
+                "INSERT INTO scans (id, started) VALUES (1, 'x');
+                 PRAGMA user_version = 7; PRAGMA application_id = {APPLICATION_ID};"
+            ))
+            .unwrap();
+            let bytes = seekless_sys::path_to_bytes(&photo).into_owned();
+            let insert = "INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns,
+                              blake3, scan) VALUES (?1, ?2, ?3, ?4, 1, 1, 'h', 1)";
+            // The file, its neighbour gone on the same device, and two rows of devices no
+            // file confirms (a path gone; the file's inode under another device number).
+            for (path, dev, ino) in [
+                (bytes.clone(), id.dev, id.ino),
+                (b"/nowhere/b.jpg".to_vec(), id.dev, 5),
+                (b"/nowhere/c.jpg".to_vec(), id.dev ^ 0x55, 6),
+                (bytes[..bytes.len() - 1].to_vec(), id.dev ^ 0x66, id.ino),
+            ] {
+                conn.execute(
+                    insert,
+                    params![display(&path), path, dev as i64, ino as i64],
+                )
+                .unwrap();
+            }
+        }
+        drop(IndexWriter::open(&db).unwrap());
+        let conn = Connection::open(&db).unwrap();
+        let key = seekless_sys::volume_identity(&photo)
+            .unwrap()
+            .key()
+            .to_owned();
+        let volumes: Vec<(i64, String)> = conn
+            .prepare("SELECT id, key FROM volumes")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(volumes.len(), 1, "{volumes:?}");
+        assert_eq!(volumes[0].1, key);
+        let rows: Vec<Option<i64>> = conn
+            .prepare("SELECT volume FROM images ORDER BY id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let v = Some(volumes[0].0);
+        assert_eq!(rows, [v, v, None, None]);
+        // A new catalog has the same schema.
+        let new = t.path().join("new.db");
+        drop(IndexWriter::open(&new).unwrap());
+        assert_eq!(
+            schema_objects(&conn).unwrap(),
+            schema_objects(&Connection::open(&new).unwrap()).unwrap()
+        );
     }
 
     #[test]

@@ -35,6 +35,8 @@ const BATCH_TIME: Duration = Duration::from_secs(1);
 pub(crate) struct Known {
     pub id: i64,
     pub dev: u64,
+    /// The id of its volume's row (`volumes`), when known.
+    pub volume: Option<i64>,
     pub ino: u64,
     pub size: u64,
     pub mtime_ns: i64,
@@ -82,6 +84,8 @@ pub(crate) struct Row {
 pub(crate) struct KnownSidecar {
     pub id: i64,
     pub dev: u64,
+    /// The id of its volume's row (`volumes`), when known.
+    pub volume: Option<i64>,
     /// `None` in a row written before version 5 recorded it: read again once.
     pub ino: Option<u64>,
     pub size: u64,
@@ -125,6 +129,9 @@ pub(crate) struct IndexWriter {
     pub scan: i64,
     /// Rows per transaction, at most ([`BATCH_ROWS`] unless the caller said).
     pub batch_rows: usize,
+    /// The volume (its row's id) of each device number this run met
+    /// ([`record_volumes`](Self::record_volumes)): what new rows get.
+    pub(super) dev_volume: HashMap<u64, i64>,
 }
 
 impl IndexWriter {
@@ -147,7 +154,8 @@ impl IndexWriter {
                 "SELECT i.path_bytes, i.id, i.dev, i.ino, i.size, i.mtime_ns,
                      i.blake3 IS NOT NULL AND substr(coalesce(i.error, ''), 1, ?1) IS NOT ?2
                          AND i.kind IS NOT NULL,
-                     t.size, i.sidecar FROM images i LEFT JOIN thumbs t ON t.image = i.id",
+                     t.size, i.sidecar, i.volume
+                 FROM images i LEFT JOIN thumbs t ON t.image = i.id",
             )
             .map_err(|e| self.err(e))?;
         let rows = stmt
@@ -163,6 +171,7 @@ impl IndexWriter {
                         read: r.get(6)?,
                         thumb_size: r.get::<_, Option<i64>>(7)?.map(|s| s as u32),
                         sidecar: r.get(8)?,
+                        volume: r.get(9)?,
                         seen: false,
                     },
                 ))
@@ -177,7 +186,7 @@ impl IndexWriter {
             .conn
             .prepare(
                 "SELECT path_bytes, id, dev, size, mtime_ns,
-                     substr(coalesce(error, ''), 1, ?1) IS NOT ?2, ino
+                     substr(coalesce(error, ''), 1, ?1) IS NOT ?2, ino, volume
                  FROM sidecars",
             )
             .map_err(|e| self.err(e))?;
@@ -192,6 +201,7 @@ impl IndexWriter {
                         mtime_ns: r.get(4)?,
                         read: r.get(5)?,
                         ino: r.get::<_, Option<i64>>(6)?.map(|i| i as u64),
+                        volume: r.get(7)?,
                         seen: false,
                     },
                 ))
@@ -200,15 +210,56 @@ impl IndexWriter {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// Moves rows to new paths, records the device number of unchanged files whose
-    /// filesystem now has another one (a disk plugged in again, a remount), and deletes
-    /// rows of files that are gone, and of sidecars that are gone (unlinking their images
-    /// first), in one transaction (waiting for a lock another program holds as [`begin`]
-    /// says).
+    /// Records the volumes this run met (`found`: each device number, with its volume
+    /// when it could be identified) as seen now and not offline, and returns every volume
+    /// of the catalog (id → key) with each device number's volume id; new rows of those
+    /// device numbers get their volume.
+    pub fn record_volumes(
+        &mut self,
+        found: &[(u64, Option<seekless_sys::VolumeIdentity>)],
+        waiting: &dyn Fn(&str),
+    ) -> Result<super::Volumes, CatalogError> {
+        let path = self.path.clone();
+        let err = |e: rusqlite::Error| CatalogError::io(&path, e);
+        let tx = begin(&self.conn, &path, waiting)?;
+        let mut by_dev = HashMap::new();
+        {
+            let mut seen = tx
+                .prepare_cached("UPDATE volumes SET seen = ?2, offline_since = NULL WHERE id = ?1")
+                .map_err(err)?;
+            let when = now();
+            for (dev, volume) in found {
+                if let Some(v) = volume {
+                    let id = super::schema::volume_row(&tx, v).map_err(err)?;
+                    seen.execute(params![id, when]).map_err(err)?;
+                    by_dev.insert(*dev, id);
+                }
+            }
+        }
+        let keys: HashMap<i64, String> = tx
+            .prepare("SELECT id, key FROM volumes")
+            .map_err(err)?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(err)?
+            .collect::<Result<_, _>>()
+            .map_err(err)?;
+        tx.commit().map_err(err)?;
+        self.dev_volume = by_dev.clone();
+        Ok(super::Volumes { by_dev, keys })
+    }
+
+    /// Moves rows to new paths, records the device number and volume of unchanged files
+    /// whose filesystem now has another device number (a disk plugged in again, a
+    /// remount) or whose volume was not known, marks the volumes found absent offline
+    /// (since now, unless they were already), and deletes rows of files that are gone,
+    /// and of sidecars that are gone (unlinking their images first), in one transaction
+    /// (waiting for a lock another program holds as [`begin`] says).
+    #[allow(clippy::too_many_arguments)]
     pub fn relocate(
         &mut self,
         moved: &[(i64, Vec<u8>)],
-        new_dev: &[(i64, u64)],
+        new_place: &[(i64, u64, Option<i64>)],
+        offline: &std::collections::BTreeSet<i64>,
         removed: &Forget,
         removed_sidecars: &Forget,
         waiting: &dyn Fn(&str),
@@ -239,11 +290,22 @@ impl IndexWriter {
                     .execute(params![id, display(bytes), bytes, scan])
                     .map_err(err)?;
             }
-            let mut dev = tx
-                .prepare_cached("UPDATE images SET dev = ?2 WHERE id = ?1")
+            let mut place = tx
+                .prepare_cached(
+                    "UPDATE images SET dev = ?2, volume = coalesce(?3, volume) WHERE id = ?1",
+                )
                 .map_err(err)?;
-            for (id, d) in new_dev {
-                dev.execute(params![id, *d as i64]).map_err(err)?;
+            for (id, d, volume) in new_place {
+                place.execute(params![id, *d as i64, volume]).map_err(err)?;
+            }
+            let mut away = tx
+                .prepare_cached(
+                    "UPDATE volumes SET offline_since = coalesce(offline_since, ?2) WHERE id = ?1",
+                )
+                .map_err(err)?;
+            let when = now();
+            for id in offline {
+                away.execute(params![id, when]).map_err(err)?;
             }
         }
         tx.commit().map_err(err)
@@ -313,10 +375,14 @@ impl IndexWriter {
                 loop {
                     match &record {
                         Record::Image(row) => {
-                            write_image(row, scan, &mut upsert, &mut stale, &mut thumb)
+                            let volume = self.dev_volume.get(&row.dev).copied();
+                            write_image(row, scan, volume, &mut upsert, &mut stale, &mut thumb)
                                 .map_err(err)?
                         }
-                        Record::Sidecar(s) => write_sidecar(s, scan, &mut sidecar).map_err(err)?,
+                        Record::Sidecar(s) => {
+                            let volume = self.dev_volume.get(&s.dev).copied();
+                            write_sidecar(s, scan, volume, &mut sidecar).map_err(err)?
+                        }
                     }
                     n += 1;
                     let left = BATCH_TIME.saturating_sub(started.elapsed());
@@ -371,6 +437,7 @@ impl IndexWriter {
 fn write_image(
     row: &Row,
     scan: i64,
+    volume: Option<i64>,
     upsert: &mut rusqlite::CachedStatement<'_>,
     stale: &mut rusqlite::CachedStatement<'_>,
     thumb: &mut rusqlite::CachedStatement<'_>,
@@ -420,6 +487,7 @@ fn write_image(
             i.rotation,
             i.content_id,
             i.damaged.as_deref().map(message),
+            volume,
         ],
         |r| r.get(0),
     )?;
@@ -467,6 +535,7 @@ pub(crate) fn message(text: &str) -> String {
 fn write_sidecar(
     s: &SidecarRow,
     scan: i64,
+    volume: Option<i64>,
     upsert: &mut rusqlite::CachedStatement<'_>,
 ) -> rusqlite::Result<()> {
     let f = s.fields.as_ref();
@@ -485,6 +554,7 @@ fn write_sidecar(
         scan,
         f.is_some(),
         s.ino as i64,
+        volume,
     ])?;
     Ok(())
 }
@@ -501,10 +571,10 @@ fn json_strings(strings: &[String]) -> Option<String> {
 /// file's now (it is read again next run: its error starts with [`READ_FAILED`]).
 const SIDECAR_UPSERT: &str = "
 INSERT INTO sidecars (path, path_bytes, dev, size, mtime_ns, rating, label, keywords,
-    hierarchical_keywords, title, error, scan, ino)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?14)
+    hierarchical_keywords, title, error, scan, ino, volume)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?14, ?15)
 ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
-    ino = excluded.ino,
+    ino = excluded.ino, volume = coalesce(excluded.volume, sidecars.volume),
     size = excluded.size, mtime_ns = excluded.mtime_ns,
     rating = iif(?13, excluded.rating, sidecars.rating),
     label = iif(?13, excluded.label, sidecars.label),
@@ -530,11 +600,11 @@ const UPSERT: &str = "
 INSERT INTO images (path, path_bytes, dev, ino, size, mtime_ns, format, ext_mismatch, width,
     height, taken, make, model, lens, orientation, exposure_time, f_number, iso,
     focal_length, gps_lat, gps_lon, gps_alt, blake3, error, scan, phash, kind, duration, codec,
-    rotation, content_id, damaged)
+    rotation, content_id, damaged, volume)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-    ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32)
+    ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33)
 ON CONFLICT(path_bytes) DO UPDATE SET path = excluded.path, dev = excluded.dev,
-    ino = excluded.ino,
+    ino = excluded.ino, volume = coalesce(excluded.volume, images.volume),
     size = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.size, excluded.size),
     mtime_ns = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.mtime_ns, excluded.mtime_ns),
     format = iif(images.blake3 IS NOT NULL AND excluded.blake3 IS NULL, images.format, excluded.format),

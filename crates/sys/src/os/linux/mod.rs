@@ -5,6 +5,7 @@ mod dirents;
 mod hints;
 mod longpath;
 mod memory;
+mod volume;
 
 use std::ffi::{CStr, CString, OsStr};
 use std::fs::{File, OpenOptions};
@@ -25,6 +26,7 @@ pub use longpath::{
     with_path, with_paths,
 };
 pub use memory::free_memory;
+pub(crate) use volume::volume_of_open;
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory
 /// was read cannot hang us), never updates atime, and does not follow a final symlink
