@@ -70,6 +70,8 @@ mod index_thumbs; // thumbnails against ImageMagick, pHash against Python's imag
 #[cfg(target_os = "linux")]
 mod index_volumes; // volumes by identity: ext4, xfs and btrfs under another loop device, unmounted and back: blkid, sqlite3
 #[cfg(target_os = "linux")]
+mod index_watch; // --watch on ext4, xfs and btrfs loops: edits, renames, trees moved, slow writes, bursts, SIGTERM, kill -9, unmounts: sqlite3
+#[cfg(target_os = "linux")]
 mod partitions; // partitions of one loop device (losetup -P, or loop devices at offsets), filefrag
 #[cfg(target_os = "linux")]
 mod pools; // btrfs over two loop devices, mergerfs over two ext4 loops: filefrag, btrfs inspect-internal, sha256sum

@@ -42,6 +42,7 @@
 //!   [`set_no_follow_no_wait`]; owners and links: [`process_uid`], [`link_count`]; names:
 //!   [`name_cut_to`], [`is_descriptor_name`], [`stdout_if_same`], [`slashed`],
 //!   [`local_now`];
+//! - watching: [`DirWatch`] ([`WatchEvent`], [`Change`], [`watch_limit`]);
 //! - scopes: [`Scope`] (whether a path is at or under a folder, as copy, index and dupes
 //!   ask it); errors: [`describe_io`]; locks: [`sync`] (what a poisoned lock means here).
 //!
@@ -59,13 +60,15 @@ mod path_bytes;
 mod scope;
 pub mod sync;
 mod volume;
+mod watch;
 
 pub use c_escape::push_c_escape;
 pub use file_id::FileId;
 pub use os::*;
 pub use path_bytes::{path_from_bytes, path_to_bytes};
 pub use scope::Scope;
-pub use volume::{IdentitySource, VolumeIdentity, volume_identity};
+pub use volume::{IdentitySource, VolumeIdentity, volume_identity, volume_identity_of_device};
+pub use watch::{Change, DirWatch, WatchEvent, watch_limit};
 
 /// The operating system's description of an I/O error, without "(os error N)".
 pub fn describe_io(e: &std::io::Error) -> String {

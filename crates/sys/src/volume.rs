@@ -92,6 +92,23 @@ pub fn volume_identity(path: &Path) -> io::Result<VolumeIdentity> {
     }
 }
 
+/// The volume of the device number `dev`, one of whose files or directories is at
+/// `path` (absolute): where the mount table has a mount point of `dev` above `path`, that
+/// mount point is what is opened, so nothing under it is touched (Linux); else
+/// [`volume_identity`] of `path`, which must then be on `dev`.
+pub fn volume_identity_of_device(dev: u64, path: &Path) -> io::Result<VolumeIdentity> {
+    #[cfg(target_os = "linux")]
+    if let Some(found) = crate::os::volume_of_device(dev, path) {
+        return found;
+    }
+    let v = volume_identity(path)?;
+    if v.dev() == dev {
+        Ok(v)
+    } else {
+        Err(io::Error::other("moved to another device meanwhile"))
+    }
+}
+
 /// Lower-case hexadecimal of `bytes`.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub(crate) fn hex(bytes: &[u8]) -> String {

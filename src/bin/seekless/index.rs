@@ -2,10 +2,13 @@
 //! `docs/index.md`).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Result;
 use seekless::Filter;
-use seekless::jobs::index::{IMAGE_EXTENSIONS, IndexOptions, Phases, ThumbOptions, index_with};
+use seekless::jobs::index::{
+    IMAGE_EXTENSIONS, IndexOptions, Phases, ThumbOptions, WatchOptions, index_with, watch,
+};
 use seekless::read::Bound;
 
 use crate::exit::Code;
@@ -54,6 +57,18 @@ pub struct Args {
           value_parser = clap::value_parser!(u32).range(1..=100_000), requires = "thumbs")]
     pub max_megapixels: u32,
 
+    /// After the run, keep running: changes under the PATHs are catalogued as they happen
+    /// (each batch an incremental run over the directories that changed), until SIGINT
+    /// or SIGTERM, which end it with every change so far committed (docs/index.md,
+    /// "Watching").
+    #[arg(long)]
+    pub watch: bool,
+
+    /// With --watch: seconds without a change before a batch is catalogued.
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0, requires = "watch",
+          value_parser = settle_seconds)]
+    pub settle: f64,
+
     /// Catalog every regular file, not only those with an image extension.
     #[arg(long, conflicts_with = "ext")]
     pub all_files: bool,
@@ -86,6 +101,33 @@ pub fn run(args: Args) -> Result<Code> {
     let console = Console::new(args.report.verbose);
     // The phases say what bound the run (print_phases): the read's line does not.
     let mut events = ReadProgress::new(&console, args.report.summary).without_verdict();
+    if args.watch {
+        let mut wopts = WatchOptions::default();
+        wopts.settle = Duration::from_secs_f64(args.settle);
+        let stop = crate::interrupt::stop_flag();
+        let summary = args.report.summary;
+        let watched = watch(
+            &paths,
+            &plan_opts,
+            &opts,
+            &wopts,
+            &console,
+            &mut events,
+            stop,
+            &mut |s, _dirs| {
+                if summary {
+                    print_counts(s, args.thumbs);
+                }
+            },
+        );
+        match watched {
+            Ok(()) => {}
+            Err(e) if e.is_refusal() => return Err(Refused(e.to_string()).into()),
+            Err(e) => return Err(e.into()),
+        }
+        console.finish();
+        return Ok(Code::from_errors(console.errors()));
+    }
     let summary = match index_with(&paths, &plan_opts, &opts, &console, &mut events) {
         Ok(s) => s,
         Err(e) if e.is_refusal() => return Err(Refused(e.to_string()).into()),
@@ -94,38 +136,55 @@ pub fn run(args: Args) -> Result<Code> {
     console.finish();
     if args.report.summary {
         print_phases(&summary.phases);
-        let mut tail = if args.thumbs {
-            format!(", {} thumbnails made", summary.thumbs)
-        } else {
-            String::new()
-        };
-        // Only where there are sidecars: the line of a run without any stays as it was.
-        if summary.sidecars + summary.sidecars_removed > 0 {
-            tail.push_str(&format!(
-                ", {} sidecars seen, {} sidecars read, {} sidecars removed",
-                summary.sidecars, summary.sidecars_read, summary.sidecars_removed
-            ));
-        }
-        eprintln!(
-            "seekless: index: {} seen, {} added, {} changed, {} moved, {} unchanged, {} removed, {} failed{tail}",
-            summary.seen,
-            summary.added,
-            summary.changed,
-            summary.moved,
-            summary.unchanged,
-            summary.removed,
-            summary.failed
-        );
-        // Only where there are some: the lines of an intact library stay as they were.
-        if summary.damaged > 0 {
-            eprintln!(
-                "seekless: index: {} damaged (cut short, or a size or checksum that does not \
-                 match): SELECT path, damaged FROM images WHERE damaged IS NOT NULL",
-                summary.damaged
-            );
-        }
+        print_counts(&summary, args.thumbs);
     }
     Ok(Code::from_errors(console.errors()))
+}
+
+/// A settle time: seconds, from 0 to a day.
+fn settle_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if (0.0..=86_400.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{s} is not between 0 and 86400 seconds"))
+    }
+}
+
+/// `--summary`'s closing counts of a run.
+fn print_counts(summary: &seekless::jobs::index::IndexSummary, thumbs: bool) {
+    let mut tail = if thumbs {
+        format!(", {} thumbnails made", summary.thumbs)
+    } else {
+        String::new()
+    };
+    // Only where there are sidecars: the line of a run without any stays as it was.
+    if summary.sidecars + summary.sidecars_removed > 0 {
+        tail.push_str(&format!(
+            ", {} sidecars seen, {} sidecars read, {} sidecars removed",
+            summary.sidecars, summary.sidecars_read, summary.sidecars_removed
+        ));
+    }
+    eprintln!(
+        "seekless: index: {} seen, {} added, {} changed, {} moved, {} unchanged, {} removed, {} failed{tail}",
+        summary.seen,
+        summary.added,
+        summary.changed,
+        summary.moved,
+        summary.unchanged,
+        summary.removed,
+        summary.failed
+    );
+    // Only where there are some: the lines of an intact library stay as they were.
+    if summary.damaged > 0 {
+        eprintln!(
+            "seekless: index: {} damaged (cut short, or a size or checksum that does not \
+             match): SELECT path, damaged FROM images WHERE damaged IS NOT NULL",
+            summary.damaged
+        );
+    }
 }
 
 /// `--summary`'s account of where the read's time went, phase by phase, what bound the

@@ -38,6 +38,48 @@ mod unix {
         PATH.store(ptr::null_mut(), Ordering::SeqCst);
     }
 
+    /// Installs [`on_stop`](fn@on_stop) for the signals not ignored.
+    pub fn install_stop() {
+        static INSTALL: Once = Once::new();
+        INSTALL.call_once(|| {
+            for sig in SIGNALS {
+                // SAFETY: as in `install`: `old` is only read into.
+                let ignored = unsafe {
+                    let mut old: libc::sigaction = std::mem::zeroed();
+                    libc::sigaction(sig, ptr::null(), &mut old) == 0
+                        && old.sa_sigaction == libc::SIG_IGN
+                };
+                if ignored {
+                    continue;
+                }
+                // SAFETY: the handler is an `extern "C" fn(c_int)` making only
+                // async-signal-safe calls; the struct is fully initialised.
+                unsafe {
+                    let mut action: libc::sigaction = std::mem::zeroed();
+                    action.sa_sigaction =
+                        on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                    action.sa_flags = libc::SA_RESTART;
+                    libc::sigemptyset(&mut action.sa_mask);
+                    libc::sigaction(sig, &action, ptr::null_mut());
+                }
+            }
+        });
+    }
+
+    /// Async-signal-safe only: an atomic swap; the second time, `sigaction` and `raise`.
+    extern "C" fn on_stop(sig: libc::c_int) {
+        if super::STOP.swap(true, Ordering::SeqCst) {
+            // SAFETY: sigaction and raise are async-signal-safe (signal-safety(7)); the
+            // struct is zeroed (SIG_DFL, empty mask).
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(sig, &action, ptr::null_mut());
+                libc::raise(sig);
+            }
+        }
+    }
+
     fn install() {
         for sig in SIGNALS {
             // SAFETY: sigaction with a zeroed (valid: empty mask, no flags) struct, only
@@ -104,3 +146,15 @@ impl Drop for RemoveOnSignal {
         unix::forget();
     }
 }
+
+/// A flag set by the first SIGINT, SIGTERM or SIGHUP (`index --watch` ends cleanly when it
+/// sees it); a second one ends the process at once, by the signal's default action.
+pub fn stop_flag() -> &'static std::sync::atomic::AtomicBool {
+    #[cfg(unix)]
+    {
+        unix::install_stop();
+    }
+    &STOP
+}
+
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

@@ -48,12 +48,24 @@ pub(super) fn decide_known(
             continue;
         }
         summary.seen += 1;
-        match known.get_mut(path_to_bytes(&f.entry.path).as_ref()) {
+        let bytes = path_to_bytes(&f.entry.path);
+        if opts.hold.contains(bytes.as_ref()) {
+            // Still being written: left for the batch after it is closed.
+            if let Some(k) = known.get_mut(bytes.as_ref()) {
+                k.seen = true;
+            }
+            continue;
+        }
+        match known.get_mut(bytes.as_ref()) {
             Some(k) => {
                 k.seen = true;
                 // The device number is not compared: it changes when a disk is plugged
                 // in again or a filesystem mounted again, the file staying the same.
-                if k.read && k.identity()[1..] == identity(f)[1..] && !opts.rehash {
+                if k.read
+                    && k.identity()[1..] == identity(f)[1..]
+                    && !opts.rehash
+                    && !opts.reread.contains(bytes.as_ref())
+                {
                     summary.unchanged += 1;
                     let volume = volumes.of_dev(f.entry.id.dev);
                     if k.dev != f.entry.id.dev || (volume.is_some() && k.volume != volume) {

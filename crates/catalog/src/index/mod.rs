@@ -44,8 +44,9 @@ pub(crate) mod taken;
 mod thumb;
 mod video;
 mod volumes;
+mod watch;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -55,6 +56,7 @@ pub use catalog::{APPLICATION_ID, CatalogError, SCHEMA_VERSION};
 use crossbeam_channel::RecvTimeoutError;
 pub use phases::Phases;
 pub use thumb::ThumbOptions;
+pub use watch::{WatchOptions, watch};
 
 use seekless_core::PlanOptions;
 use seekless_core::Reporter;
@@ -115,6 +117,13 @@ pub struct IndexOptions {
     /// second whatever this is (what a crash can lose); this only caps one commit's work.
     /// Tests of what a run has committed while it goes on make it small.
     pub batch_rows: usize,
+    /// Files (path bytes) known to have been written since their row, read again even
+    /// when their path, inode, size and mtime are the row's (`index --watch` saw them
+    /// written and closed: an edit in place that kept the size and put the mtime back).
+    pub(crate) reread: HashSet<Vec<u8>>,
+    /// Files (path bytes) still being written (`index --watch` saw them written to and
+    /// not closed): neither read nor given a row now; a row they have is kept as it is.
+    pub(crate) hold: HashSet<Vec<u8>>,
 }
 
 impl IndexOptions {
@@ -128,6 +137,8 @@ impl IndexOptions {
             prune: false,
             thumbs: None,
             batch_rows: catalog::BATCH_ROWS,
+            reread: HashSet::new(),
+            hold: HashSet::new(),
         }
     }
 }
@@ -222,6 +233,19 @@ pub fn index_with(
     // The writer lock first (a second writer fails at once), the database after the walk
     // (see `WriterLock`).
     let lock = WriterLock::take(&opts.db)?;
+    run_locked(lock, inputs, plan_opts, opts, reporter, events).map(|(summary, _)| summary)
+}
+
+/// One run of [`index_with`] with the writer lock already held; the lock is given back
+/// for the next (`index --watch` holds it from run to run).
+fn run_locked(
+    lock: WriterLock,
+    inputs: &[PathBuf],
+    plan_opts: &PlanOptions,
+    opts: &IndexOptions,
+    reporter: &dyn Reporter,
+    events: &mut dyn IndexEvents,
+) -> Result<(IndexSummary, WriterLock), IndexError> {
     let own = own_files(&opts.db);
     let roots = roots_before_walk(inputs);
     let mut plan_opts = plan_opts.clone();
@@ -311,5 +335,5 @@ pub fn index_with(
     read_and_write(&plan, &mut catalog, opts, reporter, events, &mut summary)?;
     catalog.link(&links, &waiting)?;
     catalog.finish(&summary, &waiting)?;
-    Ok(summary)
+    Ok((summary, catalog.into_lock()))
 }

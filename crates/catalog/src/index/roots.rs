@@ -109,9 +109,8 @@ impl Place {
                 let dev = seekless_sys::file_id(dir, None, &m).map_or(u64::MAX, |id| id.dev);
                 let empty = m.is_dir()
                     && matches!(seekless_sys::read_dir(dir).map(|mut d| d.next()), Ok(None));
-                let volume = seekless_sys::volume_identity(dir)
+                let volume = seekless_sys::volume_identity_of_device(dev, dir)
                     .ok()
-                    .filter(|v| v.dev() == dev)
                     .map(|v| v.key().to_owned());
                 Some(Place { dev, volume, empty })
             }

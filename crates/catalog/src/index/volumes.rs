@@ -46,15 +46,10 @@ pub(super) fn identify(
         .collect()
 }
 
-/// The volume of `path` (else of its directory), if it is on the device `dev`.
+/// The volume of the device `dev` of the file at `path`: through its mount point, else
+/// the file itself, else its directory.
 fn look(dev: u64, path: &Path) -> Option<VolumeIdentity> {
-    let on_dev = |v: VolumeIdentity| (v.dev() == dev).then_some(v);
-    seekless_sys::volume_identity(path)
+    seekless_sys::volume_identity_of_device(dev, path)
         .ok()
-        .and_then(on_dev)
-        .or_else(|| {
-            seekless_sys::volume_identity(path.parent()?)
-                .ok()
-                .and_then(on_dev)
-        })
+        .or_else(|| seekless_sys::volume_identity_of_device(dev, path.parent()?).ok())
 }

@@ -166,6 +166,16 @@ impl WriterLock {
         }
     }
 
+    /// The lock of a catalog this process opened and closed again (see
+    /// [`IndexWriter::into_lock`]).
+    pub(super) fn from_parts(path: PathBuf, file: File) -> WriterLock {
+        WriterLock {
+            path,
+            file,
+            found: Found::Catalog,
+        }
+    }
+
     /// Opens the database (creating, upgrading or marking its schema) and starts a scan.
     /// While another program holds its write lock, `waiting` hears of it (see [`begin`]).
     pub fn open(self, waiting: &dyn Fn(&str)) -> Result<IndexWriter, CatalogError> {

@@ -406,6 +406,11 @@ impl IndexWriter {
         }
     }
 
+    /// Closes the database, keeping the writer lock for the next run.
+    pub fn into_lock(self) -> super::WriterLock {
+        super::WriterLock::from_parts(self.path, self._lock)
+    }
+
     /// Records the scan's counts and end.
     pub fn finish(
         &self,

@@ -6,6 +6,7 @@ mod hints;
 mod longpath;
 mod memory;
 mod volume;
+mod watch;
 
 use std::ffi::{CStr, CString, OsStr};
 use std::fs::{File, OpenOptions};
@@ -26,7 +27,8 @@ pub use longpath::{
     with_path, with_paths,
 };
 pub use memory::free_memory;
-pub(crate) use volume::volume_of_open;
+pub(crate) use volume::{volume_of_device, volume_of_open};
+pub use watch::{DirWatch, watch_limit};
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory
 /// was read cannot hang us), never updates atime, and does not follow a final symlink

@@ -59,6 +59,45 @@ pub(crate) fn volume_of_open(file: &File, path: &Path) -> io::Result<VolumeIdent
     }
 }
 
+/// The volume of the device `dev`, a file of which is at `path`, looked at through the
+/// mount point of `dev` above `path` (from the mount table), so that nothing under the
+/// mount point is opened; `None` where no mount point of `dev` is above `path` (a btrfs
+/// subvolume has a device number of its own, not the mount's).
+pub(crate) fn volume_of_device(dev: u64, path: &Path) -> Option<io::Result<VolumeIdentity>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mountinfo = std::fs::read("/proc/self/mountinfo").ok()?;
+    let point = mount_point(&mountinfo, dev, path.as_os_str().as_bytes())?;
+    let point = Path::new(std::ffi::OsStr::from_bytes(&point));
+    let file = match crate::open_directory(point) {
+        Ok(f) => f,
+        Err(e) => return Some(Err(e)),
+    };
+    match file.metadata() {
+        Ok(m) if m.dev() == dev => Some(volume_of_open(&file, point)),
+        Ok(_) => None,
+        Err(e) => Some(Err(e)),
+    }
+}
+
+/// The deepest mount point of `dev` at or above `path` in `/proc/self/mountinfo`'s text.
+fn mount_point(mountinfo: &[u8], dev: u64, path: &[u8]) -> Option<Vec<u8>> {
+    let wanted = format!("{}:{}", libc::major(dev), libc::minor(dev));
+    let mut best: Option<Vec<u8>> = None;
+    for line in mountinfo.split(|&b| b == b'\n') {
+        let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+        if fields.len() < 5 || fields[2] != wanted.as_bytes() {
+            continue;
+        }
+        let point = unescape(fields[4]);
+        let under = path.starts_with(&point)
+            && (point == b"/" || path.len() == point.len() || path.get(point.len()) == Some(&b'/'));
+        if under && best.as_ref().is_none_or(|b| point.len() > b.len()) {
+            best = Some(point);
+        }
+    }
+    best
+}
+
 /// The filesystem's UUID by `FS_IOC_GETFSUUID`, unless it has none (or an all-zero one).
 fn fs_uuid(fd: i32) -> Option<[u8; 16]> {
     let mut buf = [0u8; 17];
@@ -179,6 +218,11 @@ mod tests {
             mount_entry(MOUNTINFO, libc::makedev(9, 9), Path::new("/")),
             None
         );
+        assert_eq!(
+            mount_point(MOUNTINFO, dev, b"/mnt/photo disk/sub/x").as_deref(),
+            Some(b"/mnt/photo disk/sub".as_slice())
+        );
+        assert_eq!(mount_point(MOUNTINFO, dev, b"/elsewhere"), None);
         // Hostile text: never a panic.
         for cut in 0..MOUNTINFO.len() {
             let _ = mount_entry(&MOUNTINFO[..cut], dev, Path::new("/mnt"));

@@ -1,0 +1,458 @@
+//! `index --watch`: after an ordinary run, the catalog follows the roots as they change
+//! (docs/index.md, "Watching"). The watch only decides *which directories* to walk again;
+//! each batch of changes is an ordinary incremental run over them, so every row removed
+//! is removed by the run's own rules (the walk's clearance, the file proven gone), a
+//! move is a move (the inode, on the same volume), and the files read are read in
+//! physical order.
+//!
+//! - Events are coalesced: a batch starts once nothing changed for
+//!   [`WatchOptions::settle`]; a file still being written (written to, not closed) is
+//!   left out of the batches until it is closed, up to [`WatchOptions::max_wait`].
+//! - A directory that cannot be watched (the inotify limit) is walked again every
+//!   [`WatchOptions::rescan`], and said so; where nothing can be watched (not Linux),
+//!   every root is.
+//! - Lost events (a queue overflow) and mounts or unmounts make the next batch a run over
+//!   every root: an unmounted drive's volume goes offline, a remounted one is caught up.
+//! - The writer lock is held from the first run to the last: a second writer is refused.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use seekless_core::{Error, PlanOptions, Reporter};
+use seekless_sys::{Change, DirWatch, WatchEvent};
+
+use super::catalog::WriterLock;
+use super::roots::roots_before_walk;
+use super::{IndexError, IndexEvents, IndexOptions, IndexSummary, run_locked};
+
+/// How `index --watch` batches changes.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct WatchOptions {
+    /// Quiet time before a batch: nothing changed for this long.
+    pub settle: Duration,
+    /// How long a file may stay written to without being closed before its directory is
+    /// walked anyway (its row then describes it as it was; the next change reads it again).
+    pub max_wait: Duration,
+    /// How often directories that could not be watched are walked again.
+    pub rescan: Duration,
+}
+
+impl Default for WatchOptions {
+    fn default() -> Self {
+        Self {
+            settle: Duration::from_secs(2),
+            max_wait: Duration::from_secs(600),
+            rescan: Duration::from_secs(300),
+        }
+    }
+}
+
+/// How long one wait for events lasts at most: how soon a stop is seen.
+const TICK: Duration = Duration::from_millis(200);
+
+/// Indexes `inputs` as [`index_with`](super::index_with) does, then keeps the catalog
+/// current until `stop` is set (a signal): each batch of changes is a run, told to
+/// `batch` with the directories it walked. Pending changes are run before returning.
+#[allow(clippy::too_many_arguments)]
+pub fn watch(
+    inputs: &[PathBuf],
+    plan_opts: &PlanOptions,
+    opts: &IndexOptions,
+    wopts: &WatchOptions,
+    reporter: &dyn Reporter,
+    events: &mut dyn IndexEvents,
+    stop: &AtomicBool,
+    batch: &mut dyn FnMut(&IndexSummary, &[PathBuf]),
+) -> Result<(), IndexError> {
+    let lock = WriterLock::take(&opts.db)?;
+    let roots: Vec<PathBuf> = roots_before_walk(inputs)
+        .into_iter()
+        .map(|(r, _)| r)
+        .collect();
+    // Watched before the first run: what changes during it is seen after it.
+    let mut state = State::new(&roots, wopts.clone(), reporter);
+    let (summary, mut lock) = run_locked(lock, inputs, plan_opts, opts, reporter, events)?;
+    batch(&summary, inputs);
+    let mut got = Vec::new();
+    let mut batch_opts = opts.clone();
+    loop {
+        let stopping = stop.load(Ordering::SeqCst);
+        // Stopping: what the kernel has queued is still taken, not waited for.
+        state.wait(
+            &mut got,
+            reporter,
+            if stopping { Duration::ZERO } else { TICK },
+        );
+        let Some(dirs) = state.due(stopping) else {
+            if stopping {
+                return Ok(());
+            }
+            continue;
+        };
+        batch_opts.reread = state.written_under(&dirs);
+        batch_opts.hold = state.still_written();
+        let (summary, again) = run_locked(lock, &dirs, plan_opts, &batch_opts, reporter, events)?;
+        lock = again;
+        batch(&summary, &dirs);
+        if stopping && state.pending.is_empty() {
+            return Ok(());
+        }
+    }
+}
+
+/// What the watch knows between batches.
+struct State<'r> {
+    roots: Vec<PathBuf>,
+    opts: WatchOptions,
+    watch: Option<DirWatch>,
+    /// Subtrees not watched (the limit, an error): walked every `rescan`.
+    unwatched: BTreeSet<PathBuf>,
+    last_rescan: Instant,
+    /// Directories to walk, with when they last changed.
+    pending: HashMap<PathBuf, Instant>,
+    /// Files written to and not closed yet, since when.
+    writing: HashMap<PathBuf, Instant>,
+    /// Files written and closed since their last batch: read again even if their size
+    /// and mtime are the row's.
+    written: BTreeSet<PathBuf>,
+    /// The next batch walks every root.
+    everything: bool,
+    last_change: Instant,
+    reporter: &'r dyn Reporter,
+    /// The limit was told of (once).
+    told_limit: bool,
+}
+
+impl<'r> State<'r> {
+    fn new(roots: &[PathBuf], opts: WatchOptions, reporter: &'r dyn Reporter) -> State<'r> {
+        let now = Instant::now();
+        let watch = match DirWatch::new() {
+            Ok(w) => Some(w),
+            Err(e) => {
+                reporter.warning(
+                    None,
+                    &format!(
+                        "cannot watch for changes ({}): every PATH is indexed again every {} s",
+                        seekless_sys::describe_io(&e),
+                        opts.rescan.as_secs()
+                    ),
+                );
+                None
+            }
+        };
+        let mut me = State {
+            roots: roots.to_vec(),
+            opts,
+            watch,
+            unwatched: BTreeSet::new(),
+            last_rescan: now,
+            pending: HashMap::new(),
+            writing: HashMap::new(),
+            written: BTreeSet::new(),
+            everything: false,
+            last_change: now,
+            reporter,
+            told_limit: false,
+        };
+        if me.watch.is_none() {
+            me.unwatched.extend(roots.iter().cloned());
+        }
+        for r in roots {
+            me.watch_tree(r);
+        }
+        me
+    }
+
+    /// Watches `top` and every directory under it (not through symbolic links); what
+    /// cannot be watched is walked at intervals instead.
+    fn watch_tree(&mut self, top: &Path) {
+        let Some(w) = self.watch.as_mut() else { return };
+        let mut stack = vec![top.to_path_buf()];
+        let mut refused = 0u64;
+        while let Some(dir) = stack.pop() {
+            if self.unwatched.iter().any(|u| dir.starts_with(u)) {
+                continue;
+            }
+            match w.add(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::QuotaExceeded => {
+                    refused += 1;
+                    self.unwatched.insert(dir);
+                    continue;
+                }
+                // Not a directory (a root that is a file), gone, or not readable: the runs
+                // say what they find there.
+                Err(_) => continue,
+            }
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    stack.push(entry.path());
+                }
+            }
+        }
+        if refused > 0 && !self.told_limit {
+            self.told_limit = true;
+            let limit = seekless_sys::watch_limit()
+                .map_or_else(|| "unknown".to_string(), |n| n.to_string());
+            self.reporter.warning(
+                Some(top),
+                &format!(
+                    "the inotify watch limit is reached (fs.inotify.max_user_watches = \
+                     {limit}): directories not watched are indexed again every {} s (raise \
+                     the limit to watch them all)",
+                    self.opts.rescan.as_secs()
+                ),
+            );
+        }
+    }
+
+    /// Waits for changes (at most `tick`) and notes them.
+    fn wait(&mut self, got: &mut Vec<WatchEvent>, reporter: &dyn Reporter, tick: Duration) {
+        got.clear();
+        match self.watch.as_mut() {
+            Some(w) => {
+                if let Err(e) = w.wait(tick, got) {
+                    reporter.error(&Error::io(Path::new("inotify"), e));
+                    self.everything = true;
+                }
+            }
+            None => std::thread::sleep(tick),
+        }
+        let now = Instant::now();
+        if !got.is_empty() {
+            self.last_change = now;
+        }
+        for ev in got.drain(..) {
+            self.note(ev, now);
+        }
+        if !self.unwatched.is_empty() && now - self.last_rescan >= self.opts.rescan {
+            self.last_rescan = now;
+            for u in self.unwatched.clone() {
+                self.pending.insert(u, now - self.opts.settle);
+            }
+        }
+    }
+
+    fn note(&mut self, ev: WatchEvent, now: Instant) {
+        let parent = |p: &Path| p.parent().map(Path::to_path_buf);
+        match ev {
+            WatchEvent::Entry {
+                path,
+                is_dir,
+                change,
+            } => {
+                match change {
+                    Change::Writing if !is_dir => {
+                        self.writing.entry(path.clone()).or_insert(now);
+                    }
+                    Change::Closed => {
+                        self.writing.remove(&path);
+                        self.written.insert(path.clone());
+                    }
+                    Change::Removed => {
+                        self.writing.remove(&path);
+                    }
+                    Change::MovedFrom(_) => {
+                        self.writing.remove(&path);
+                        if is_dir && let Some(w) = self.watch.as_mut() {
+                            w.remove_tree(&path);
+                        }
+                    }
+                    Change::Created | Change::MovedTo(_) if is_dir => self.watch_tree(&path),
+                    _ => {}
+                }
+                if let Some(dir) = parent(&path) {
+                    self.pending.insert(dir, now);
+                }
+            }
+            WatchEvent::Unwatched(dir) | WatchEvent::Unmounted(dir) => {
+                if let Some(up) = parent(&dir) {
+                    self.pending.insert(up, now);
+                }
+                self.pending.insert(dir, now);
+            }
+            WatchEvent::MountsChanged | WatchEvent::Overflow => self.everything = true,
+            _ => {}
+        }
+    }
+
+    /// The files written to and not closed (for less than `max_wait`): not catalogued by
+    /// a batch (not even when stopping: the next run reads them whole).
+    fn still_written(&self) -> std::collections::HashSet<Vec<u8>> {
+        let now = Instant::now();
+        self.writing
+            .iter()
+            .filter(|(_, since)| now - **since < self.opts.max_wait)
+            .map(|(p, _)| seekless_sys::path_to_bytes(p).into_owned())
+            .collect()
+    }
+
+    /// The files written and closed under `dirs` (taken: their batch reads them), as the
+    /// run's `reread`.
+    fn written_under(&mut self, dirs: &[PathBuf]) -> std::collections::HashSet<Vec<u8>> {
+        let (under, rest): (BTreeSet<PathBuf>, BTreeSet<PathBuf>) =
+            std::mem::take(&mut self.written)
+                .into_iter()
+                .partition(|p| dirs.iter().any(|d| p.starts_with(d)));
+        self.written = rest;
+        under
+            .iter()
+            .map(|p| seekless_sys::path_to_bytes(p).into_owned())
+            .collect()
+    }
+
+    /// The directories of the next batch, if one is due: nothing changed for the settle
+    /// time (or `now_anyway`: stopping); files still being written in them are held out
+    /// of the batch ([`still_written`](Self::still_written)). Each is within a root (a parent of a root
+    /// is that root), exists (else its nearest existing directory within the root), and
+    /// none is under another.
+    fn due(&mut self, now_anyway: bool) -> Option<Vec<PathBuf>> {
+        let now = Instant::now();
+        if self.pending.is_empty() && !self.everything {
+            return None;
+        }
+        if !now_anyway && now - self.last_change < self.opts.settle {
+            return None;
+        }
+        if self.everything {
+            self.everything = false;
+            self.pending.clear();
+            let roots = self.roots.clone();
+            for r in &roots {
+                self.watch_tree(r);
+            }
+            return Some(roots);
+        }
+        let ready: Vec<PathBuf> = self.pending.keys().cloned().collect();
+        for d in &ready {
+            self.pending.remove(d);
+        }
+        let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+        for d in ready {
+            let Some(root) = self
+                .roots
+                .iter()
+                .filter(|r| d.starts_with(r) || r.starts_with(&d))
+                .min_by_key(|r| r.as_os_str().len())
+            else {
+                continue;
+            };
+            let mut dir = if root.starts_with(&d) {
+                root.clone()
+            } else {
+                d
+            };
+            while !dir.is_dir() && dir != *root {
+                match dir.parent() {
+                    Some(p) => dir = p.to_path_buf(),
+                    None => break,
+                }
+            }
+            dirs.insert(dir);
+        }
+        let minimal: Vec<PathBuf> = dirs
+            .iter()
+            .filter(|d| !dirs.iter().any(|o| o != *d && d.starts_with(o)))
+            .cloned()
+            .collect();
+        (!minimal.is_empty()).then_some(minimal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(roots: &[&str]) -> State<'static> {
+        let roots: Vec<PathBuf> = roots.iter().map(PathBuf::from).collect();
+        let now = Instant::now();
+        State {
+            roots,
+            opts: WatchOptions {
+                settle: Duration::ZERO,
+                ..WatchOptions::default()
+            },
+            watch: None,
+            unwatched: BTreeSet::new(),
+            last_rescan: now,
+            pending: HashMap::new(),
+            writing: HashMap::new(),
+            written: BTreeSet::new(),
+            everything: false,
+            last_change: now,
+            reporter: &seekless_core::Quiet,
+            told_limit: false,
+        }
+    }
+
+    #[test]
+    fn a_batch_walks_the_fewest_directories_within_the_roots() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("r");
+        for d in ["a/b", "c"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let mut s = state(&[root.to_str().unwrap()]);
+        let now = Instant::now();
+        // A directory under another, one gone (its nearest existing one within the root
+        // stands for it), the root's parent (the root stands for it), and one outside.
+        for d in ["a/b", "a", "c/gone/deeper"] {
+            s.pending.insert(root.join(d), now);
+        }
+        s.pending.insert(PathBuf::from("/elsewhere"), now);
+        let dirs = s.due(false).unwrap();
+        assert_eq!(dirs, [root.join("a"), root.join("c")]);
+        assert!(s.pending.is_empty());
+        s.pending.insert(t.path().to_path_buf(), now);
+        assert_eq!(s.due(false).unwrap(), [root.clone()]);
+        assert_eq!(s.due(false), None, "nothing pending");
+    }
+
+    #[test]
+    fn a_file_being_written_is_held_out_until_it_is_closed_and_then_read_again() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().to_path_buf();
+        let mut s = state(&[root.to_str().unwrap()]);
+        let now = Instant::now();
+        let file = root.join("slow.jpg");
+        let bytes = seekless_sys::path_to_bytes(&file).into_owned();
+        let told = |change| WatchEvent::Entry {
+            path: file.clone(),
+            is_dir: false,
+            change,
+        };
+        s.note(told(Change::Writing), now);
+        assert_eq!(s.due(false).unwrap(), [root.clone()]);
+        assert!(s.still_written().contains(&bytes), "held out");
+        s.note(told(Change::Closed), now);
+        assert!(s.still_written().is_empty());
+        assert_eq!(s.due(false).unwrap(), [root.clone()]);
+        assert!(
+            s.written_under(&[root.clone()]).contains(&bytes),
+            "read again"
+        );
+        assert!(s.written_under(&[root]).is_empty(), "once");
+        // Written to for longer than max_wait: catalogued as it is.
+        s.opts.max_wait = Duration::ZERO;
+        s.note(told(Change::Writing), now);
+        assert!(s.still_written().is_empty());
+    }
+
+    #[test]
+    fn nothing_is_due_before_the_changes_settle() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().to_path_buf();
+        let mut s = state(&[root.to_str().unwrap()]);
+        s.opts.settle = Duration::from_secs(3600);
+        s.last_change = Instant::now();
+        s.pending.insert(root.clone(), Instant::now());
+        assert_eq!(s.due(false), None);
+        assert_eq!(s.due(true).unwrap(), [root]);
+    }
+}
