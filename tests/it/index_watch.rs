@@ -340,3 +340,78 @@ fn a_drive_unmounted_under_watch_goes_offline_and_is_caught_up_when_back() {
     // The batch that found the drive away said so: exit 1.
     assert_eq!(w.signal("TERM").code(), Some(1), "{}", w.said.join("\n"));
 }
+
+#[test]
+fn past_the_inotify_limit_directories_not_watched_are_walked_at_intervals_and_said() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "sqlite3") || !require_tool(test, "unshare") {
+        return;
+    }
+    // A user who is not root, in a user namespace of its own whose limit is 3 watches
+    // (user.max_inotify_watches: the machine's other watchers are not touched).
+    let t = scratch!();
+    let top = t.path().join("open");
+    let lib = top.join("lib");
+    let dirs: Vec<PathBuf> = ["a", "b", "c", "d", "e"]
+        .iter()
+        .map(|d| lib.join(d))
+        .collect();
+    gifs(&dirs.iter().map(|d| d.join("1.gif")).collect::<Vec<_>>());
+    run(Command::new("chmod").args(["-R", "a+rwX"]).arg(&top));
+    run(Command::new("chmod").arg("a+rx").arg(t.path()));
+    let db = top.join("c.db");
+    let script = format!(
+        "echo 3 > /proc/sys/user/max_inotify_watches && exec {} index --watch --summary \
+         --settle 0.2 --rescan 1 --db {} {}",
+        env!("CARGO_BIN_EXE_seekless"),
+        db.display(),
+        lib.display()
+    );
+    let mut child = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "unshare",
+            "-U",
+            "-r",
+            "sh",
+            "-c",
+        ])
+        .arg(&script)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut w = Watcher {
+        child,
+        lines: rx,
+        said: Vec::new(),
+        db: db.clone(),
+    };
+    w.first_run();
+    assert!(
+        w.said.iter().any(
+            |l| l.contains("the inotify watch limit is reached (3 watches")
+                && l.contains("directories here are not watched but indexed again every 1 s")
+        ),
+        "{}",
+        w.said.join("\n")
+    );
+    // A change in each directory, watched or not, reaches the catalog.
+    let new: Vec<PathBuf> = dirs.iter().map(|d| d.join("new.gif")).collect();
+    gifs(&new);
+    w.until("changes in directories not watched", |db| {
+        new.iter().all(|p| has(db, p))
+    });
+    assert!(w.signal("TERM").success(), "{}", w.said.join("\n"));
+}

@@ -69,6 +69,12 @@ pub struct Args {
           value_parser = settle_seconds)]
     pub settle: f64,
 
+    /// With --watch: seconds between walks of the directories that cannot be watched
+    /// (the inotify limit reached; every PATH where nothing can be watched).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300.0, requires = "watch",
+          value_parser = settle_seconds)]
+    pub rescan: f64,
+
     /// Catalog every regular file, not only those with an image extension.
     #[arg(long, conflicts_with = "ext")]
     pub all_files: bool,
@@ -104,6 +110,7 @@ pub fn run(args: Args) -> Result<Code> {
     if args.watch {
         let mut wopts = WatchOptions::default();
         wopts.settle = Duration::from_secs_f64(args.settle);
+        wopts.rescan = Duration::from_secs_f64(args.rescan);
         let stop = crate::interrupt::stop_flag();
         let summary = args.report.summary;
         let watched = watch(
@@ -141,7 +148,7 @@ pub fn run(args: Args) -> Result<Code> {
     Ok(Code::from_errors(console.errors()))
 }
 
-/// A settle time: seconds, from 0 to a day.
+/// A settle or rescan time: seconds, from 0 to a day.
 fn settle_seconds(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .parse()

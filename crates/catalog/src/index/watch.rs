@@ -137,7 +137,7 @@ impl<'r> State<'r> {
                     &format!(
                         "cannot watch for changes ({}): every PATH is indexed again every {} s",
                         seekless_sys::describe_io(&e),
-                        opts.rescan.as_secs()
+                        opts.rescan.as_secs_f64()
                     ),
                 );
                 None
@@ -203,10 +203,10 @@ impl<'r> State<'r> {
             self.reporter.warning(
                 Some(top),
                 &format!(
-                    "the inotify watch limit is reached (fs.inotify.max_user_watches = \
-                     {limit}): directories not watched are indexed again every {} s (raise \
-                     the limit to watch them all)",
-                    self.opts.rescan.as_secs()
+                    "the inotify watch limit is reached ({limit} watches: \
+                     fs.inotify.max_user_watches): {refused} directories here are not watched \
+                     but indexed again every {} s (raise the limit to watch them all)",
+                    self.opts.rescan.as_secs_f64()
                 ),
             );
         }

@@ -242,13 +242,17 @@ impl DirWatch {
     }
 }
 
-/// The user's inotify watch limit (`fs.inotify.max_user_watches`), if it can be read.
+/// The user's inotify watch limit, if it can be read: the lower of
+/// `fs.inotify.max_user_watches` and this user namespace's `user.max_inotify_watches`.
 pub fn watch_limit() -> Option<u64> {
-    std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+    let read = |p: &str| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    [
+        read("/proc/sys/fs/inotify/max_user_watches"),
+        read("/proc/sys/user/max_inotify_watches"),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
 }
 
 #[cfg(test)]
