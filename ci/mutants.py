@@ -41,6 +41,9 @@ R_UNDO = "crates/catalog/src/dupes/resolve/undo.rs"
 T = "crates/jobs/src/temp.rs"
 C = "crates/jobs/src/copy/content.rs"
 READ = "crates/core/src/read/mod.rs"
+ROOTS = "crates/catalog/src/index/roots.rs"
+DECIDE = "crates/catalog/src/index/decide.rs"
+WATCH = "crates/catalog/src/index/watch.rs"
 
 IT = ["--test", "it", "--"]
 JOBS = ["-p", "seekless-jobs", "--lib", "--"]
@@ -110,6 +113,31 @@ MUTANTS = [
     ("copy puts in place what was not read whole and unchanged", C,
      "        if !intact {", "        if false {",
      [FAULTS]),
+    # Volumes by identity and the watch (issue 46).
+    ("a vanished mount told by device number only", ROOTS,
+     "            (Some(row), Some(here)) => row != here,",
+     "            (Some(_), Some(_)) => self.dev != dev,",
+     [CATALOG + ["roots"], IT + ["index_volumes"]]),
+    ("a place whose volume is unknown taken for the row's own", ROOTS,
+     "            (Some(_), None) => true,",
+     "            (Some(_), None) => false,",
+     [CATALOG + ["roots"]]),
+    ("an absent volume not marked offline", ROOTS,
+     "            offline.extend(volume);",
+     "            offline.extend(volume.filter(|_| false));",
+     [CATALOG + ["roots"], IT + ["index_volumes"]]),
+    ("a move matched on another volume", DECIDE,
+     "            .map(|v| (Fs::Volume(v), rest))",
+     "            .map(|_| (Fs::Volume(-1), rest))",
+     [IT + ["index_volumes"]]),
+    ("a file still being written catalogued by a batch", DECIDE,
+     "        if opts.hold.contains(bytes.as_ref()) {",
+     "        if false && opts.hold.contains(bytes.as_ref()) {",
+     [IT + ["index_watch::every_change"]]),
+    ("a batch walks outside the roots", WATCH,
+     "            let mut dir = if root.starts_with(&d) {\n                root.clone()",
+     "            let mut dir = if false {\n                root.clone()",
+     [CATALOG + ["watch"]]),
     # The duplicate acts (issue 41 items 3-6).
     ("the act's last look at the file always passes", A_CHECK,
      "        still(&self.file, self.file_ctime).map_err(io::Error::other)?;",

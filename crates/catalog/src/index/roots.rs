@@ -422,6 +422,23 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_place_is_another_filesystem_by_identity_and_when_unknown_taken_for_another() {
+        let place = |volume: Option<&str>| Place {
+            dev: 7,
+            volume: volume.map(str::to_owned),
+            empty: true,
+        };
+        // Both known: the identity decides, whatever the device numbers.
+        assert!(!place(Some("uuid:a")).other_than(8, Some("uuid:a")));
+        assert!(place(Some("uuid:a")).other_than(7, Some("uuid:b")));
+        // The place's unknown, the row's known: another (its rows kept).
+        assert!(place(None).other_than(7, Some("uuid:a")));
+        // The row's unknown: by device number.
+        assert!(!place(Some("uuid:a")).other_than(7, None));
+        assert!(place(None).other_than(8, None));
+    }
+
     /// Collects what a run reports.
     #[derive(Default)]
     struct Said(std::sync::Mutex<Vec<String>>);
