@@ -158,6 +158,14 @@ fn every_change_reaches_the_catalog_on_ext4_xfs_and_btrfs() {
         std::fs::create_dir(fs.path("outside")).unwrap();
         let mut w = Watcher::start(&db, &lib, "0.2");
         assert_eq!(rows(&db).len(), 3, "{kind}");
+        // As root: one fanotify mark for the filesystem, no watch per directory.
+        assert!(
+            w.said
+                .iter()
+                .any(|l| l == "seekless: index: watching with fanotify (1 filesystem)"),
+            "{kind}: {}",
+            w.said.join("\n")
+        );
 
         // Made.
         gifs(&[lib.join("a/new.gif")]);

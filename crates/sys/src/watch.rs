@@ -75,6 +75,11 @@ impl DirWatch {
     pub fn remove_tree(&mut self, _dir: &std::path::Path) {}
 
     /// Never reached (no watch is made).
+    pub fn describe(&self) -> String {
+        "nothing".to_string()
+    }
+
+    /// Never reached (no watch is made).
     pub fn len(&self) -> usize {
         0
     }

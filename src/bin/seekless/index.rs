@@ -113,6 +113,7 @@ pub fn run(args: Args) -> Result<Code> {
         wopts.rescan = Duration::from_secs_f64(args.rescan);
         let stop = crate::interrupt::stop_flag();
         let summary = args.report.summary;
+        let mut told = String::new();
         let watched = watch(
             &paths,
             &plan_opts,
@@ -121,8 +122,12 @@ pub fn run(args: Args) -> Result<Code> {
             &console,
             &mut events,
             stop,
-            &mut |s, _dirs| {
+            &mut |s, _dirs, how| {
                 if summary {
+                    if told != how {
+                        eprintln!("seekless: index: watching with {how}");
+                        told = how.to_string();
+                    }
                     print_counts(s, args.thumbs);
                 }
             },

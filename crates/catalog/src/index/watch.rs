@@ -55,7 +55,9 @@ const TICK: Duration = Duration::from_millis(200);
 
 /// Indexes `inputs` as [`index_with`](super::index_with) does, then keeps the catalog
 /// current until `stop` is set (a signal): each batch of changes is a run, told to
-/// `batch` with the directories it walked. Pending changes are run before returning.
+/// `batch` with the directories it walked and how they are watched (`fanotify (1
+/// filesystem)`, `inotify (120 directories)`, `nothing`). Pending changes are run before
+/// returning.
 #[allow(clippy::too_many_arguments)]
 pub fn watch(
     inputs: &[PathBuf],
@@ -65,7 +67,7 @@ pub fn watch(
     reporter: &dyn Reporter,
     events: &mut dyn IndexEvents,
     stop: &AtomicBool,
-    batch: &mut dyn FnMut(&IndexSummary, &[PathBuf]),
+    batch: &mut dyn FnMut(&IndexSummary, &[PathBuf], &str),
 ) -> Result<(), IndexError> {
     let lock = WriterLock::take(&opts.db)?;
     let roots: Vec<PathBuf> = roots_before_walk(inputs)
@@ -75,7 +77,7 @@ pub fn watch(
     // Watched before the first run: what changes during it is seen after it.
     let mut state = State::new(&roots, wopts.clone(), reporter);
     let (summary, mut lock) = run_locked(lock, inputs, plan_opts, opts, reporter, events)?;
-    batch(&summary, inputs);
+    batch(&summary, inputs, &state.describe());
     let mut got = Vec::new();
     let mut batch_opts = opts.clone();
     loop {
@@ -96,7 +98,7 @@ pub fn watch(
         batch_opts.hold = state.still_written();
         let (summary, again) = run_locked(lock, &dirs, plan_opts, &batch_opts, reporter, events)?;
         lock = again;
-        batch(&summary, &dirs);
+        batch(&summary, &dirs, &state.describe());
         if stopping && state.pending.is_empty() {
             return Ok(());
         }
@@ -164,6 +166,13 @@ impl<'r> State<'r> {
             me.watch_tree(r);
         }
         me
+    }
+
+    /// How the roots are watched.
+    fn describe(&self) -> String {
+        self.watch
+            .as_ref()
+            .map_or_else(|| "nothing".to_string(), DirWatch::describe)
     }
 
     /// Watches `top` and every directory under it (not through symbolic links); what
