@@ -33,7 +33,21 @@ struct Watcher {
 
 impl Watcher {
     fn start(db: &Path, root: &Path, settle: &str) -> Watcher {
-        let mut child = seekless()
+        Self::start_as(db, root, settle, false)
+    }
+
+    /// As root, or (`nobody`) as user 65534, which inotify serves (fanotify's filesystem
+    /// marks need root).
+    fn start_as(db: &Path, root: &Path, settle: &str, nobody: bool) -> Watcher {
+        let mut cmd = if nobody {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                .arg(env!("CARGO_BIN_EXE_seekless"));
+            c
+        } else {
+            seekless()
+        };
+        let mut child = cmd
             .args(["index", "--watch", "--summary", "--settle", settle, "--db"])
             .arg(db)
             .arg(root)
@@ -146,23 +160,55 @@ fn every_change_reaches_the_catalog_on_ext4_xfs_and_btrfs() {
         return;
     }
     for kind in ["ext4", "xfs", "btrfs"] {
+        every_change(test, kind, false);
+    }
+}
+
+#[test]
+fn every_change_reaches_the_catalog_by_inotify_as_a_user_who_is_not_root() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "sqlite3") || !require_tool(test, "setpriv") {
+        return;
+    }
+    every_change(test, "ext4", true);
+}
+
+/// The steps of a watched library's life on a `kind` filesystem, the watcher run as root
+/// (fanotify) or as a user who is not (inotify).
+fn every_change(test: &str, kind: &str, nobody: bool) {
+    {
         let fs = LoopFs::new(test, kind, 300);
         let t = scratch!();
-        let db = t.path().join("c.db");
         let lib = fs.path("lib");
+        // Where user 65534 may write its catalog and read the library.
+        let open = fs.path("db");
+        std::fs::create_dir(&open).unwrap();
+        run(Command::new("chmod")
+            .arg("a+rwx")
+            .arg(&open)
+            .arg(fs.path("")));
+        let db = if nobody {
+            open.join("c.db")
+        } else {
+            t.path().join("c.db")
+        };
         gifs(&[
             lib.join("a/1.gif"),
             lib.join("a/2.gif"),
             lib.join("b/3.gif"),
         ]);
         std::fs::create_dir(fs.path("outside")).unwrap();
-        let mut w = Watcher::start(&db, &lib, "0.2");
+        let mut w = Watcher::start_as(&db, &lib, "0.2", nobody);
         assert_eq!(rows(&db).len(), 3, "{kind}");
-        // As root: one fanotify mark for the filesystem, no watch per directory.
+        // As root: one fanotify mark for the filesystem, no watch per directory; else
+        // inotify, a watch per directory.
+        let how = if nobody {
+            "seekless: index: watching with inotify (3 directories)"
+        } else {
+            "seekless: index: watching with fanotify (1 filesystem)"
+        };
         assert!(
-            w.said
-                .iter()
-                .any(|l| l == "seekless: index: watching with fanotify (1 filesystem)"),
+            w.said.iter().any(|l| l == how),
             "{kind}: {}",
             w.said.join("\n")
         );
