@@ -42,7 +42,10 @@
 //!   [`name_cut_to`], [`is_descriptor_name`], [`stdout_if_same`], [`slashed`],
 //!   [`local_now`];
 //! - scopes: [`Scope`] (whether a path is at or under a folder, as copy, index and dupes
-//!   ask it); errors: [`describe_io`]; locks: [`sync`] (what a poisoned lock means here).
+//!   ask it); errors: [`describe_io`]; locks: [`sync`] (what a poisoned lock means here);
+//! - change journals: [`usn`] (the NTFS/ReFS USN journal: its records parsed from
+//!   untrusted bytes and coalesced per file, whether a catch-up may read from a stored
+//!   position or must walk, and on Windows the live reader).
 //!
 //! Where each file's data lies (FIEMAP, FIBMAP, retrieval pointers, `F_LOG2PHYS_EXT`),
 //! which disk a filesystem is on, and how a pool is laid out are the planner's, private
@@ -57,6 +60,7 @@ mod os;
 mod path_bytes;
 mod scope;
 pub mod sync;
+pub mod usn;
 
 pub use c_escape::push_c_escape;
 pub use file_id::FileId;
