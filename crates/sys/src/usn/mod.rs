@@ -41,7 +41,9 @@ mod resume;
 
 pub use catch_up::{JournalReader, read_changes};
 pub use changes::{Changes, FileChange, Place};
-pub use journal::{JournalData, READ_REQUEST_V1, read_request};
+pub use journal::{
+    JOURNAL_DATA_V0, JOURNAL_DATA_V1, JOURNAL_DATA_V2, JournalData, READ_REQUEST_V1, read_request,
+};
 pub use record::{
     Entry, FILE_ATTRIBUTE_DIRECTORY, FileRef, OUTPUT_HEADER, RangeRecord, Record, Records, Usn,
     UsnError, UsnErrorKind, parse_output,

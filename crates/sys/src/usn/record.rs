@@ -339,7 +339,8 @@ fn u128_at(b: &[u8], at: usize) -> u128 {
 /// use seekless_sys::usn::{parse_output, UsnErrorKind};
 ///
 /// // Nothing but the next USN: no records.
-/// let (next, mut records) = parse_output(&4096i64.to_le_bytes()).unwrap();
+/// let buf = 4096i64.to_le_bytes();
+/// let (next, mut records) = parse_output(&buf).unwrap();
 /// assert_eq!(next, 4096);
 /// assert!(records.next().is_none());
 ///

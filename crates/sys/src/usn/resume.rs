@@ -59,10 +59,9 @@ pub enum Unavailable {
     /// Any other error, with its Windows error code (`ERROR_INVALID_FUNCTION` and
     /// `ERROR_NOT_SUPPORTED` where the filesystem driver has no journal, as under Wine).
     Os(i32),
-    /// The journal answered something that cannot be read (a short or malformed buffer).
+    /// The journal answered something that cannot be read (a short or malformed buffer,
+    /// numbers no journal has, a read that does not move forward).
     Malformed,
-    /// Not Windows: there is no change journal to ask.
-    NotWindows,
 }
 
 /// Windows error codes the decision tells apart (winerror.h); checked against
@@ -134,8 +133,8 @@ pub enum WalkReason {
         /// The journal's `NextUsn` now.
         next_usn: Usn,
     },
-    /// The journal's own numbers contradict each other (negative, first after next, next
-    /// past the maximum): not trusted.
+    /// The journal's own numbers contradict each other (a zero id, negative USNs, first
+    /// after next, next past the maximum): not trusted.
     Inconsistent(JournalData),
 }
 
@@ -158,7 +157,6 @@ impl fmt::Display for WalkReason {
                     )
                 }
                 Unavailable::Malformed => write!(f, "the change journal's answer is malformed"),
-                Unavailable::NotWindows => write!(f, "no change journal on this system"),
             },
             WalkReason::OtherVolume { stored, current } => write!(
                 f,
@@ -236,7 +234,8 @@ pub fn resume(
         Err(why) => return Resume::Walk(WalkReason::Unavailable(why.clone())),
     };
     let d = &now.data;
-    let consistent = d.first_usn >= 0
+    let consistent = d.journal_id != 0
+        && d.first_usn >= 0
         && d.lowest_valid_usn >= 0
         && d.first_usn <= d.next_usn
         && d.lowest_valid_usn <= d.next_usn
