@@ -227,3 +227,62 @@ pub fn journal(data: &[u8]) {
         }
     }
 }
+
+/// The USN change journal's records (`seekless-sys`'s `usn`): an output buffer of
+/// `FSCTL_READ_USN_JOURNAL` parsed and coalesced per file, the same bytes as records
+/// without the header and as `USN_JOURNAL_DATA`, and the resume decision on what parses.
+/// Each record is at least 8 bytes; a name never reaches past the buffer; after an error
+/// nothing more is read.
+pub fn usn(data: &[u8]) {
+    use seekless_sys::usn::{
+        Changes, JournalData, JournalPosition, JournalState, Records, parse_output, resume,
+    };
+    let walk = |records: Records<'_>, len: usize| {
+        let mut changes = Changes::new();
+        let mut count = 0;
+        let mut failed = false;
+        for entry in records {
+            assert!(!failed, "a record after an error");
+            count += 1;
+            match entry {
+                Ok(e) => {
+                    if let seekless_sys::usn::Entry::Change(r) = e {
+                        assert!(r.name_units().len() * 2 <= len);
+                        let _ = r.name_lossy();
+                    }
+                    changes.add(&e);
+                }
+                Err(e) => {
+                    assert!(e.offset < len);
+                    let _ = e.to_string();
+                    failed = true;
+                }
+            }
+        }
+        assert!(count <= len / 8 + 1, "{count} records from {len} bytes");
+        for c in changes.files() {
+            let _ = (
+                c.created(),
+                c.data_changed(),
+                c.metadata_only(),
+                c.renamed(),
+            );
+        }
+    };
+    if let Ok((next, records)) = parse_output(data) {
+        walk(records, data.len());
+        if let Ok(d) = JournalData::parse(data) {
+            let now = JournalState {
+                volume_serial: d.journal_id as u32,
+                data: d,
+            };
+            let stored = JournalPosition {
+                volume_serial: now.volume_serial,
+                journal_id: d.journal_id,
+                next_usn: next,
+            };
+            let _ = resume(Some(&stored), Ok(&now));
+        }
+    }
+    walk(Records::new(data), data.len());
+}

@@ -44,7 +44,10 @@
 //!   [`local_now`];
 //! - watching: [`DirWatch`] ([`WatchEvent`], [`Change`], [`watch_limit`]);
 //! - scopes: [`Scope`] (whether a path is at or under a folder, as copy, index and dupes
-//!   ask it); errors: [`describe_io`]; locks: [`sync`] (what a poisoned lock means here).
+//!   ask it); errors: [`describe_io`]; locks: [`sync`] (what a poisoned lock means here);
+//! - change journals: [`usn`] (the NTFS/ReFS USN journal: its records parsed from
+//!   untrusted bytes and coalesced per file, whether a catch-up may read from a stored
+//!   position or must walk, and on Windows the live reader).
 //!
 //! Where each file's data lies (FIEMAP, FIBMAP, retrieval pointers, `F_LOG2PHYS_EXT`),
 //! which disk a filesystem is on, and how a pool is laid out are the planner's, private
@@ -59,6 +62,7 @@ mod os;
 mod path_bytes;
 mod scope;
 pub mod sync;
+pub mod usn;
 mod volume;
 mod watch;
 

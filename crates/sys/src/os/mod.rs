@@ -73,6 +73,8 @@ pub use macos::*;
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
+pub(crate) use windows::journal;
+#[cfg(windows)]
 pub use windows::*;
 
 #[cfg(not(any(target_os = "linux", target_os = "macos", windows)))]

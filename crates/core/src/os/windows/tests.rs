@@ -11,18 +11,7 @@ use crate::os::{drop_cache, file_id, is_root, open_to_locate, open_to_read, pref
 use crate::plan::{Order, Plan, PlanOptions};
 use crate::report::Reporter;
 use seekless_sys::FileId;
-
-/// Whether we run under Wine: its ntdll exports `wine_get_version`.
-fn is_wine() -> bool {
-    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleW, GetProcAddress};
-    let ntdll: Vec<u16> = "ntdll.dll\0".encode_utf16().collect();
-    // SAFETY: both strings are NUL-terminated; ntdll is loaded in every process, and the
-    // module handle is not kept past this call.
-    unsafe {
-        let module = GetModuleHandleW(ntdll.as_ptr());
-        !module.is_null() && GetProcAddress(module, c"wine_get_version".as_ptr().cast()).is_some()
-    }
-}
+use seekless_sys::ioctl::is_wine;
 
 #[derive(Default)]
 struct Errors(Mutex<Vec<String>>);

@@ -12,8 +12,7 @@ use std::io;
 use std::os::windows::fs::OpenOptionsExt;
 
 use windows_sys::Win32::Storage::FileSystem::{
-    GetDiskFreeSpaceW, GetDriveTypeW, GetVolumeNameForVolumeMountPointW, GetVolumePathNameW,
-    IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS,
+    GetDiskFreeSpaceW, GetDriveTypeW, IOCTL_VOLUME_GET_VOLUME_DISK_EXTENTS,
 };
 use windows_sys::Win32::System::Ioctl::{
     FSCTL_GET_RETRIEVAL_POINTER_BASE, IOCTL_STORAGE_QUERY_PROPERTY,
@@ -22,7 +21,7 @@ use windows_sys::Win32::System::Ioctl::{
 use super::retrieval::Geometry;
 use crate::disk::Disk;
 use crate::fs_kind::FsKind;
-use seekless_sys::ioctl::{self, Aligned, device_io_control};
+use seekless_sys::ioctl::{self, Aligned, device_io_control, is_unc, volume_device, volume_root};
 
 /// `GetDriveTypeW` answers (winbase.h).
 const DRIVE_REMOTE: u32 = 4;
@@ -99,66 +98,10 @@ fn wide(s: &str) -> Vec<u16> {
     s.encode_utf16().chain(std::iter::once(0)).collect()
 }
 
-fn is_unc(root: &str) -> bool {
-    (root.starts_with(r"\\") && !root.starts_with(r"\\?\") && !root.starts_with(r"\\.\"))
-        || root.starts_with(r"\\?\UNC\")
-}
-
-/// The root of the volume holding `path` (`GetVolumePathNameW`), e.g. `C:\`.
-fn volume_root(path: &[u16]) -> Option<String> {
-    let path = ioctl::to_wide(path);
-    let mut root = [0u16; 1024];
-    // SAFETY: `path` is NUL-terminated; `root` is writable for its length in characters.
-    let ok = unsafe { GetVolumePathNameW(path.as_ptr(), root.as_mut_ptr(), root.len() as u32) };
-    if ok != 0 {
-        return Some(ioctl::from_wide(&root));
-    }
-    // Fall back to the drive letter of `\\?\C:\…`.
-    let text = ioctl::from_wide(&path);
-    let rest = text.strip_prefix(r"\\?\").unwrap_or(&text);
-    let b = rest.as_bytes();
-    (b.len() >= 2 && b[1] == b':').then(|| format!(r"{}:\", &rest[..1]))
-}
-
 fn drive_type(root: &str) -> u32 {
     let w = wide(root);
     // SAFETY: `w` is a NUL-terminated UTF-16 string.
     unsafe { GetDriveTypeW(w.as_ptr()) }
-}
-
-/// The device path to open a volume by (`\\.\C:` or `\\?\Volume{…}`, no trailing
-/// backslash, which would open its root directory instead).
-pub fn device_path(root: &str) -> Option<String> {
-    if is_unc(root) {
-        return None;
-    }
-    let rest = root.strip_prefix(r"\\?\").unwrap_or(root);
-    let b = rest.as_bytes();
-    if b.len() >= 2 && b[1] == b':' && (b.len() == 2 || rest[2..] == *r"\") {
-        return Some(format!(r"\\.\{}:", &rest[..1]));
-    }
-    if rest.starts_with("Volume{") {
-        return Some(format!(r"\\?\{}", rest.trim_end_matches('\\')));
-    }
-    None
-}
-
-/// The device path of the volume mounted at `root`, asking Windows for its GUID name when
-/// `root` is a folder mount point.
-fn volume_device(root: &str) -> Option<String> {
-    if let Some(p) = device_path(root) {
-        return Some(p);
-    }
-    let w = wide(root);
-    let mut name = [0u16; 64];
-    // SAFETY: `w` is NUL-terminated; `name` is writable for its length (a volume GUID path
-    // is 49 characters plus NUL).
-    let ok = unsafe {
-        GetVolumeNameForVolumeMountPointW(w.as_ptr(), name.as_mut_ptr(), name.len() as u32)
-    };
-    (ok != 0)
-        .then(|| ioctl::from_wide(&name))
-        .and_then(|n| device_path(&n))
 }
 
 /// Cluster size from `GetDiskFreeSpaceW`, and the cluster heap's start from
@@ -328,20 +271,6 @@ mod tests {
         assert_eq!(kind_of_name("FAT"), FsKind::Vfat);
         assert_eq!(kind_of_name("exFAT"), FsKind::Exfat);
         assert_eq!(kind_of_name("UDF"), FsKind::Other);
-    }
-
-    #[test]
-    fn volume_roots_become_device_paths() {
-        assert_eq!(device_path(r"C:\").as_deref(), Some(r"\\.\C:"));
-        assert_eq!(device_path(r"\\?\D:\").as_deref(), Some(r"\\.\D:"));
-        let guid = r"\\?\Volume{01234567-89ab-cdef-0123-456789abcdef}\";
-        assert_eq!(
-            device_path(guid).as_deref(),
-            Some(r"\\?\Volume{01234567-89ab-cdef-0123-456789abcdef}")
-        );
-        assert_eq!(device_path(r"\\server\share\"), None);
-        assert_eq!(device_path(r"\\?\UNC\server\share\"), None);
-        assert_eq!(device_path(r"C:\mnt\disk2\"), None);
     }
 
     fn disk_extents(list: &[(u32, i64, i64)]) -> Vec<u8> {

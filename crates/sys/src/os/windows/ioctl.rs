@@ -10,7 +10,7 @@ use std::os::windows::io::AsRawHandle;
 use windows_sys::Win32::Foundation::HANDLE;
 use windows_sys::Win32::Storage::FileSystem::{
     BY_HANDLE_FILE_INFORMATION, GetFileInformationByHandle, GetFinalPathNameByHandleW,
-    GetVolumeInformationByHandleW,
+    GetVolumeInformationByHandleW, GetVolumeNameForVolumeMountPointW, GetVolumePathNameW,
 };
 use windows_sys::Win32::System::IO::DeviceIoControl;
 
@@ -159,4 +159,102 @@ pub fn to_wide(s: &[u16]) -> Vec<u16> {
     let mut w = s[..end].to_vec();
     w.push(0);
     w
+}
+
+/// Whether this process runs under Wine (its ntdll exports `wine_get_version`), where
+/// some answers are stubs: for tests that check what Wine does and skip what it cannot.
+pub fn is_wine() -> bool {
+    use windows_sys::Win32::System::LibraryLoader::{GetModuleHandleW, GetProcAddress};
+    let ntdll: Vec<u16> = "ntdll.dll\0".encode_utf16().collect();
+    // SAFETY: both strings are NUL-terminated; ntdll is loaded in every process, and the
+    // module handle is not kept past this call.
+    unsafe {
+        let module = GetModuleHandleW(ntdll.as_ptr());
+        !module.is_null() && GetProcAddress(module, c"wine_get_version".as_ptr().cast()).is_some()
+    }
+}
+
+/// A string as a NUL-terminated UTF-16 buffer.
+fn wide(s: &str) -> Vec<u16> {
+    s.encode_utf16().chain(std::iter::once(0)).collect()
+}
+
+/// Whether a volume root is a network share (`\\server\share\`, `\\?\UNC\…`).
+pub fn is_unc(root: &str) -> bool {
+    (root.starts_with(r"\\") && !root.starts_with(r"\\?\") && !root.starts_with(r"\\.\"))
+        || root.starts_with(r"\\?\UNC\")
+}
+
+/// The root of the volume holding `path` (`GetVolumePathNameW`), e.g. `C:\` or a folder
+/// a volume is mounted on; the drive letter of `\\?\C:\…` if the call fails.
+///
+/// <https://learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-getvolumepathnamew>
+pub fn volume_root(path: &[u16]) -> Option<String> {
+    let path = to_wide(path);
+    let mut root = [0u16; 1024];
+    // SAFETY: `path` is NUL-terminated; `root` is writable for its length in characters.
+    let ok = unsafe { GetVolumePathNameW(path.as_ptr(), root.as_mut_ptr(), root.len() as u32) };
+    if ok != 0 {
+        return Some(from_wide(&root));
+    }
+    let text = from_wide(&path);
+    let rest = text.strip_prefix(r"\\?\").unwrap_or(&text);
+    let b = rest.as_bytes();
+    (b.len() >= 2 && b[1] == b':').then(|| format!(r"{}:\", &rest[..1]))
+}
+
+/// The device path to open a volume by (`\\.\C:` or `\\?\Volume{…}`, no trailing
+/// backslash, which would open its root directory instead), for a root that names one.
+pub fn device_path(root: &str) -> Option<String> {
+    if is_unc(root) {
+        return None;
+    }
+    let rest = root.strip_prefix(r"\\?\").unwrap_or(root);
+    let b = rest.as_bytes();
+    if b.len() >= 2 && b[1] == b':' && (b.len() == 2 || rest[2..] == *r"\") {
+        return Some(format!(r"\\.\{}:", &rest[..1]));
+    }
+    if rest.starts_with("Volume{") {
+        return Some(format!(r"\\?\{}", rest.trim_end_matches('\\')));
+    }
+    None
+}
+
+/// The device path of the volume mounted at `root`, asking Windows for its GUID name when
+/// `root` is a folder mount point.
+///
+/// <https://learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-getvolumenameforvolumemountpointw>
+pub fn volume_device(root: &str) -> Option<String> {
+    if let Some(p) = device_path(root) {
+        return Some(p);
+    }
+    let w = wide(root);
+    let mut name = [0u16; 64];
+    // SAFETY: `w` is NUL-terminated; `name` is writable for its length (a volume GUID path
+    // is 49 characters plus NUL).
+    let ok = unsafe {
+        GetVolumeNameForVolumeMountPointW(w.as_ptr(), name.as_mut_ptr(), name.len() as u32)
+    };
+    (ok != 0)
+        .then(|| from_wide(&name))
+        .and_then(|n| device_path(&n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn volume_roots_become_device_paths() {
+        assert_eq!(device_path(r"C:\").as_deref(), Some(r"\\.\C:"));
+        assert_eq!(device_path(r"\\?\D:\").as_deref(), Some(r"\\.\D:"));
+        let guid = r"\\?\Volume{01234567-89ab-cdef-0123-456789abcdef}\";
+        assert_eq!(
+            device_path(guid).as_deref(),
+            Some(r"\\?\Volume{01234567-89ab-cdef-0123-456789abcdef}")
+        );
+        assert_eq!(device_path(r"\\server\share\"), None);
+        assert_eq!(device_path(r"\\?\UNC\server\share\"), None);
+        assert_eq!(device_path(r"C:\mnt\disk2\"), None);
+    }
 }

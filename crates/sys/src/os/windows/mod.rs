@@ -3,6 +3,8 @@
 
 /// The few Win32 calls made on open handles, as safe functions (core locates files with them).
 pub mod ioctl;
+/// The live change journal reader (`crate::usn::VolumeJournal`).
+pub(crate) mod journal;
 
 use std::fs::{DirEntry, File, Metadata, OpenOptions};
 use std::io;
