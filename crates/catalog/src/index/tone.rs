@@ -10,10 +10,9 @@
 //! 2. the highlights rolled off by the **BT.2390 EETF** (ITU-R BT.2390, the Hermite knee
 //!    in the PQ domain), from the frame's peak (PQ: its measured MaxCLL, the brightest
 //!    channel of any pixel; HLG: the 1000 cd/m² its OOTF assumes) down to **203 cd/m²,
-//!    the HDR reference white of ITU-R BT.2408, taken as SDR's white** (as mpv and
-//!    libplacebo show HDR on an SDR screen): what lies below the knee keeps its light;
-//!    (applied to each pixel's brightest component, the others scaled with it: hue and
-//!    saturation kept);
+//!    the HDR reference white of ITU-R BT.2408, taken as SDR's white**: what lies below
+//!    the knee keeps its light. It is applied to each pixel's brightest component and the
+//!    others are scaled with it, which keeps hue and saturation;
 //! 3. the primaries converted to BT.709's (from BT.2020 or Display P3), colours outside
 //!    BT.709 brought in by desaturating towards their luminance, then clipped at white;
 //! 4. the sRGB transfer function (IEC 61966-2-1), 8 bits.
