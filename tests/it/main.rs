@@ -60,6 +60,8 @@ mod index_errors; // the form of every stored error and stderr line over Pillow'
 #[cfg(target_os = "linux")]
 mod index_fields; // the catalog's fields against exiftool and ImageMagick on Pillow's test images
 #[cfg(target_os = "linux")]
+mod index_hdr; // HDR thumbnails tone-mapped: avifenc, heif-convert, Pillow; libavif's PQ/SDR pairs
+#[cfg(target_os = "linux")]
 mod index_media; // HEIC, AVIF, JPEG XL, camera raw and video against exiftool; ffmpeg, heif-enc
 #[cfg(target_os = "linux")]
 mod index_scope; // a second writer, which files, odd names, unreadable files, unmounted disks

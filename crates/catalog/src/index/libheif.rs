@@ -8,11 +8,17 @@
 //! applied, as libheif does by default; when the file carries a thumbnail item at least
 //! as large as the thumbnail asked for (iPhones store a 320-pixel one), that is decoded
 //! instead of the whole image.
+//!
+//! An HDR picture (its `colr` box's nclx profile says PQ or HLG) is decoded at its own bit
+//! depth and tone-mapped to SDR by [`tone`](super::tone); every other picture is decoded
+//! to 8-bit RGB as libheif gives it.
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::OnceLock;
 
 use libloading::Library;
+
+use super::tone::{Primaries, ToneMap, Transfer};
 
 /// libheif's `struct heif_error`.
 #[repr(C)]
@@ -28,8 +34,23 @@ type Handle = c_void;
 type Image = c_void;
 type ItemId = u32;
 
+/// The start of libheif's `struct heif_color_profile_nclx`: its version-1 fields, the
+/// same from 1.4 to today (`uint8_t version`, three enums (C `int`s), `uint8_t
+/// full_range_flag`, then the decoded chromaticities, not read). libheif allocates it;
+/// only these fields are read through the pointer it returns.
+#[repr(C)]
+struct Nclx {
+    _version: u8,
+    colour_primaries: c_int,
+    transfer_characteristics: c_int,
+    _matrix_coefficients: c_int,
+    _full_range_flag: u8,
+}
+
 const COLORSPACE_RGB: c_int = 1;
 const CHROMA_INTERLEAVED_RGB: c_int = 10;
+/// 16 bits a sample, little-endian, the picture's own bit depth in the low bits.
+const CHROMA_INTERLEAVED_RRGGBB_LE: c_int = 14;
 const CHANNEL_INTERLEAVED: c_int = 10;
 
 /// The functions used, resolved once.
@@ -56,6 +77,15 @@ struct Api {
     image_height: unsafe extern "C" fn(*const Image, c_int) -> c_int,
     plane: unsafe extern "C" fn(*const Image, c_int, *mut c_int) -> *const u8,
     image_release: unsafe extern "C" fn(*const Image),
+    /// For HDR pictures (libheif ≥ 1.4 has them; without them every picture is SDR).
+    hdr: Option<HdrApi>,
+}
+
+/// What reading an nclx profile and decoding at high bit depth take.
+struct HdrApi {
+    nclx: unsafe extern "C" fn(*const Handle, *mut *mut Nclx) -> HeifError,
+    nclx_free: unsafe extern "C" fn(*mut Nclx),
+    bits_range: unsafe extern "C" fn(*const Image, c_int) -> c_int,
 }
 
 /// The library's name and major version: its files' names, most specific first, are
@@ -127,6 +157,15 @@ fn load() -> Option<Api> {
             image_height: *lib.get(b"heif_image_get_height\0").ok()?,
             plane: *lib.get(b"heif_image_get_plane_readonly\0").ok()?,
             image_release: *lib.get(b"heif_image_release\0").ok()?,
+            hdr: (|| {
+                Some(HdrApi {
+                    nclx: *lib
+                        .get(b"heif_image_handle_get_nclx_color_profile\0")
+                        .ok()?,
+                    nclx_free: *lib.get(b"heif_nclx_color_profile_free\0").ok()?,
+                    bits_range: *lib.get(b"heif_image_get_bits_per_pixel_range\0").ok()?,
+                })
+            })(),
             _lib: lib,
         })
     }
@@ -156,6 +195,8 @@ pub struct Rgb {
     pub rgb: Vec<u8>,
     /// `thumbnail` when the file's own thumbnail item was decoded, else `full`.
     pub source: &'static str,
+    /// The HDR transfer the picture was tone-mapped from, if it was.
+    pub tone_mapped: Option<Transfer>,
 }
 
 /// Releases what libheif allocated, in reverse order, however the decode ends.
@@ -239,18 +280,16 @@ pub fn decode(data: &[u8], size: u32, max_pixels: u64) -> Result<Rgb, String> {
             max_pixels / 1_000_000
         ));
     }
+    let hdr = hdr_of(api, handle);
+    let chroma = if hdr.is_some() {
+        CHROMA_INTERLEAVED_RRGGBB_LE
+    } else {
+        CHROMA_INTERLEAVED_RGB
+    };
     let mut image = std::ptr::null_mut();
     // SAFETY: `handle` is live; `image` an out-pointer; null options mean the defaults
     // (transformations applied).
-    check(unsafe {
-        (api.decode)(
-            handle,
-            &mut image,
-            COLORSPACE_RGB,
-            CHROMA_INTERLEAVED_RGB,
-            std::ptr::null(),
-        )
-    })?;
+    check(unsafe { (api.decode)(handle, &mut image, COLORSPACE_RGB, chroma, std::ptr::null()) })?;
     owned.image = image;
     // SAFETY: `image` is a live decoded image with an interleaved plane.
     let (width, height) = unsafe {
@@ -259,26 +298,93 @@ pub fn decode(data: &[u8], size: u32, max_pixels: u64) -> Result<Rgb, String> {
             (api.image_height)(image, CHANNEL_INTERLEAVED),
         )
     };
+    let bytes_per_pixel = if hdr.is_some() { 6 } else { 3 };
     let mut stride: c_int = 0;
     // SAFETY: as above; `stride` is an out-pointer.
     let plane = unsafe { (api.plane)(image, CHANNEL_INTERLEAVED, &mut stride) };
-    if plane.is_null() || width <= 0 || height <= 0 || (stride as i64) < width as i64 * 3 {
+    if plane.is_null()
+        || width <= 0
+        || height <= 0
+        || (stride as i64) < width as i64 * bytes_per_pixel
+    {
         return Err("libheif gave no RGB plane".into());
     }
     let (width, height, stride) = (width as usize, height as usize, stride as usize);
+    let row_len = width * bytes_per_pixel as usize;
+    // SAFETY: libheif's plane holds `height` rows of `stride` bytes, each starting with
+    // `width` pixels of `bytes_per_pixel` bytes (checked above: stride ≥ that), and `row`
+    // is only called with y < height; the plane lives until `owned` releases the image,
+    // after the last use of `row`.
+    let row = |y: usize| unsafe { std::slice::from_raw_parts(plane.add(y * stride), row_len) };
     let mut rgb = Vec::with_capacity(width * height * 3);
-    for y in 0..height {
-        // SAFETY: libheif's plane holds `height` rows of `stride` bytes, each starting
-        // with `width` RGB pixels (checked above: stride ≥ width × 3); it lives until
-        // `owned` releases the image below.
-        let row = unsafe { std::slice::from_raw_parts(plane.add(y * stride), width * 3) };
-        rgb.extend_from_slice(row);
-    }
+    let tone_mapped = match hdr {
+        None => {
+            for y in 0..height {
+                rgb.extend_from_slice(row(y));
+            }
+            None
+        }
+        Some((transfer, primaries, api)) => {
+            // SAFETY: `image` is live; the interleaved channel exists (its plane is above).
+            let bits = unsafe { (api.bits_range)(image, CHANNEL_INTERLEAVED) };
+            if !(1..=16).contains(&bits) {
+                return Err(format!(
+                    "libheif gives the HDR picture {bits} bits a sample"
+                ));
+            }
+            let samples = |y: usize| {
+                row(y)
+                    .chunks_exact(2)
+                    .map(|s| u16::from_le_bytes([s[0], s[1]]))
+            };
+            // PQ's EETF starts from the frame's peak: one pass to find it.
+            let peak = match transfer {
+                Transfer::Pq => (0..height).map(|y| samples(y).max().unwrap_or(0)).max(),
+                Transfer::Hlg => None,
+            };
+            let map = ToneMap::new(transfer, primaries, bits as u32, peak.unwrap_or(0).into());
+            for y in 0..height {
+                let mut s = samples(y);
+                while let (Some(r), Some(g), Some(b)) = (s.next(), s.next(), s.next()) {
+                    rgb.extend_from_slice(&map.pixel([r, g, b]));
+                }
+            }
+            Some(transfer)
+        }
+    };
     drop(owned);
     Ok(Rgb {
         width: width as u32,
         height: height as u32,
         rgb,
         source,
+        tone_mapped,
     })
+}
+
+/// The HDR transfer and the primaries of the picture `handle` decodes to, from its nclx
+/// profile (libheif returns the `colr` box's; one in the coded stream only is not seen),
+/// when the transfer is PQ or HLG; `None` for every other picture (SDR, an ICC profile,
+/// no profile, a libheif without these functions).
+fn hdr_of(api: &Api, handle: *mut Handle) -> Option<(Transfer, Primaries, &HdrApi)> {
+    let hdr = api.hdr.as_ref()?;
+    let mut nclx: *mut Nclx = std::ptr::null_mut();
+    // SAFETY: `handle` is a live handle and `nclx` an out-pointer; libheif allocates the
+    // profile, which is freed below whatever it holds.
+    let error = unsafe { (hdr.nclx)(handle, &mut nclx) };
+    if error.code != 0 || nclx.is_null() {
+        return None;
+    }
+    // SAFETY: `nclx` points at a live profile of at least version 1 (every libheif that
+    // has this function fills those fields); only they are read, then it is freed once.
+    let (primaries, transfer) = unsafe {
+        let p = ((*nclx).colour_primaries, (*nclx).transfer_characteristics);
+        (hdr.nclx_free)(nclx);
+        p
+    };
+    Some((
+        Transfer::from_h273(transfer)?,
+        Primaries::from_h273(primaries),
+        hdr,
+    ))
 }

@@ -42,6 +42,7 @@ mod reading;
 mod roots;
 pub(crate) mod taken;
 mod thumb;
+mod tone;
 mod video;
 mod volumes;
 mod watch;

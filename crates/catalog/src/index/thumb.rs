@@ -9,7 +9,8 @@
 //! (`fast_image_resize`), the EXIF orientation applied to the small result, and a JPEG
 //! encode (`jpeg-encoder`, quality [`QUALITY`]). A camera raw file's thumbnail is made
 //! from the largest JPEG preview it carries, oriented as the raw says; HEIC and AVIF are
-//! decoded by the system's libheif (`index::libheif`), loaded at run time; a
+//! decoded by the system's libheif (`index::libheif`), loaded at run time (an HDR one,
+//! PQ or HLG, tone-mapped to SDR by `index::tone`); a
 //! video's from a frame a tenth into it, by `ffmpeg` when installed
 //! (`index::video`), else from its embedded cover art. What has no decoder here
 //! (JPEG XL; HEIF without libheif; video without ffmpeg or cover) gets a recorded "no
@@ -78,7 +79,9 @@ pub struct MadeThumbnail {
     /// `exif` (the JPEG's EXIF thumbnail, when large enough and of the image's aspect
     /// ratio), `full` (the whole image decoded), `preview` (a raw file's embedded JPEG),
     /// `heif-thumbnail` (a HEIF's own thumbnail item), `frame` (a video's frame, by
-    /// ffmpeg) or `cover` (a video's cover art).
+    /// ffmpeg) or `cover` (a video's cover art). A HEIF or AVIF in HDR tone-mapped to SDR
+    /// says from which transfer after a `+`: `full+pq`, `full+hlg`, `heif-thumbnail+pq`,
+    /// `heif-thumbnail+hlg`.
     pub source: &'static str,
     /// The thumbnail as a baseline JPEG.
     pub jpeg: Vec<u8>,
@@ -217,15 +220,22 @@ fn visual_inner(
         }
         Some((_, Some(Decoder::Libheif))) => {
             let max = u64::from(opts.max_megapixels) * 1_000_000;
-            super::libheif::decode(data, size, max).map(|d| Pixels {
-                width: d.width,
-                height: d.height,
-                rgb: d.rgb,
-                source: if d.source == "thumbnail" {
-                    "heif-thumbnail"
-                } else {
-                    "full"
-                },
+            super::libheif::decode(data, size, max).map(|d| {
+                use super::tone::Transfer::{Hlg, Pq};
+                let source = match (d.source == "thumbnail", d.tone_mapped) {
+                    (true, None) => "heif-thumbnail",
+                    (true, Some(Pq)) => "heif-thumbnail+pq",
+                    (true, Some(Hlg)) => "heif-thumbnail+hlg",
+                    (false, None) => "full",
+                    (false, Some(Pq)) => "full+pq",
+                    (false, Some(Hlg)) => "full+hlg",
+                };
+                Pixels {
+                    width: d.width,
+                    height: d.height,
+                    rgb: d.rgb,
+                    source,
+                }
             })
         }
         Some((_, Some(Decoder::Jpeg))) => decode_jpeg(data, size, opts.max_megapixels),
