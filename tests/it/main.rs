@@ -22,6 +22,8 @@ mod order; // the listing's orders and a closed pipe
 #[cfg(target_os = "linux")]
 mod bench; // fragmented corpora (hole punching), drop_caches, FIEMAP
 #[cfg(target_os = "linux")]
+mod btrfs_changes; // seekless_sys::btrfs_changes_since on btrfs loops: each kind of change, a subvolume, a bind mount, no CAP_SYS_ADMIN
+#[cfg(target_os = "linux")]
 mod check; // --check against GNU coreutils' sha256sum -c / md5sum -c
 #[cfg(target_os = "linux")]
 mod copy; // cp -a, rsync, diff -r, getfattr; the tree as cp -a makes it, incremental runs

@@ -42,7 +42,9 @@
 //!   [`set_no_follow_no_wait`]; owners and links: [`process_uid`], [`link_count`]; names:
 //!   [`name_cut_to`], [`is_descriptor_name`], [`stdout_if_same`], [`slashed`],
 //!   [`local_now`];
-//! - watching: [`DirWatch`] ([`WatchEvent`], [`Change`], [`watch_limit`]);
+//! - watching: [`DirWatch`] ([`WatchEvent`], [`Change`], [`watch_limit`]); catching up
+//!   without a walk: [`btrfs_changes_since`] ([`BtrfsChanges`]: the directories of a btrfs
+//!   subvolume that changed since a generation);
 //! - scopes: [`Scope`] (whether a path is at or under a folder, as copy, index and dupes
 //!   ask it); errors: [`describe_io`]; locks: [`sync`] (what a poisoned lock means here);
 //! - change journals: [`usn`] (the NTFS/ReFS USN journal: its records parsed from
@@ -56,6 +58,7 @@
 #![warn(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod btrfs;
 mod c_escape;
 mod file_id;
 mod os;
@@ -66,6 +69,7 @@ pub mod usn;
 mod volume;
 mod watch;
 
+pub use btrfs::{BtrfsChanges, btrfs_changes_since};
 pub use c_escape::push_c_escape;
 pub use file_id::FileId;
 pub use os::*;

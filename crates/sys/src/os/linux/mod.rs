@@ -1,6 +1,7 @@
 //! Linux: paths of any length, `getdents64` listings, `readahead(2)`/`posix_fadvise`
 //! hints, opening without updating atime, and the calls every Unix shares.
 
+mod btrfs;
 mod dirents;
 mod hints;
 mod longpath;
@@ -20,6 +21,7 @@ pub use super::unix::{
     allocated_bytes, await_prefetch, change_time, dir_entry_ino, file_id, open_file_limit,
     raise_open_file_limit, sync_filesystems,
 };
+pub use btrfs::btrfs_changes_since;
 pub use dirents::list_open_dir;
 pub use hints::{drop_all_caches, drop_cache, prefetch};
 pub use longpath::{

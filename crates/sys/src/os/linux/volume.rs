@@ -18,9 +18,9 @@ const BTRFS_IOC_FS_INFO: libc::c_ulong = (2 << 30) | (1024 << 16) | (0x94 << 8) 
 /// `BTRFS_IOC_INO_LOOKUP`: `_IOWR(0x94, 18, struct btrfs_ioctl_ino_lookup_args)` (4,096
 /// bytes: tree id, object id, name). With tree id 0 and object id 256 it is unprivileged
 /// and fills in the id of the subvolume holding the descriptor.
-const BTRFS_IOC_INO_LOOKUP: libc::c_ulong = (3 << 30) | (4096 << 16) | (0x94 << 8) | 18;
+pub(super) const BTRFS_IOC_INO_LOOKUP: libc::c_ulong = (3 << 30) | (4096 << 16) | (0x94 << 8) | 18;
 /// `BTRFS_FIRST_FREE_OBJECTID`: a subvolume's root directory.
-const BTRFS_FIRST_FREE_OBJECTID: u64 = 256;
+pub(super) const BTRFS_FIRST_FREE_OBJECTID: u64 = 256;
 
 /// The volume of the directory or regular file open as `file` (`path` is its name, for
 /// the mount table).
@@ -35,7 +35,8 @@ pub(crate) fn volume_of_open(file: &File, path: &Path) -> io::Result<VolumeIdent
     if unsafe { libc::fstatfs(fd, &mut st) } != 0 {
         return Err(io::Error::last_os_error());
     }
-    if st.f_type as i64 == libc::BTRFS_SUPER_MAGIC as i64
+    // f_type is an i64 here, 32 bits on some architectures: compared as the 32 bits it is.
+    if (st.f_type as u64 & 0xffff_ffff) == libc::BTRFS_SUPER_MAGIC as u64
         && let Some(key) = btrfs_key(fd)
     {
         return Ok(VolumeIdentity::new(key, IdentitySource::Uuid, dev));
