@@ -337,7 +337,7 @@ pub(super) fn moved_and_gone(
     opts: &IndexOptions,
     reporter: &dyn Reporter,
     summary: &mut IndexSummary,
-) -> (Vec<(i64, Vec<u8>)>, Forget, BTreeSet<i64>) {
+) -> MovedAndGone {
     let scopes: Vec<Scope> = roots
         .iter()
         .map(|(r, _)| Scope::of_resolved(r.clone()))
@@ -411,7 +411,19 @@ pub(super) fn moved_and_gone(
     let left: HashSet<i64> = gone.into_values().collect();
     forget.retain(|id| left.contains(&id) && !kept.contains(&id));
     summary.removed = forget.len() as u64;
-    (moved, forget, offline)
+    MovedAndGone {
+        moved,
+        forget,
+        offline,
+    }
+}
+
+/// What phase 6 decided: the rows that moved (id, new path bytes), what may be
+/// forgotten, and the volumes found absent (offline).
+pub(super) struct MovedAndGone {
+    pub(super) moved: Vec<(i64, Vec<u8>)>,
+    pub(super) forget: Forget,
+    pub(super) offline: BTreeSet<i64>,
 }
 
 /// The filesystem of a row, as far as a move goes: its volume, or only its device number

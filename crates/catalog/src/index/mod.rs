@@ -65,7 +65,8 @@ use seekless_core::read::{self, ReadOptions};
 use seekless_sys::path_to_bytes;
 
 use decide::{
-    Decided, decide_known, decide_sidecars, gone_sidecars, links, moved_and_gone, rows_of_unopened,
+    Decided, MovedAndGone, decide_known, decide_sidecars, gone_sidecars, links, moved_and_gone,
+    rows_of_unopened,
 };
 use reading::read_and_write;
 use roots::{Walked, absent_roots, offline_under_absent_roots, own_files, roots_before_walk, walk};
@@ -293,7 +294,11 @@ fn run_locked(
     let failed_rows = rows_of_unopened(unopened, &mut known, &mut known_sidecars, &mut summary);
     let forget_sidecars = gone_sidecars(&known_sidecars, &roots, &clearance, &volumes, opts);
     summary.sidecars_removed = forget_sidecars.len() as u64;
-    let (moved, forget, vanished) = moved_and_gone(
+    let MovedAndGone {
+        moved,
+        forget,
+        offline: vanished,
+    } = moved_and_gone(
         &plan,
         &known,
         &roots,

@@ -419,7 +419,7 @@ mod tests {
         assert_eq!(dirs, [root.join("a"), root.join("c")]);
         assert!(s.pending.is_empty());
         s.pending.insert(t.path().to_path_buf(), now);
-        assert_eq!(s.due(false).unwrap(), [root.clone()]);
+        assert_eq!(s.due(false).unwrap(), std::slice::from_ref(&root));
         assert_eq!(s.due(false), None, "nothing pending");
     }
 
@@ -437,13 +437,14 @@ mod tests {
             change,
         };
         s.note(told(Change::Writing), now);
-        assert_eq!(s.due(false).unwrap(), [root.clone()]);
+        assert_eq!(s.due(false).unwrap(), std::slice::from_ref(&root));
         assert!(s.still_written().contains(&bytes), "held out");
         s.note(told(Change::Closed), now);
         assert!(s.still_written().is_empty());
-        assert_eq!(s.due(false).unwrap(), [root.clone()]);
+        assert_eq!(s.due(false).unwrap(), std::slice::from_ref(&root));
         assert!(
-            s.written_under(&[root.clone()]).contains(&bytes),
+            s.written_under(std::slice::from_ref(&root))
+                .contains(&bytes),
             "read again"
         );
         assert!(s.written_under(&[root]).is_empty(), "once");
