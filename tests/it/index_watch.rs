@@ -47,7 +47,7 @@ impl Watcher {
         } else {
             seekless()
         };
-        let mut child = cmd
+        let child = cmd
             .args(["index", "--watch", "--summary", "--settle", settle, "--db"])
             .arg(db)
             .arg(root)
@@ -55,6 +55,13 @@ impl Watcher {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
+        let mut w = Watcher::of(child, db);
+        w.first_run();
+        w
+    }
+
+    /// The watcher `child` (its stderr piped), writing the catalog `db`.
+    fn of(mut child: Child, db: &Path) -> Watcher {
         let err = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -64,14 +71,12 @@ impl Watcher {
                 }
             }
         });
-        let mut w = Watcher {
+        Watcher {
             child,
             lines: rx,
             said: Vec::new(),
             db: db.to_path_buf(),
-        };
-        w.first_run();
-        w
+        }
     }
 
     /// Waits for the first run's closing line.
@@ -421,7 +426,7 @@ fn past_the_inotify_limit_directories_not_watched_are_walked_at_intervals_and_sa
         db.display(),
         lib.display()
     );
-    let mut child = Command::new("setpriv")
+    let child = Command::new("setpriv")
         .args([
             "--reuid=65534",
             "--regid=65534",
@@ -437,21 +442,7 @@ fn past_the_inotify_limit_directories_not_watched_are_walked_at_intervals_and_sa
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let err = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut w = Watcher {
-        child,
-        lines: rx,
-        said: Vec::new(),
-        db: db.clone(),
-    };
+    let mut w = Watcher::of(child, &db);
     w.first_run();
     assert!(
         w.said.iter().any(

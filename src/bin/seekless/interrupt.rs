@@ -41,29 +41,7 @@ mod unix {
     /// Installs [`on_stop`](fn@on_stop) for the signals not ignored.
     pub fn install_stop() {
         static INSTALL: Once = Once::new();
-        INSTALL.call_once(|| {
-            for sig in SIGNALS {
-                // SAFETY: as in `install`: `old` is only read into.
-                let ignored = unsafe {
-                    let mut old: libc::sigaction = std::mem::zeroed();
-                    libc::sigaction(sig, ptr::null(), &mut old) == 0
-                        && old.sa_sigaction == libc::SIG_IGN
-                };
-                if ignored {
-                    continue;
-                }
-                // SAFETY: the handler is an `extern "C" fn(c_int)` making only
-                // async-signal-safe calls; the struct is fully initialised.
-                unsafe {
-                    let mut action: libc::sigaction = std::mem::zeroed();
-                    action.sa_sigaction =
-                        on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
-                    action.sa_flags = libc::SA_RESTART;
-                    libc::sigemptyset(&mut action.sa_mask);
-                    libc::sigaction(sig, &action, ptr::null_mut());
-                }
-            }
-        });
+        INSTALL.call_once(|| install_handler(on_stop));
     }
 
     /// Async-signal-safe only: an atomic swap; the second time, `sigaction` and `raise`.
@@ -81,6 +59,12 @@ mod unix {
     }
 
     fn install() {
+        install_handler(on_signal);
+    }
+
+    /// Installs `handler` for each of [`SIGNALS`] not ignored when we started (`nohup`
+    /// keeps them ignored).
+    fn install_handler(handler: extern "C" fn(libc::c_int)) {
         for sig in SIGNALS {
             // SAFETY: sigaction with a zeroed (valid: empty mask, no flags) struct, only
             // to read the current action into `old`.
@@ -89,16 +73,15 @@ mod unix {
                 libc::sigaction(sig, ptr::null(), &mut old) == 0
                     && old.sa_sigaction == libc::SIG_IGN
             };
-            // A signal ignored when we started (`nohup`) stays ignored.
             if ignored {
                 continue;
             }
             // SAFETY: the handler is an `extern "C" fn(c_int)` that makes only
-            // async-signal-safe calls (see `on_signal`); the struct is fully initialised
-            // (zeroed: empty mask, then the handler and flags set).
+            // async-signal-safe calls (see `on_signal`, `on_stop`); the struct is fully
+            // initialised (zeroed: empty mask, then the handler and flags set).
             unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                action.sa_sigaction = handler as libc::sighandler_t;
                 action.sa_flags = libc::SA_RESTART;
                 libc::sigemptyset(&mut action.sa_mask);
                 libc::sigaction(sig, &action, ptr::null_mut());

@@ -251,10 +251,11 @@ impl DirWatch {
         if fds[1].revents & (libc::POLLPRI | libc::POLLERR) != 0 {
             out.push(WatchEvent::MountsChanged);
             // A filesystem mounted again is another superblock: marked afresh as the
-            // caller adds its directories again.
+            // caller adds its directories again. The filesystems' ids stay known, so
+            // that the events of the meantime are still resolved (an edit in place that
+            // put the mtime back is known by its event alone).
             if let Some(fan) = &mut self.fan {
                 fan.marked.clear();
-                fan.by_fsid.clear();
             }
             // Read to the end: the next change marks it again.
             if let Some(f) = &mut self.mounts {
@@ -273,7 +274,9 @@ impl DirWatch {
         Ok(())
     }
 
-    fn read_events(&mut self, out: &mut Vec<WatchEvent>) -> io::Result<()> {
+    /// Reads what the descriptor has into `buf` (whole events only): the bytes read, or
+    /// `None` when there is nothing more for now.
+    fn read_some(&mut self) -> io::Result<Option<usize>> {
         loop {
             // SAFETY: `buf` is valid for writes of its length for the call; the kernel
             // writes whole events only.
@@ -287,15 +290,17 @@ impl DirWatch {
             if n < 0 {
                 let e = io::Error::last_os_error();
                 return match e.kind() {
-                    io::ErrorKind::WouldBlock => Ok(()),
+                    io::ErrorKind::WouldBlock => Ok(None),
                     io::ErrorKind::Interrupted => continue,
                     _ => Err(e),
                 };
             }
-            let n = n as usize;
-            if n == 0 {
-                return Ok(());
-            }
+            return Ok((n > 0).then_some(n as usize));
+        }
+    }
+
+    fn read_events(&mut self, out: &mut Vec<WatchEvent>) -> io::Result<()> {
+        while let Some(n) = self.read_some()? {
             let header = std::mem::size_of::<libc::inotify_event>();
             let mut at = 0;
             while at + header <= n {
@@ -313,35 +318,16 @@ impl DirWatch {
                 self.translate(&ev, &name, out);
             }
         }
+        Ok(())
     }
 
     fn read_fan_events(&mut self, out: &mut Vec<WatchEvent>) -> io::Result<()> {
-        loop {
-            // SAFETY: `buf` is valid for writes of its length for the call; the kernel
-            // writes whole events only.
-            let n = unsafe {
-                libc::read(
-                    self.fd.as_raw_fd(),
-                    self.buf.as_mut_ptr().cast(),
-                    self.buf.len(),
-                )
-            };
-            if n < 0 {
-                let e = io::Error::last_os_error();
-                return match e.kind() {
-                    io::ErrorKind::WouldBlock => Ok(()),
-                    io::ErrorKind::Interrupted => continue,
-                    _ => Err(e),
-                };
-            }
-            let n = n as usize;
-            if n == 0 {
-                return Ok(());
-            }
+        while let Some(n) = self.read_some()? {
             for (mask, fsid, handle, name) in fan_events(&self.buf[..n]) {
                 self.translate_fan(mask, fsid, &handle, &name, out);
             }
         }
+        Ok(())
     }
 
     /// One fanotify event: the directory its handle names (resolved on a marked
