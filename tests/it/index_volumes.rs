@@ -122,18 +122,13 @@ fn a_drive_not_mounted_is_offline_its_rows_kept_until_it_is_back() {
     std::fs::create_dir_all(&sub).unwrap();
     gifs(&[root.join("top.gif")]);
     gifs(&[fs.path("d/a.gif"), fs.path("d/b.gif")]);
-    let bind = |from: &Path, at: &Path| run(Command::new("mount").arg("--bind").arg(from).arg(at));
-    bind(&fs.path("d"), &sub);
-    let mut mounted = Some(Held(sub.clone()));
+    let mounted = Held::bind(&fs.path("d"), &sub);
     assert_exit(&index(&db, &[root.as_os_str()]), 0);
     assert_eq!(volumes(&db).len(), 2, "{:?}", volumes(&db));
     assert!(query(&db, "SELECT * FROM offline").is_empty());
 
     // Unplugged: its rows stay, listed as offline with their volume, and the run says so.
-    run(Command::new("umount").arg(&sub));
-    if let Some(h) = mounted.take() {
-        std::mem::forget(h);
-    }
+    mounted.unmount();
     let away = index(&db, &[root.as_os_str()]);
     assert_exit(&away, 1);
     assert!(
@@ -165,8 +160,7 @@ fn a_drive_not_mounted_is_offline_its_rows_kept_until_it_is_back() {
     );
 
     // Back: nothing read, nothing offline.
-    bind(&fs.path("d"), &sub);
-    let _mounted = Held(sub.clone());
+    let _mounted = Held::bind(&fs.path("d"), &sub);
     let back = index(&db, &[os("--summary"), root.as_os_str()]);
     assert_exit(&back, 0);
     assert_eq!(closing_counts(&back)["unchanged"], 3, "{}", stderr(&back));
@@ -198,20 +192,16 @@ fn a_folder_emptied_on_a_filesystem_back_under_another_number_loses_its_rows() {
     std::fs::create_dir_all(&sub).unwrap();
     gifs(&[root.join("top.gif")]);
     gifs(&[fs.path("d/a.gif"), fs.path("d/b.gif")]);
-    let bind = |from: &Path, at: &Path| run(Command::new("mount").arg("--bind").arg(from).arg(at));
-    bind(&fs.path("d"), &sub);
-    let first = Held(sub.clone());
+    let first = Held::bind(&fs.path("d"), &sub);
     assert_exit(&index(&db, &[root.as_os_str()]), 0);
     let dev_before = dev_of(&sub);
-    drop(first);
-    std::fs::create_dir_all(&sub).unwrap();
+    first.unmount();
 
     let _held = fs.mount_from_another_device(t.path());
     for f in ["d/a.gif", "d/b.gif"] {
         std::fs::remove_file(fs.path(f)).unwrap();
     }
-    bind(&fs.path("d"), &sub);
-    let _mounted = Held(sub.clone());
+    let _mounted = Held::bind(&fs.path("d"), &sub);
     assert_ne!(dev_of(&sub), dev_before, "another device number");
     assert!(std::fs::read_dir(&sub).unwrap().next().is_none(), "empty");
     let o = index(&db, &[os("--summary"), root.as_os_str()]);

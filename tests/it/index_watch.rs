@@ -372,26 +372,17 @@ fn a_drive_unmounted_under_watch_goes_offline_and_is_caught_up_when_back() {
     let sub = root.join("sub");
     std::fs::create_dir_all(&sub).unwrap();
     gifs(&[root.join("top.gif"), fs.path("d/a.gif")]);
-    let bind = || {
-        run(Command::new("mount")
-            .arg("--bind")
-            .arg(fs.path("d"))
-            .arg(&sub))
-    };
-    bind();
-    let held = Held(sub.clone());
+    let held = Held::bind(&fs.path("d"), &sub);
     let mut w = Watcher::start(&db, &root, "0.2");
     assert_eq!(rows(&db).len(), 2);
-    run(Command::new("umount").arg(&sub));
-    std::mem::forget(held);
+    held.unmount();
     w.until("the drive offline", |db| {
         try_query(db, "SELECT path FROM offline", 2000).is_ok_and(|r| r.len() == 1)
     });
     assert!(has(&db, &sub.join("a.gif")), "kept");
     // Back, with a file added meanwhile: caught up, nothing offline.
     gifs(&[fs.path("d/b.gif")]);
-    bind();
-    let _held = Held(sub.clone());
+    let _held = Held::bind(&fs.path("d"), &sub);
     w.until("the drive back", |db| {
         has(db, &sub.join("b.gif"))
             && try_query(db, "SELECT path FROM offline", 2000).is_ok_and(|r| r.is_empty())

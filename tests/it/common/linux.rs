@@ -204,6 +204,20 @@ impl LoopFs {
 /// A mount held for a test's duration, unmounted (and its directory removed) on drop.
 pub struct Held(pub PathBuf);
 
+impl Held {
+    /// `from` bind-mounted at `at` (an existing directory), unmounted on drop.
+    pub fn bind(from: &Path, at: &Path) -> Held {
+        run(Command::new("mount").arg("--bind").arg(from).arg(at));
+        Held(at.to_path_buf())
+    }
+
+    /// Unmounts it now, leaving its directory where it was (a drive unplugged).
+    pub fn unmount(self) {
+        run(Command::new("umount").arg(&self.0));
+        std::mem::forget(self);
+    }
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
         unmount_or_detach(&self.0);

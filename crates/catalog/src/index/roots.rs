@@ -50,7 +50,7 @@ pub(super) fn vanished_mounts(
         let deepest = path.ancestors().skip(1).find_map(|dir| {
             let found = seen
                 .entry(dir.to_path_buf())
-                .or_insert_with(|| Place::look(dir))
+                .or_insert_with(|| Place::look(dir, false))
                 .clone();
             found.map(|f| (dir, f))
         });
@@ -95,8 +95,9 @@ struct Place {
 }
 
 impl Place {
-    /// `dir`: missing (`None`), or there.
-    fn look(dir: &Path) -> Option<Place> {
+    /// `dir`: missing (`None`), or there; its volume identified if it is empty, or
+    /// `identify`.
+    fn look(dir: &Path, identify: bool) -> Option<Place> {
         match seekless_sys::metadata(dir) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             // There, but unknown: not taken for a vanished mount.
@@ -109,8 +110,11 @@ impl Place {
                 let dev = seekless_sys::file_id(dir, None, &m).map_or(u64::MAX, |id| id.dev);
                 let empty = m.is_dir()
                     && matches!(seekless_sys::read_dir(dir).map(|mut d| d.next()), Ok(None));
-                let volume = seekless_sys::volume_identity_of_device(dev, dir)
-                    .ok()
+                // Its volume only where it decides something: an empty directory (a
+                // vanished mount point?), or when asked (an absent root's place).
+                let volume = (empty || identify)
+                    .then(|| seekless_sys::volume_identity_of_device(dev, dir).ok())
+                    .flatten()
                     .map(|v| v.key().to_owned());
                 Some(Place { dev, volume, empty })
             }
@@ -154,7 +158,7 @@ pub(super) fn offline_under_absent_roots(
         if rows.is_empty() {
             continue;
         }
-        let Some(place) = root.ancestors().find_map(Place::look) else {
+        let Some(place) = root.ancestors().find_map(|d| Place::look(d, true)) else {
             continue;
         };
         for v in rows {

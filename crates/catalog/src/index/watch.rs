@@ -130,7 +130,6 @@ struct State<'r> {
 
 impl<'r> State<'r> {
     fn new(roots: &[PathBuf], opts: WatchOptions, reporter: &'r dyn Reporter) -> State<'r> {
-        let now = Instant::now();
         let watch = match DirWatch::new() {
             Ok(w) => Some(w),
             Err(e) => {
@@ -145,7 +144,25 @@ impl<'r> State<'r> {
                 None
             }
         };
-        let mut me = State {
+        let mut me = State::bare(roots, opts, watch, reporter);
+        if me.watch.is_none() {
+            me.unwatched.extend(roots.iter().cloned());
+        }
+        for r in roots {
+            me.watch_tree(r);
+        }
+        me
+    }
+
+    /// A state with nothing pending and nothing watched yet.
+    fn bare(
+        roots: &[PathBuf],
+        opts: WatchOptions,
+        watch: Option<DirWatch>,
+        reporter: &'r dyn Reporter,
+    ) -> State<'r> {
+        let now = Instant::now();
+        State {
             roots: roots.to_vec(),
             opts,
             watch,
@@ -158,14 +175,7 @@ impl<'r> State<'r> {
             last_change: now,
             reporter,
             told_limit: false,
-        };
-        if me.watch.is_none() {
-            me.unwatched.extend(roots.iter().cloned());
         }
-        for r in roots {
-            me.watch_tree(r);
-        }
-        me
     }
 
     /// How the roots are watched.
@@ -380,24 +390,11 @@ mod tests {
 
     fn state(roots: &[&str]) -> State<'static> {
         let roots: Vec<PathBuf> = roots.iter().map(PathBuf::from).collect();
-        let now = Instant::now();
-        State {
-            roots,
-            opts: WatchOptions {
-                settle: Duration::ZERO,
-                ..WatchOptions::default()
-            },
-            watch: None,
-            unwatched: BTreeSet::new(),
-            last_rescan: now,
-            pending: HashMap::new(),
-            writing: HashMap::new(),
-            written: BTreeSet::new(),
-            everything: false,
-            last_change: now,
-            reporter: &seekless_core::Quiet,
-            told_limit: false,
-        }
+        let opts = WatchOptions {
+            settle: Duration::ZERO,
+            ..WatchOptions::default()
+        };
+        State::bare(&roots, opts, None, &seekless_core::Quiet)
     }
 
     #[test]
