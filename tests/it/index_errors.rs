@@ -1,6 +1,8 @@
 //! The form of every error the corpora produce: each stored error (`images.error`,
 //! `thumbs.error`, `sidecars.error`) is one line with no control character and no
-//! trailing space, and every line `index` writes on stderr starts with `seekless:`.
+//! trailing space, and every line `index` writes on stderr starts with `seekless:`
+//! (an AVIF damaged inside its AV1 stream included: libheif's default AV1 decoder, dav1d,
+//! would write its own lines there).
 
 use std::process::Command;
 
@@ -19,7 +21,7 @@ fn one_clean_line(text: &str) -> bool {
 fn every_error_the_corpora_produce_is_one_clean_line_and_every_stderr_line_is_prefixed() {
     let test =
         "every_error_the_corpora_produce_is_one_clean_line_and_every_stderr_line_is_prefixed";
-    if !require_tools(test, &["sqlite3"]) {
+    if !require_tools(test, &["sqlite3", "convert", "avifenc"]) {
         return;
     }
     let Some([pillow, exiftool, exiv2]) = sample_corpora(test) else {
@@ -34,6 +36,25 @@ fn every_error_the_corpora_produce_is_one_clean_line_and_every_stderr_line_is_pr
     heic.extend_from_slice(b"\0\0\0\x20meta\0\0\0\0\0\0\x03\xe8\0\x1bab");
     heic.resize(24 + 32, 0);
     std::fs::write(made.join("damaged.heic"), &heic).unwrap();
+    // And an AVIF whose AV1 stream is damaged while its boxes are whole: the size of its
+    // first OBU flipped, which dav1d reports on stderr by itself ("Error parsing OBU
+    // data").
+    let png = scratch.path().join("plasma.png");
+    run(Command::new("convert")
+        .args(["-seed", "7", "-size", "640x480", "plasma:fractal", "-depth", "8"])
+        .arg(&png));
+    let avif = made.join("damaged-stream.avif");
+    run(Command::new("avifenc")
+        .args(["--min", "20", "--max", "40"])
+        .arg(&png)
+        .arg(&avif));
+    let mut bytes = std::fs::read(&avif).unwrap();
+    let mdat = bytes
+        .windows(4)
+        .position(|w| w == b"mdat")
+        .expect("an mdat box");
+    bytes[mdat + 5] ^= 0xff;
+    std::fs::write(&avif, &bytes).unwrap();
     let db = scratch.path().join("catalog.db");
     let folders = [&pillow, &exiftool, &exiv2, &made].map(|p| p.as_os_str());
     let out = index_broken(&db, &[&[OsStr::new("--thumbs")], &folders[..]].concat());
@@ -73,4 +94,15 @@ fn every_error_the_corpora_produce_is_one_clean_line_and_every_stderr_line_is_pr
     .stdout;
     let damaged = String::from_utf8(damaged).unwrap();
     assert!(damaged.contains("the \\000\\033ab box"), "{damaged:?}");
+    // The damaged stream was decoded and failed (else the stderr check above proves
+    // nothing about the AV1 decoder).
+    let thumb = run(Command::new("sqlite3").arg(&db).arg(
+        "SELECT t.error FROM thumbs t JOIN images i ON i.id = t.image \
+         WHERE i.path LIKE '%/made/damaged-stream.avif'",
+    ))
+    .stdout;
+    assert!(
+        !String::from_utf8(thumb).unwrap().trim().is_empty(),
+        "the damaged AVIF's thumbnail has no error"
+    );
 }
