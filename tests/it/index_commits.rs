@@ -688,7 +688,7 @@ fn a_catalog_made_before_the_application_id_is_recognised_by_its_schema_and_mark
         json!(APPLICATION_ID),
         "and marked"
     );
-    assert_eq!(one(&db, "PRAGMA user_version", "user_version"), json!(8));
+    assert_eq!(one(&db, "PRAGMA user_version", "user_version"), json!(9));
     assert_same_catalog(&catalog(&db), &rows, "after marking");
 
     // The same tables with a column more are not the catalog's.

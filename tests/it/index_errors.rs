@@ -41,7 +41,15 @@ fn every_error_the_corpora_produce_is_one_clean_line_and_every_stderr_line_is_pr
     // data").
     let png = scratch.path().join("plasma.png");
     run(Command::new("convert")
-        .args(["-seed", "7", "-size", "640x480", "plasma:fractal", "-depth", "8"])
+        .args([
+            "-seed",
+            "7",
+            "-size",
+            "640x480",
+            "plasma:fractal",
+            "-depth",
+            "8",
+        ])
         .arg(&png));
     let avif = made.join("damaged-stream.avif");
     run(Command::new("avifenc")

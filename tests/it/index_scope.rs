@@ -785,7 +785,7 @@ fn a_version_1_catalog_is_upgraded_in_place_and_keeps_its_rows() {
         "seekless: index: 6 seen, 0 added, 0 changed, 0 moved, 6 unchanged, 0 removed, 0 failed",
         "the upgraded rows are recognised: nothing read"
     );
-    assert_eq!(one(&db, "PRAGMA user_version", "user_version"), json!(8));
+    assert_eq!(one(&db, "PRAGMA user_version", "user_version"), json!(9));
     assert_eq!(
         one(&db, "PRAGMA application_id", "application_id"),
         json!(APPLICATION_ID),

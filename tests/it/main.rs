@@ -54,6 +54,8 @@ mod hash_conformance; // sha256sum, md5sum, sha1sum and b3sum run the same cases
 #[cfg(target_os = "linux")]
 mod index; // exiftool, sqlite3, b3sum, Pillow; SIGSTOP and /proc to freeze a run mid-write
 #[cfg(target_os = "linux")]
+mod index_catchup; // catching up without a walk on btrfs: only what changed walked, edits in place re-read, every unvouched case walked whole: sqlite3, btrfs
+#[cfg(target_os = "linux")]
 mod index_commits; // a stalled file, a lock held by another program (python3), foreign databases
 #[cfg(target_os = "linux")]
 mod index_damaged; // the integrity verdict on cut and flipped samples of Pillow's, ExifTool's and Exiv2's corpora: sqlite3
@@ -71,7 +73,6 @@ mod index_scope; // a second writer, which files, odd names, unreadable files, u
 mod index_sidecar; // XMP sidecars written by exiftool and by hand, changed, removed, unlistable
 #[cfg(target_os = "linux")]
 mod index_thumbs; // thumbnails against ImageMagick, pHash against Python's imagehash
-#[cfg(target_os = "linux")]
 mod index_volumes; // volumes by identity: ext4, xfs and btrfs under another loop device, unmounted and back: blkid, sqlite3
 #[cfg(target_os = "linux")]
 mod index_watch; // --watch on ext4, xfs and btrfs loops: edits, renames, trees moved, slow writes, bursts, SIGTERM, kill -9, unmounts: sqlite3

@@ -15,6 +15,8 @@ pub struct Filter {
     name_globs: Option<GlobSet>,
     /// Globs (containing `/`) matched against the whole path.
     path_globs: Option<GlobSet>,
+    /// The globs as given, for [`describe`](Self::describe).
+    glob_texts: Vec<String>,
 }
 
 impl Filter {
@@ -67,6 +69,7 @@ impl Filter {
         for g in globs {
             let g = g.as_ref();
             let glob = Glob::new(g)?;
+            self.glob_texts.push(g.to_string());
             if g.contains('/') {
                 paths.add(glob);
                 p += 1;
@@ -87,6 +90,19 @@ impl Filter {
     /// Whether the filter keeps everything.
     pub fn is_empty(&self) -> bool {
         self.extensions.is_empty() && self.name_globs.is_none() && self.path_globs.is_none()
+    }
+
+    /// What the filter keeps, as one stable line (the extensions and globs, each sorted):
+    /// the same for two filters that keep the same names, whatever order they were given
+    /// in. A catalog stores it to know a later run asks for the same files.
+    pub fn describe(&self) -> String {
+        let mut exts = self.extensions.clone();
+        exts.sort();
+        exts.dedup();
+        let mut globs = self.glob_texts.clone();
+        globs.sort();
+        globs.dedup();
+        format!("extensions {exts:?} globs {globs:?}")
     }
 
     /// Whether a file at `path` named `name` is kept.

@@ -18,7 +18,7 @@
 //!   [`symlink_metadata`], [`read_dir`], [`with_path`], [`with_paths`],
 //!   [`pinned_no_links`], [`open_directory`]; paths as bytes: [`path_to_bytes`],
 //!   [`path_from_bytes`], [`member_name_bytes`], [`uri_path_bytes`];
-//! - listing: [`list_dir`] (names borrowed from a reused buffer, with their
+//! - listing: [`is_empty_dir`], [`list_dir`] (names borrowed from a reused buffer, with their
 //!   [`EntryType`]);
 //! - opening: [`open_to_locate`] (by name in an open directory: [`open_to_locate_in`],
 //!   [`open_dir_for_names`]), [`open_to_read`], [`read_uninit`];
@@ -69,13 +69,15 @@ pub mod usn;
 mod volume;
 mod watch;
 
-pub use btrfs::{BtrfsChanges, btrfs_changes_since};
+pub use btrfs::{BtrfsChanges, btrfs_changes_since, btrfs_generation};
 pub use c_escape::push_c_escape;
 pub use file_id::FileId;
 pub use os::*;
 pub use path_bytes::{path_from_bytes, path_to_bytes};
 pub use scope::Scope;
-pub use volume::{IdentitySource, VolumeIdentity, volume_identity, volume_identity_of_device};
+pub use volume::{
+    IdentitySource, VolumeIdentity, mount_points_under, volume_identity, volume_identity_of_device,
+};
 pub use watch::{Change, DirWatch, WatchEvent, watch_limit};
 
 /// The operating system's description of an I/O error, without "(os error N)".

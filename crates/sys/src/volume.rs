@@ -53,6 +53,23 @@ impl VolumeIdentity {
     }
 }
 
+/// The mount points strictly under `path`, sorted: the filesystems a walk of `path` would
+/// enter besides its own. Linux only (`/proc/self/mountinfo`); elsewhere `Unsupported`.
+pub fn mount_points_under(path: &Path) -> io::Result<Vec<std::path::PathBuf>> {
+    #[cfg(target_os = "linux")]
+    {
+        crate::os::mount_points_under(path)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "the mount table is read on Linux only",
+        ))
+    }
+}
+
 /// The volume holding `path`, a directory or a regular file (not followed if a symbolic
 /// link; anything else is refused, never opened).
 pub fn volume_identity(path: &Path) -> io::Result<VolumeIdentity> {

@@ -29,6 +29,12 @@ pub struct Args {
     #[arg(long)]
     pub rehash: bool,
 
+    /// Walk every PATH whole. Without it, a PATH that an earlier run saw whole, on btrfs
+    /// (as root), is caught up instead: only the directories btrfs says changed since are
+    /// walked (docs/index.md, "Catching up without a walk").
+    #[arg(long)]
+    pub walk: bool,
+
     /// Remove the rows under a PATH that does not exist or is an empty directory. Without
     /// it such a PATH is an error (exit 1) and its rows stay: most likely a drive that is
     /// not mounted.
@@ -95,6 +101,7 @@ pub fn run(args: Args) -> Result<Code> {
     }
     let mut opts = IndexOptions::new(&args.db);
     opts.rehash = args.rehash;
+    opts.full_walk = args.walk;
     opts.prune = args.prune;
     opts.batch_rows = args.batch_rows as usize;
     if args.thumbs {
@@ -189,6 +196,19 @@ fn print_counts(summary: &seekless::jobs::index::IndexSummary, thumbs: bool) {
         summary.removed,
         summary.failed
     );
+    if summary.caught_up > 0 {
+        let (roots, dirs) = (summary.caught_up, summary.caught_up_dirs);
+        eprintln!(
+            "seekless: index: caught up without a walk: {roots} {} from btrfs, {dirs} changed \
+             {} walked (--walk walks everything)",
+            if roots == 1 { "root" } else { "roots" },
+            if dirs == 1 {
+                "directory"
+            } else {
+                "directories"
+            },
+        );
+    }
     // Only where there are some: the lines of an intact library stay as they were.
     if summary.damaged > 0 {
         eprintln!(

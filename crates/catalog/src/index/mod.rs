@@ -28,6 +28,7 @@
 //! ```
 
 pub(crate) mod catalog;
+mod catchup;
 // Public only for the decoder benchmark (examples/thumb_decoders.rs), the fuzz targets
 // and the tests: not part of the API.
 #[doc(hidden)]
@@ -54,6 +55,7 @@ use serde::Serialize;
 
 use catalog::WriterLock;
 pub use catalog::{APPLICATION_ID, CatalogError, SCHEMA_VERSION};
+use catchup::CatchUp;
 use crossbeam_channel::RecvTimeoutError;
 pub use phases::Phases;
 pub use thumb::ThumbOptions;
@@ -102,6 +104,9 @@ pub struct IndexOptions {
     pub db: PathBuf,
     /// Read every file again, even those the catalog says are unchanged.
     pub rehash: bool,
+    /// Walk every root whole, even one that could be caught up from what its filesystem
+    /// says changed since the last run (docs/index.md, "Catching up without a walk").
+    pub full_walk: bool,
     /// How to read.
     pub read: ReadOptions,
     /// Threads hashing and parsing.
@@ -134,6 +139,7 @@ impl IndexOptions {
         Self {
             db: db.into(),
             rehash: false,
+            full_walk: false,
             read: ReadOptions::default(),
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             prune: false,
@@ -178,6 +184,12 @@ pub struct IndexSummary {
     /// Rows of sidecars gone from under the scanned paths, deleted (their images' fields
     /// from them go with them).
     pub sidecars_removed: u64,
+    /// Roots caught up without a walk: only the directories their filesystem said
+    /// changed since the last run were walked (and `seen`, `unchanged` count only what
+    /// those held).
+    pub caught_up: u64,
+    /// The directories walked for the roots caught up.
+    pub caught_up_dirs: u64,
     /// Where the read's time went, phase by phase.
     pub phases: Phases,
 }
@@ -235,21 +247,33 @@ pub fn index_with(
     // The writer lock first (a second writer fails at once), the database after the walk
     // (see `WriterLock`).
     let lock = WriterLock::take(&opts.db)?;
-    run_locked(lock, inputs, plan_opts, opts, reporter, events).map(|(summary, _)| summary)
+    let catchup = CatchUp::prepare(inputs, plan_opts, opts);
+    run_locked(lock, &catchup, plan_opts, opts, reporter, events).map(|(summary, _)| summary)
 }
 
-/// One run of [`index_with`] with the writer lock already held; the lock is given back
-/// for the next (`index --watch` holds it from run to run).
+/// One run of [`index_with`] with the writer lock already held, over what `catchup` says
+/// to walk (its roots, or for a root caught up the directories that changed); the lock is
+/// given back for the next (`index --watch` holds it from run to run).
 fn run_locked(
     lock: WriterLock,
-    inputs: &[PathBuf],
+    catchup: &CatchUp,
     plan_opts: &PlanOptions,
     opts: &IndexOptions,
     reporter: &dyn Reporter,
     events: &mut dyn IndexEvents,
 ) -> Result<(IndexSummary, WriterLock), IndexError> {
+    // Files btrfs says changed are read again, as those `--watch` saw written.
+    let with_reread;
+    let opts = if catchup.reread.is_empty() {
+        opts
+    } else {
+        let mut o = opts.clone();
+        o.reread.extend(catchup.reread.iter().cloned());
+        with_reread = o;
+        &with_reread
+    };
     let own = own_files(&opts.db);
-    let roots = roots_before_walk(inputs);
+    let roots = roots_before_walk(&catchup.inputs);
     let mut plan_opts = plan_opts.clone();
     plan_opts.walk.filter = plan_opts.walk.filter.also_extension(SIDECAR_EXTENSION);
     let Walked {
@@ -261,7 +285,10 @@ fn run_locked(
     let waiting = |what: &str| reporter.warning(Some(&opts.db), what);
     let mut catalog = lock.open(&waiting)?;
     catalog.batch_rows = opts.batch_rows;
+    catalog.drop_catchup(&catchup.stale(), &waiting)?;
+    let caught_up = catchup.judge(&plan, &clearance, &unopened);
     let mut summary = IndexSummary::default();
+    (summary.caught_up, summary.caught_up_dirs) = catchup.caught_up();
 
     let mut known = catalog.known()?;
     let mut known_sidecars = catalog.known_sidecars()?;
@@ -340,6 +367,6 @@ fn run_locked(
     let plan = read::decide(plan, |_| read.next().filter(|&r| r)).plan;
     read_and_write(&plan, &mut catalog, opts, reporter, events, &mut summary)?;
     catalog.link(&links, &waiting)?;
-    catalog.finish(&summary, &waiting)?;
+    catalog.finish(&summary, &caught_up, &waiting)?;
     Ok((summary, catalog.into_lock()))
 }

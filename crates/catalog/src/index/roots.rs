@@ -108,8 +108,7 @@ impl Place {
             }),
             Ok(m) => {
                 let dev = seekless_sys::file_id(dir, None, &m).map_or(u64::MAX, |id| id.dev);
-                let empty = m.is_dir()
-                    && matches!(seekless_sys::read_dir(dir).map(|mut d| d.next()), Ok(None));
+                let empty = m.is_dir() && matches!(seekless_sys::is_empty_dir(dir), Ok(true));
                 // Its volume only where it decides something: an empty directory (a
                 // vanished mount point?), or when asked (an absent root's place).
                 let volume = (empty || identify)
@@ -203,8 +202,8 @@ pub(super) fn roots_before_walk(inputs: &[PathBuf]) -> Vec<(PathBuf, RootState)>
             let root = catalog_root(p, &mut dirs);
             let state = match seekless_sys::metadata(&root) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => RootState::Missing,
-                Ok(m) if m.is_dir() => match seekless_sys::read_dir(&root).map(|mut d| d.next()) {
-                    Ok(None) => RootState::Empty,
+                Ok(m) if m.is_dir() => match seekless_sys::is_empty_dir(&root) {
+                    Ok(true) => RootState::Empty,
                     _ => RootState::Present,
                 },
                 _ => RootState::Present,

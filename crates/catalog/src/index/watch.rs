@@ -24,6 +24,7 @@ use seekless_core::{Error, PlanOptions, Reporter};
 use seekless_sys::{Change, DirWatch, WatchEvent};
 
 use super::catalog::WriterLock;
+use super::catchup::{CatchUp, walk_from};
 use super::roots::roots_before_walk;
 use super::{IndexError, IndexEvents, IndexOptions, IndexSummary, run_locked};
 
@@ -76,7 +77,8 @@ pub fn watch(
         .collect();
     // Watched before the first run: what changes during it is seen after it.
     let mut state = State::new(&roots, wopts.clone(), reporter);
-    let (summary, mut lock) = run_locked(lock, inputs, plan_opts, opts, reporter, events)?;
+    let first = CatchUp::prepare(inputs, plan_opts, opts);
+    let (summary, mut lock) = run_locked(lock, &first, plan_opts, opts, reporter, events)?;
     batch(&summary, inputs, &state.describe());
     let mut got = Vec::new();
     let mut batch_opts = opts.clone();
@@ -88,7 +90,7 @@ pub fn watch(
             reporter,
             if stopping { Duration::ZERO } else { TICK },
         );
-        let Some(dirs) = state.due(stopping) else {
+        let Some((dirs, everything)) = state.due(stopping) else {
             if stopping {
                 return Ok(());
             }
@@ -96,7 +98,15 @@ pub fn watch(
         };
         batch_opts.reread = state.written_under(&dirs);
         batch_opts.hold = state.still_written();
-        let (summary, again) = run_locked(lock, &dirs, plan_opts, &batch_opts, reporter, events)?;
+        // A batch over every root (mounts changed, events lost) catches up as a first run
+        // does; one over the directories that changed walks them.
+        let catchup = if everything {
+            CatchUp::prepare(&dirs, plan_opts, &batch_opts)
+        } else {
+            CatchUp::none(&dirs)
+        };
+        let (summary, again) =
+            run_locked(lock, &catchup, plan_opts, &batch_opts, reporter, events)?;
         lock = again;
         batch(&summary, &dirs, &state.describe());
         if stopping && state.pending.is_empty() {
@@ -331,7 +341,8 @@ impl<'r> State<'r> {
     /// of the batch ([`still_written`](Self::still_written)). Each is within a root (a parent of a root
     /// is that root), exists (else its nearest existing directory within the root), and
     /// none is under another.
-    fn due(&mut self, now_anyway: bool) -> Option<Vec<PathBuf>> {
+    /// The directories of the next batch, if one is due, and whether they are every root.
+    fn due(&mut self, now_anyway: bool) -> Option<(Vec<PathBuf>, bool)> {
         let now = Instant::now();
         if self.pending.is_empty() && !self.everything {
             return None;
@@ -346,7 +357,7 @@ impl<'r> State<'r> {
             for r in &roots {
                 self.watch_tree(r);
             }
-            return Some(roots);
+            return Some((roots, true));
         }
         let ready: Vec<PathBuf> = self.pending.keys().cloned().collect();
         for d in &ready {
@@ -362,17 +373,11 @@ impl<'r> State<'r> {
             else {
                 continue;
             };
-            let mut dir = if root.starts_with(&d) {
+            let dir = if root.starts_with(&d) {
                 root.clone()
             } else {
-                d
+                walk_from(&d, root)
             };
-            while !dir.is_dir() && dir != *root {
-                match dir.parent() {
-                    Some(p) => dir = p.to_path_buf(),
-                    None => break,
-                }
-            }
             dirs.insert(dir);
         }
         let minimal: Vec<PathBuf> = dirs
@@ -380,7 +385,7 @@ impl<'r> State<'r> {
             .filter(|d| !dirs.iter().any(|o| o != *d && d.starts_with(o)))
             .cloned()
             .collect();
-        (!minimal.is_empty()).then_some(minimal)
+        (!minimal.is_empty()).then_some((minimal, false))
     }
 }
 
@@ -401,22 +406,33 @@ mod tests {
     fn a_batch_walks_the_fewest_directories_within_the_roots() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().join("r");
-        for d in ["a/b", "c"] {
+        for d in ["a/b", "c", "d/emptied"] {
             std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in ["a/b/1.jpg", "c/2.jpg", "d/3.jpg"] {
+            std::fs::write(root.join(f), b"x").unwrap();
         }
         let mut s = state(&[root.to_str().unwrap()]);
         let now = Instant::now();
         // A directory under another, one gone (its nearest existing one within the root
-        // stands for it), the root's parent (the root stands for it), and one outside.
-        for d in ["a/b", "a", "c/gone/deeper"] {
+        // stands for it), one emptied (its parent stands for it: a run given an empty
+        // directory takes it for a drive not mounted), the root's parent (the root stands
+        // for it), and one outside.
+        for d in ["a/b", "a", "c/gone/deeper", "d/emptied"] {
             s.pending.insert(root.join(d), now);
         }
         s.pending.insert(PathBuf::from("/elsewhere"), now);
         let dirs = s.due(false).unwrap();
-        assert_eq!(dirs, [root.join("a"), root.join("c")]);
+        assert_eq!(
+            dirs,
+            (
+                [root.join("a"), root.join("c"), root.join("d")].to_vec(),
+                false
+            )
+        );
         assert!(s.pending.is_empty());
         s.pending.insert(t.path().to_path_buf(), now);
-        assert_eq!(s.due(false).unwrap(), std::slice::from_ref(&root));
+        assert_eq!(s.due(false).unwrap(), (vec![root.clone()], false));
         assert_eq!(s.due(false), None, "nothing pending");
     }
 
@@ -434,11 +450,11 @@ mod tests {
             change,
         };
         s.note(told(Change::Writing), now);
-        assert_eq!(s.due(false).unwrap(), std::slice::from_ref(&root));
+        assert_eq!(s.due(false).unwrap(), (vec![root.clone()], false));
         assert!(s.still_written().contains(&bytes), "held out");
         s.note(told(Change::Closed), now);
         assert!(s.still_written().is_empty());
-        assert_eq!(s.due(false).unwrap(), std::slice::from_ref(&root));
+        assert_eq!(s.due(false).unwrap(), (vec![root.clone()], false));
         assert!(
             s.written_under(std::slice::from_ref(&root))
                 .contains(&bytes),
@@ -460,6 +476,6 @@ mod tests {
         s.last_change = Instant::now();
         s.pending.insert(root.clone(), Instant::now());
         assert_eq!(s.due(false), None);
-        assert_eq!(s.due(true).unwrap(), [root]);
+        assert_eq!(s.due(true).unwrap(), (vec![root], false));
     }
 }

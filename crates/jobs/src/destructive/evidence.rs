@@ -227,6 +227,13 @@ impl Clearance {
             || (!self.shielded.is_empty() && path.ancestors().any(|a| self.shielded.contains(a)))
     }
 
+    /// Whether the run saw all of `path`: nothing at, above or under it failed or was left
+    /// out (an `index` run that may start from here next time, "Catching up without a
+    /// walk" in docs/index.md).
+    pub fn sees_whole(&self, path: &Path) -> bool {
+        !self.shields(path) && !self.leads_to_shield(path)
+    }
+
     /// Whether something under `path` is shielded (so it may be looked into, not removed).
     pub(super) fn leads_to_shield(&self, path: &Path) -> bool {
         self.everything || self.leading.contains(path)

@@ -111,6 +111,18 @@ impl EntryType {
     }
 }
 
+/// Whether the directory at `path` has no entry but `.` and `..`. On Linux it is listed
+/// without updating its atime where permitted (as the walk lists directories,
+/// [`open_dir_for_names`]): looking is not a change.
+pub fn is_empty_dir(path: &std::path::Path) -> std::io::Result<bool> {
+    let dir = open_dir_for_names(path);
+    let mut empty = true;
+    list_dir(path, dir.as_ref(), &mut Vec::new(), &mut |_, _, _| {
+        empty = false
+    })?;
+    Ok(empty)
+}
+
 /// Calls `each(name, inode, type)` for every entry of the directory at `path` but `.` and
 /// `..`, in `readdir` order. With the directory open as `dir`, on Linux, it is listed
 /// through that descriptor into `buf` (the caller's to reuse), without an allocation per

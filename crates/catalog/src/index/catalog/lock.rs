@@ -13,7 +13,7 @@ use super::dupes_writer::DupesWriter;
 use super::recognise::{Found, contents, inspect, judge, open_to_inspect};
 use super::schema::{
     APPLICATION_ID, SCHEMA, SCHEMA_VERSION, upgrade_v1, upgrade_v2, upgrade_v3, upgrade_v4,
-    upgrade_v5, upgrade_v6, upgrade_v7,
+    upgrade_v5, upgrade_v6, upgrade_v7, upgrade_v8,
 };
 use super::writer::{BATCH_ROWS, IndexWriter};
 use super::{CatalogError, now};
@@ -247,6 +247,7 @@ impl WriterLock {
         }
         upgrade_v6(&tx).map_err(io)?;
         upgrade_v7(&tx).map_err(io)?;
+        upgrade_v8(&tx).map_err(io)?;
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(io)?;
         tx.pragma_update(None, "application_id", APPLICATION_ID)

@@ -22,7 +22,7 @@ use seekless_jobs::destructive::Forget;
 
 pub(crate) use dupes_writer::StoredDecision;
 pub(crate) use lock::WriterLock;
-pub(crate) use read_only::{HashedRow, ReadOnly};
+pub(crate) use read_only::{CatchUpRecord, HashedRow, ReadOnly, catchup_records};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub(crate) use writer::{
     BATCH_ROWS, IndexWriter, Known, KnownSidecar, READ_FAILED, Record, Row, SidecarRow,

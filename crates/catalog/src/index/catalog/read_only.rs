@@ -22,6 +22,63 @@ pub(crate) struct ReadOnly {
     integrity: bool,
 }
 
+/// Where a root's next run may start from (the `catchup` table, version 9).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CatchUpRecord {
+    /// The root's path bytes.
+    pub root: Vec<u8>,
+    /// Its volume's identity key.
+    pub volume: String,
+    /// Its btrfs subvolume's generation before the run that saw it whole.
+    pub generation: u64,
+    /// The settings of that run.
+    pub settings: String,
+}
+
+/// The catalog's catch-up records, and the paths of the rows (images and sidecars) whose
+/// read failed: those are retried by every run, so their directories are walked even
+/// where the rest is caught up. Read-only; an error for a catalog that does not exist or
+/// cannot be read (the caller then walks everything); nothing before version 9.
+pub(crate) fn catchup_records(
+    path: &Path,
+) -> Result<(Vec<CatchUpRecord>, Vec<Vec<u8>>), CatalogError> {
+    let (conn, version) = open_read_only(path)?;
+    let io = |e: rusqlite::Error| CatalogError::io(path, e);
+    if version < 9 {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let records = conn
+        .prepare("SELECT root, volume, generation, settings FROM catchup")
+        .map_err(io)?
+        .query_map([], |r| {
+            Ok(CatchUpRecord {
+                root: r.get(0)?,
+                volume: r.get(1)?,
+                generation: r.get::<_, i64>(2)? as u64,
+                settings: r.get(3)?,
+            })
+        })
+        .map_err(io)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(io)?;
+    // As `IndexWriter::known` and `known_sidecars` tell a row not read.
+    let failed = super::READ_FAILED;
+    let unread = conn
+        .prepare(
+            "SELECT i.path_bytes FROM images i
+             WHERE NOT (i.blake3 IS NOT NULL AND substr(coalesce(i.error, ''), 1, ?1) IS NOT ?2
+                 AND i.kind IS NOT NULL)
+             UNION ALL SELECT path_bytes FROM sidecars
+             WHERE substr(coalesce(error, ''), 1, ?1) IS ?2",
+        )
+        .map_err(io)?
+        .query_map(rusqlite::params![failed.len() as i64, failed], |r| r.get(0))
+        .map_err(io)?
+        .collect::<rusqlite::Result<Vec<Vec<u8>>>>()
+        .map_err(io)?;
+    Ok((records, unread))
+}
+
 /// A row's fields as finding duplicates needs them (every row with a content hash).
 pub(crate) struct HashedRow {
     pub id: i64,

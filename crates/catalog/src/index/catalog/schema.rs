@@ -19,8 +19,9 @@ use crate::index::formats;
 /// `upgrade_v5`: stored dates rewritten in place). Version 7 adds `images.damaged`, the
 /// integrity verdict (see `upgrade_v6`). Version 8 knows filesystems by identity (the
 /// `volumes` table, `images.volume` and `sidecars.volume`, the `offline` view; see
-/// `upgrade_v7`: existing rows converted in place).
-pub const SCHEMA_VERSION: i64 = 8;
+/// `upgrade_v7`: existing rows converted in place). Version 9 adds what a run needs to
+/// catch up without a walk next time (the `catchup` table; see `upgrade_v8`).
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// `PRAGMA application_id` of a seekless catalog ("SKLS"): what tells a catalog from any
 /// other SQLite database. Catalogs made before it was set (schema versions 1 and 2) are
@@ -197,7 +198,7 @@ pub(super) fn schema_objects(conn: &Connection) -> rusqlite::Result<Vec<SchemaOb
 
 /// The schema objects of a catalog of schema `version` (2: [`SCHEMA`]; 3: with
 /// [`UPGRADE_V2`]; 4: with [`V4_COLUMNS`]; 5 and 6: with the decisions; 7: with
-/// `images.damaged`; 8: with the volumes), as SQLite records them.
+/// `images.damaged`; 8: with the volumes; 9: with `catchup`), as SQLite records them.
 pub(super) fn expected_schema(version: i64) -> rusqlite::Result<Vec<SchemaObject>> {
     let mut conn = Connection::open_in_memory()?;
     conn.execute_batch(SCHEMA)?;
@@ -215,6 +216,9 @@ pub(super) fn expected_schema(version: i64) -> rusqlite::Result<Vec<SchemaObject
         }
         if version >= 8 {
             upgrade_v7(&tx)?;
+        }
+        if version >= 9 {
+            upgrade_v8(&tx)?;
         }
         tx.commit()?;
     }
@@ -403,6 +407,29 @@ pub(crate) fn upgrade_v7(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()>
         }
     }
     Ok(())
+}
+
+/// What version 9 adds (see [`upgrade_v8`]): per root of a run that saw it whole, where
+/// the next run may start from instead of walking it (docs/index.md, "Catching up without
+/// a walk"). `root` is the root's path bytes; `volume` the identity key of its filesystem
+/// (`volumes.key`); `generation` the btrfs subvolume's generation read before that run's
+/// walk; `settings` what decided which files have rows (the walk's filter, the
+/// thumbnails asked for, seekless's version). A run of other settings, on another
+/// volume, or that cannot ask btrfs walks the root, as before.
+pub(super) const V9_CATCHUP: &str = "
+CREATE TABLE IF NOT EXISTS catchup (
+    root       BLOB PRIMARY KEY,
+    volume     TEXT NOT NULL,
+    generation INTEGER NOT NULL,
+    settings   TEXT NOT NULL,
+    scan       INTEGER NOT NULL REFERENCES scans(id)
+);
+";
+
+/// Upgrades a catalog of version 8 or before (or one just made) to version 9, inside the
+/// caller's transaction: adds the `catchup` table. Running it again changes nothing.
+pub(crate) fn upgrade_v8(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
+    tx.execute_batch(V9_CATCHUP)
 }
 
 /// The id of `volume`'s row in `volumes`, made if new; its device number brought up to

@@ -406,6 +406,24 @@ impl IndexWriter {
         }
     }
 
+    /// Drops the catch-up records of `roots` (path bytes), in a transaction of its own:
+    /// before the run changes any row (see `CatchUp::stale`).
+    pub fn drop_catchup(
+        &self,
+        roots: &[Vec<u8>],
+        waiting: &dyn Fn(&str),
+    ) -> Result<(), CatalogError> {
+        if roots.is_empty() {
+            return Ok(());
+        }
+        let tx = begin(&self.conn, &self.path, waiting)?;
+        for root in roots {
+            tx.execute("DELETE FROM catchup WHERE root = ?1", params![root])
+                .map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))
+    }
+
     /// Closes the database, keeping the writer lock for the next run.
     pub fn into_lock(self) -> super::WriterLock {
         super::WriterLock::from_parts(self.path, self._lock)
@@ -415,9 +433,20 @@ impl IndexWriter {
     pub fn finish(
         &self,
         counts: &crate::index::IndexSummary,
+        catchup: &[super::CatchUpRecord],
         waiting: &dyn Fn(&str),
     ) -> Result<(), CatalogError> {
         let tx = begin(&self.conn, &self.path, waiting)?;
+        // In the transaction that ends the run: a record never speaks for rows that were
+        // not committed.
+        for r in catchup {
+            tx.execute(
+                "INSERT OR REPLACE INTO catchup (root, volume, generation, settings, scan)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![r.root, r.volume, r.generation as i64, r.settings, self.scan],
+            )
+            .map_err(|e| self.err(e))?;
+        }
         tx.execute(
             "UPDATE scans SET ended = ?2, seen = ?3, added = ?4, changed = ?5, moved = ?6,
                  unchanged = ?7, removed = ?8, failed = ?9 WHERE id = ?1",

@@ -32,6 +32,13 @@ const BTRFS_ROOT_ITEM_KEY: u32 = 132;
 const BTRFS_INODE_ITEM_KEY: u32 = 1;
 const BTRFS_INODE_REF_KEY: u32 = 12;
 const BTRFS_INODE_EXTREF_KEY: u32 = 13;
+/// A file's data: a `struct btrfs_file_extent_item`, whose first field is the transaction
+/// that wrote it.
+const BTRFS_EXTENT_DATA_KEY: u32 = 108;
+/// In the tree of tree roots: (parent subvolume, this, child subvolume), a
+/// `struct btrfs_root_ref` (the directory it is in, a sequence, the name's length) and
+/// the name.
+const BTRFS_ROOT_REF_KEY: u32 = 156;
 
 /// `struct btrfs_ioctl_search_key`: its size and the offsets of its fields.
 const KEY_SIZE: usize = 104;
@@ -89,7 +96,9 @@ pub fn btrfs_changes_since(path: &Path, since: u64) -> io::Result<BtrfsChanges> 
             format!("{}: not on btrfs", path.display()),
         ));
     }
-    // The generation first: whatever changes from here on is newer than it.
+    // Committed first, then the generation: whatever changed before this call is at or
+    // below it, and whatever changes from here on is newer.
+    commit(fd).map_err(|e| named(e, "syncfs"))?;
     let (tree, generation) = subvol_tree_and_generation(fd).map_err(|e| search_error(e, &path))?;
     if since > generation {
         // A generation this subvolume never had: stored for another one (a snapshot, a
@@ -107,18 +116,28 @@ pub fn btrfs_changes_since(path: &Path, since: u64) -> io::Result<BtrfsChanges> 
 
     let mut changed_dirs: BTreeSet<u64> = BTreeSet::new();
     let mut changed_files: Vec<u64> = Vec::new();
+    // Files whose data was written since: an extent of theirs is newer.
+    let mut written: BTreeSet<u64> = BTreeSet::new();
+    // Each written file's names: (its directory's inode, the name in it).
+    let mut written_names: Vec<(u64, Vec<u8>)> = Vec::new();
     let min = (BTRFS_FIRST_FREE_OBJECTID, BTRFS_INODE_ITEM_KEY, 0);
-    let max = (BTRFS_LAST_FREE_OBJECTID, BTRFS_INODE_ITEM_KEY, u64::MAX);
+    let max = (BTRFS_LAST_FREE_OBJECTID, BTRFS_EXTENT_DATA_KEY, u64::MAX);
     search(fd, tree, min, max, since.saturating_add(1), &mut |item| {
-        if item.kind == BTRFS_INODE_ITEM_KEY {
-            let inode = inode_item(item.data)?;
-            if inode.transid > since {
-                if inode.is_dir {
-                    changed_dirs.insert(item.objectid);
-                } else {
-                    changed_files.push(item.objectid);
+        match item.kind {
+            BTRFS_INODE_ITEM_KEY => {
+                let inode = inode_item(item.data)?;
+                if inode.transid > since {
+                    if inode.is_dir {
+                        changed_dirs.insert(item.objectid);
+                    } else {
+                        changed_files.push(item.objectid);
+                    }
                 }
             }
+            BTRFS_EXTENT_DATA_KEY if extent_generation(item.data)? > since => {
+                written.insert(item.objectid);
+            }
+            _ => {}
         }
         Ok(())
     })
@@ -129,14 +148,22 @@ pub fn btrfs_changes_since(path: &Path, since: u64) -> io::Result<BtrfsChanges> 
     for ino in changed_files {
         let min = (ino, BTRFS_INODE_REF_KEY, 0);
         let max = (ino, BTRFS_INODE_EXTREF_KEY, u64::MAX);
+        let data = written.contains(&ino);
         search(fd, tree, min, max, 0, &mut |item| {
-            changed_dirs.extend(ref_parents(item)?);
+            for (dir, name) in ref_names(item)? {
+                changed_dirs.insert(dir);
+                if data {
+                    written_names.push((dir, name.to_vec()));
+                }
+            }
             Ok(())
         })
         .map_err(|e| search_error(e, &path))?;
     }
 
     let mut dirs = Vec::with_capacity(changed_dirs.len());
+    // Each directory's path (absent: not reachable here).
+    let mut dir_paths: std::collections::HashMap<u64, PathBuf> = std::collections::HashMap::new();
     for ino in changed_dirs {
         let rel = match ino_lookup(fd, tree, ino) {
             Ok(rel) => rel,
@@ -145,15 +172,112 @@ pub fn btrfs_changes_since(path: &Path, since: u64) -> io::Result<BtrfsChanges> 
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(named(e, "BTRFS_IOC_INO_LOOKUP")),
         };
-        match rel_under(&rel, &top_rel) {
-            Some([]) => dirs.push(top.clone()),
-            Some(under) => dirs.push(top.join(OsStr::from_bytes(under))),
-            None => {}
-        }
+        let path = match rel_under(&rel, &top_rel) {
+            Some([]) => top.clone(),
+            Some(under) => top.join(OsStr::from_bytes(under)),
+            None => continue,
+        };
+        dir_paths.insert(ino, path.clone());
+        dirs.push(path);
     }
     dirs.sort();
     dirs.dedup();
-    Ok(BtrfsChanges { generation, dirs })
+    let mut files: Vec<PathBuf> = written_names
+        .into_iter()
+        .filter_map(|(dir, name)| Some(dir_paths.get(&dir)?.join(OsStr::from_bytes(&name))))
+        .collect();
+    files.sort();
+    files.dedup();
+    let subvolumes =
+        nested_subvolumes(fd, tree, &top, &top_rel).map_err(|e| named(e, "looking up"))?;
+    Ok(BtrfsChanges {
+        generation,
+        dirs,
+        files,
+        subvolumes,
+    })
+}
+
+/// The generation of the btrfs subvolume holding the directory `path` (see
+/// [`BtrfsChanges::generation`]): what a later [`btrfs_changes_since`] is given. Errors
+/// as that function's.
+pub fn btrfs_generation(path: &Path) -> io::Result<u64> {
+    let named = |e: io::Error, what: &str| {
+        io::Error::new(
+            e.kind(),
+            format!("{}: {what}: {}", path.display(), crate::describe_io(&e)),
+        )
+    };
+    let dir = crate::open_directory(path).map_err(|e| named(e, "opening"))?;
+    if !is_btrfs(dir.as_raw_fd()).map_err(|e| named(e, "statfs"))? {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            format!("{}: not on btrfs", path.display()),
+        ));
+    }
+    commit(dir.as_raw_fd()).map_err(|e| named(e, "syncfs"))?;
+    subvol_tree_and_generation(dir.as_raw_fd())
+        .map(|(_, generation)| generation)
+        .map_err(|e| search_error(e, path))
+}
+
+/// Commits the filesystem open as `fd` (`syncfs`: its data written, its transaction
+/// committed), so that the subvolume's generation read after it covers every change made
+/// before. Without it, a change still in the open transaction (data not yet written back,
+/// inodes btrfs still holds in memory) would be newer than the generation and reported
+/// again next time: never missed, but read again.
+fn commit(fd: i32) -> io::Result<()> {
+    // SAFETY: `fd` is an open descriptor (its `File` is borrowed by the caller).
+    if unsafe { libc::syncfs(fd) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The subvolumes nested in subvolume `tree` (its `ROOT_REF`s in the tree of tree roots),
+/// those at or under `top` (whose path within the subvolume is `top_rel`), absolute.
+fn nested_subvolumes(fd: i32, tree: u64, top: &Path, top_rel: &[u8]) -> io::Result<Vec<PathBuf>> {
+    let mut refs: Vec<(u64, Vec<u8>)> = Vec::new();
+    let min = (tree, BTRFS_ROOT_REF_KEY, 0);
+    let max = (tree, BTRFS_ROOT_REF_KEY, u64::MAX);
+    search(fd, BTRFS_ROOT_TREE_OBJECTID, min, max, 0, &mut |item| {
+        if item.kind == BTRFS_ROOT_REF_KEY && item.objectid == tree {
+            refs.push(root_ref(item.data)?);
+        }
+        Ok(())
+    })?;
+    let mut found = Vec::new();
+    for (dir, name) in refs {
+        let mut rel = match ino_lookup(fd, tree, dir) {
+            Ok(rel) => rel,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if !rel.is_empty() {
+            rel.push(b'/');
+        }
+        rel.extend_from_slice(&name);
+        match rel_under(&rel, top_rel) {
+            Some([]) => found.push(top.to_path_buf()),
+            Some(under) => found.push(top.join(OsStr::from_bytes(under))),
+            None => {}
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// A `struct btrfs_root_ref` (little-endian: the directory's inode, a sequence, the
+/// name's length) and the name after it.
+fn root_ref(data: &[u8]) -> io::Result<(u64, Vec<u8>)> {
+    if data.len() < 18 {
+        return Err(invalid("a root ref shorter than 18 bytes"));
+    }
+    let len = u16::from_le_bytes([data[16], data[17]]) as usize;
+    let name = data
+        .get(18..18 + len)
+        .ok_or_else(|| invalid("a root ref's name past its item"))?;
+    Ok((le_u64(data, 0), name.to_vec()))
 }
 
 /// A search's error, with what it means here.
@@ -427,38 +551,51 @@ fn inode_item(data: &[u8]) -> io::Result<Inode> {
     })
 }
 
-/// The directories (inode numbers) an `INODE_REF` or `INODE_EXTREF` item names its inode
-/// in; nothing for another item.
-fn ref_parents(item: &Item<'_>) -> io::Result<Vec<u64>> {
+/// The transaction that wrote a `struct btrfs_file_extent_item` (its first field,
+/// little-endian).
+fn extent_generation(data: &[u8]) -> io::Result<u64> {
+    if data.len() < 8 {
+        return Err(invalid("a file extent item shorter than 8 bytes"));
+    }
+    Ok(le_u64(data, 0))
+}
+
+/// The names an `INODE_REF` or `INODE_EXTREF` item gives its inode: each the directory's
+/// inode number and the name in it; nothing for another item.
+fn ref_names<'a>(item: &Item<'a>) -> io::Result<Vec<(u64, &'a [u8])>> {
     match item.kind {
         // The directory is the key's offset; the item lists the names in it (index u64,
         // name_len u16, name), checked to fit.
         BTRFS_INODE_REF_KEY => {
+            let mut names = Vec::new();
             let mut rest = item.data;
             while !rest.is_empty() {
                 let head = rest.get(..10).ok_or_else(|| invalid("a short inode ref"))?;
                 let len = usize::from(u16::from_le_bytes([head[8], head[9]]));
-                rest = rest
-                    .get(10 + len..)
+                let name = rest
+                    .get(10..10 + len)
                     .ok_or_else(|| invalid("an inode ref's name past its item"))?;
+                names.push((item.offset, name));
+                rest = &rest[10 + len..];
             }
-            Ok(vec![item.offset])
+            Ok(names)
         }
         // (parent u64, index u64, name_len u16, name) repeated.
         BTRFS_INODE_EXTREF_KEY => {
-            let mut parents = Vec::new();
+            let mut names = Vec::new();
             let mut rest = item.data;
             while !rest.is_empty() {
                 let head = rest
                     .get(..18)
                     .ok_or_else(|| invalid("a short inode extref"))?;
-                parents.push(le_u64(head, 0));
                 let len = usize::from(u16::from_le_bytes([head[16], head[17]]));
-                rest = rest
-                    .get(18 + len..)
+                let name = rest
+                    .get(18..18 + len)
                     .ok_or_else(|| invalid("an inode extref's name past its item"))?;
+                names.push((le_u64(head, 0), name));
+                rest = &rest[18 + len..];
             }
-            Ok(parents)
+            Ok(names)
         }
         _ => Ok(Vec::new()),
     }
@@ -546,10 +683,24 @@ mod tests {
             }
         );
         assert!(!inode_item(items[2].data).unwrap().is_dir);
-        assert_eq!(ref_parents(&items[1]).unwrap(), [256]);
-        assert_eq!(ref_parents(&items[3]).unwrap(), [257]);
-        assert_eq!(ref_parents(&items[4]).unwrap(), [300, 301]);
-        assert!(ref_parents(&items[5]).unwrap().is_empty());
+        let parents = |i: usize| -> Vec<u64> {
+            ref_names(&items[i])
+                .unwrap()
+                .iter()
+                .map(|(p, _)| *p)
+                .collect()
+        };
+        assert_eq!(parents(1), [256]);
+        // Two hard links in one directory: both names.
+        assert_eq!(
+            ref_names(&items[3]).unwrap(),
+            [(257, &b"a.jpg"[..]), (257, &b"b.jpg"[..])]
+        );
+        assert_eq!(
+            ref_names(&items[4]).unwrap(),
+            [(300, &b"c.jpg"[..]), (301, &b"d.jpg"[..])]
+        );
+        assert!(ref_names(&items[5]).unwrap().is_empty());
         let mut root = vec![0u8; 439];
         root[160..168].copy_from_slice(&42u64.to_le_bytes());
         assert_eq!(root_item_generation(&root).unwrap(), 42);
@@ -588,7 +739,7 @@ mod tests {
             if let Ok(items) = search_items(&b, 3) {
                 for item in &items {
                     let _ = inode_item(item.data);
-                    let _ = ref_parents(item);
+                    let _ = ref_names(item);
                 }
             }
         }
@@ -605,7 +756,7 @@ mod tests {
             };
             // A cut between two whole names is a shorter valid item; any other is not.
             if cut != 15 {
-                assert!(ref_parents(&item).is_err(), "ref cut at {cut}");
+                assert!(ref_names(&item).is_err(), "ref cut at {cut}");
             }
         }
         let x = extref_bytes(&[(300, b"c.jpg"), (301, b"d")]);
@@ -618,7 +769,7 @@ mod tests {
             };
             // A cut between two whole extrefs is a shorter valid item; any other is not.
             if cut != 23 {
-                assert!(ref_parents(&item).is_err(), "extref cut at {cut}");
+                assert!(ref_names(&item).is_err(), "extref cut at {cut}");
             }
         }
     }

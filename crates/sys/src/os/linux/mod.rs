@@ -21,7 +21,7 @@ pub use super::unix::{
     allocated_bytes, await_prefetch, change_time, dir_entry_ino, file_id, open_file_limit,
     raise_open_file_limit, sync_filesystems,
 };
-pub use btrfs::btrfs_changes_since;
+pub use btrfs::{btrfs_changes_since, btrfs_generation};
 pub use dirents::list_open_dir;
 pub use hints::{drop_all_caches, drop_cache, prefetch};
 pub use longpath::{
@@ -29,7 +29,7 @@ pub use longpath::{
     with_path, with_paths,
 };
 pub use memory::free_memory;
-pub(crate) use volume::{volume_of_device, volume_of_open};
+pub(crate) use volume::{mount_points_under, volume_of_device, volume_of_open};
 pub use watch::{DirWatch, watch_limit};
 
 /// Opens a file to ask where it lies. Never blocks (a FIFO swapped in after the directory
@@ -43,10 +43,13 @@ pub fn open_to_locate(path: &Path, follow: bool) -> io::Result<File> {
     open_noatime(path, flags)
 }
 
-/// A directory's descriptor, for opening its files by name ([`open_to_locate_in`]), or
-/// `None` where it cannot be had (then files are opened by their whole path).
+/// A directory's descriptor, for opening its files by name ([`open_to_locate_in`]) and
+/// listing it, or `None` where it cannot be had (then files are opened by their whole
+/// path). Opened with `O_NOATIME` where permitted: listing a directory would otherwise
+/// update its atime (under `relatime`, the first listing after a change), a write (a seek)
+/// per directory walked, and on btrfs a change that a later catch-up would walk again.
 pub fn open_dir_for_names(path: &Path) -> Option<File> {
-    open_directory(path).ok()
+    open_noatime(path, libc::O_DIRECTORY | libc::O_CLOEXEC).ok()
 }
 
 /// [`open_to_locate`] for the file `name` of the directory open as `dir` (whose path

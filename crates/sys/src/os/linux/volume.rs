@@ -1,9 +1,11 @@
 //! Linux: a filesystem's identity from the filesystem itself (its UUID, and the btrfs
 //! subvolume), else from the mount table.
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
@@ -65,7 +67,6 @@ pub(crate) fn volume_of_open(file: &File, path: &Path) -> io::Result<VolumeIdent
 /// mount point is opened; `None` where no mount point of `dev` is above `path` (a btrfs
 /// subvolume has a device number of its own, not the mount's).
 pub(crate) fn volume_of_device(dev: u64, path: &Path) -> Option<io::Result<VolumeIdentity>> {
-    use std::os::unix::ffi::OsStrExt;
     let mountinfo = std::fs::read("/proc/self/mountinfo").ok()?;
     let point = mount_point(&mountinfo, dev, path.as_os_str().as_bytes())?;
     let point = Path::new(std::ffi::OsStr::from_bytes(&point));
@@ -97,6 +98,26 @@ fn mount_point(mountinfo: &[u8], dev: u64, path: &[u8]) -> Option<Vec<u8>> {
         }
     }
     best
+}
+
+/// The mount points strictly under `path` (as `/proc/self/mountinfo` names them), sorted.
+pub(crate) fn mount_points_under(path: &Path) -> io::Result<Vec<std::path::PathBuf>> {
+    let mountinfo = std::fs::read("/proc/self/mountinfo")?;
+    let path = path.as_os_str().as_bytes();
+    let mut found: Vec<std::path::PathBuf> = mountinfo
+        .split(|&b| b == b'\n')
+        .filter_map(|line| line.split(|&b| b == b' ').nth(4))
+        .map(unescape)
+        .filter(|point| {
+            point.len() > path.len()
+                && point.starts_with(path)
+                && (path == b"/" || point[path.len()] == b'/')
+        })
+        .map(|point| std::path::PathBuf::from(OsStr::from_bytes(&point)))
+        .collect();
+    found.sort();
+    found.dedup();
+    Ok(found)
 }
 
 /// The filesystem's UUID by `FS_IOC_GETFSUUID`, unless it has none (or an all-zero one).
