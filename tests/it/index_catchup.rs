@@ -213,6 +213,34 @@ fn what_a_catch_up_cannot_vouch_for_is_walked_whole() {
     assert!(walked(&plain(&db)));
     assert!(!walked(&plain(&db)));
 
+    // --follow goes where links point, which btrfs would not report: walked.
+    assert!(walked(&run_index(&db, &[os("--follow"), lib.as_os_str()])));
+    assert!(walked(&run_index(&db, &[os("--follow"), lib.as_os_str()])));
+    plain(&db);
+    assert!(!walked(&plain(&db)));
+
+    // A row whose read failed is retried by every run: its directory is walked though
+    // nothing changed there.
+    let failed = lib.join("b/2.gif");
+    run(Command::new("sqlite3").arg(&db).arg(format!(
+        "UPDATE images SET blake3 = NULL, error = 'read failed: planted' WHERE path = '{}'",
+        failed.display()
+    )));
+    let retried = plain(&db);
+    assert_eq!(caught_up(&retried), Some((1, 1)), "{}", stderr(&retried));
+    assert_eq!(
+        one(
+            &db,
+            &format!(
+                "SELECT error FROM images WHERE path = '{}'",
+                failed.display()
+            ),
+            "error"
+        ),
+        Value::Null
+    );
+    assert!(!walked(&plain(&db)));
+
     // A subvolume nested under the root: its changes are not in the root's tree.
     run(Command::new("btrfs")
         .args(["-q", "subvolume", "create"])
@@ -252,6 +280,50 @@ fn what_a_catch_up_cannot_vouch_for_is_walked_whole() {
     std::fs::remove_file(lib.join("b/pipe")).unwrap();
     plain(&db);
     assert!(!walked(&plain(&db)));
+}
+
+#[test]
+fn another_filesystem_at_the_same_path_is_walked_whole() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "sqlite3") {
+        return;
+    }
+    let t = scratch!();
+    let place = t.path().join("photos");
+    std::fs::create_dir(&place).unwrap();
+    let a = LoopFs::new(test, "btrfs", 300);
+    gifs(&[a.path("lib/x/1.gif")]);
+    let db = t.path().join("c.db");
+    let held = Held::bind(&a.path("lib"), &place);
+    run_index(&db, &[place.as_os_str()]);
+    assert!(caught_up(&run_index(&db, &[place.as_os_str()])).is_some());
+    let recorded = records(&db)[0]["generation"].as_i64().unwrap();
+    held.unmount();
+
+    // Another btrfs, further on in its generations than the record, at the same path: a
+    // catch-up from the record's generation would see none of its files.
+    let b = LoopFs::new(test, "btrfs", 300);
+    let mut generation = 0;
+    for i in 0.. {
+        gifs(&[b.path(format!("lib/y/{i}.gif"))]);
+        run(&mut Command::new("sync"));
+        let o = run(Command::new("btrfs")
+            .args(["subvolume", "show"])
+            .arg(&b.mnt));
+        generation = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Generation:"))
+            .map(|g| g.trim().parse::<i64>().unwrap())
+            .unwrap();
+        if generation > recorded + 2 {
+            break;
+        }
+    }
+    assert!(generation > recorded);
+    let _held = Held::bind(&b.path("lib"), &place);
+    let o = run_index(&db, &[place.as_os_str()]);
+    assert_eq!(caught_up(&o), None, "another volume: walked");
+    assert!(has_row(&db, &place.join("y/0.gif")));
 }
 
 fn has_row(db: &Path, path: &Path) -> bool {

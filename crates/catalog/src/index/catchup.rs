@@ -11,7 +11,7 @@
 //! no filesystem is mounted under it and no subvolume nested in it (their changes are not
 //! in its tree); btrfs answers (its tree search needs root). The directories of rows
 //! whose read failed are walked too (such rows are retried every run). `--walk`,
-//! `--rehash` and `--prune` walk every root whole.
+//! `--rehash`, `--prune` and `--follow` walk every root whole.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -77,7 +77,9 @@ impl CatchUp {
         opts: &IndexOptions,
     ) -> CatchUp {
         let settings = settings(plan_opts, opts);
-        let may_catch_up = !opts.full_walk && !opts.rehash && !opts.prune;
+        // With --follow the walk goes where links point, outside the root (or its
+        // filesystem): btrfs would not say what changed there.
+        let may_catch_up = !opts.full_walk && !opts.rehash && !opts.prune && !plan_opts.walk.follow;
         let stored = stored(&opts.db);
         let mut me = CatchUp {
             roots: Vec::new(),
@@ -349,6 +351,64 @@ mod tests {
         // Nothing there up to the root: the root.
         assert_eq!(walk_from(&root.join("gone/too"), &root), root);
         assert_eq!(walk_from(&root, &root), root);
+    }
+
+    /// A walk of `dir` as a run makes it, and a catch-up that would record `dir` as a root
+    /// on device `dev`.
+    fn walked_and_judged(dir: &Path, dev: u64) -> Vec<CatchUpRecord> {
+        let roots = vec![(dir.to_path_buf(), RootState::Present)];
+        let walked =
+            super::super::roots::walk(&roots, &PlanOptions::default(), &seekless_core::Quiet);
+        let catchup = CatchUp {
+            roots: vec![Root {
+                path: dir.to_path_buf(),
+                volume: "uuid:test".into(),
+                dev,
+                generation: 7,
+                narrowed: None,
+            }],
+            settings: "s".into(),
+            inputs: vec![dir.to_path_buf()],
+            reread: HashSet::new(),
+            covered: vec![dir.to_path_buf()],
+            recorded: Vec::new(),
+        };
+        catchup.judge(&walked.plan, &walked.clearance, &walked.unopened)
+    }
+
+    #[test]
+    fn a_root_is_recorded_only_when_seen_whole_on_its_own_filesystem() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        std::fs::create_dir(root.join("a")).unwrap();
+        std::fs::write(root.join("a/1.gif"), b"GIF89a").unwrap();
+        let dev = std::os::unix::fs::MetadataExt::dev(&std::fs::metadata(&root).unwrap());
+        let whole = walked_and_judged(&root, dev);
+        assert_eq!(whole.len(), 1);
+        assert_eq!(whole[0].generation, 7);
+        // A file found on another filesystem than the root's (a mount, a subvolume).
+        assert!(walked_and_judged(&root, dev + 1).is_empty());
+        // Something the walk left out (a symbolic link, not followed).
+        std::os::unix::fs::symlink("/", root.join("a/link")).unwrap();
+        assert!(walked_and_judged(&root, dev).is_empty());
+    }
+
+    #[test]
+    fn a_record_at_under_or_above_a_root_of_the_run_is_stale() {
+        let mut c = CatchUp::none(&[]);
+        c.covered = vec![PathBuf::from("/p/lib/a")];
+        c.recorded = ["/p/lib", "/p/lib/a", "/p/lib/a/b", "/p/lib/ab", "/p/other"]
+            .iter()
+            .map(|p| p.as_bytes().to_vec())
+            .collect();
+        let stale: Vec<String> = c
+            .stale()
+            .iter()
+            .map(|b| String::from_utf8(b.clone()).unwrap())
+            .collect();
+        assert_eq!(stale, ["/p/lib", "/p/lib/a", "/p/lib/a/b"]);
+        // A watch batch drops nothing.
+        assert!(CatchUp::none(&[PathBuf::from("/p/lib")]).stale().is_empty());
     }
 
     #[test]
