@@ -326,6 +326,53 @@ fn another_filesystem_at_the_same_path_is_walked_whole() {
     assert!(has_row(&db, &place.join("y/0.gif")));
 }
 
+#[test]
+fn a_catch_up_killed_half_way_leaves_the_next_run_walking_whole() {
+    let test = test_name!();
+    if !require_root(test) || !require_tool(test, "sqlite3") {
+        return;
+    }
+    let fs = LoopFs::new(test, "btrfs", 300);
+    let t = scratch!();
+    let db = t.path().join("c.db");
+    let lib = fs.path("lib");
+    gifs(&[lib.join("a/1.gif"), lib.join("a/2.gif")]);
+    run_index(&db, &[lib.as_os_str()]);
+    assert_eq!(records(&db).len(), 1);
+    // A new file the catch-up reads, held there (`seekless-fault-pause…`) until killed;
+    // and one removed, whose row the catch-up removes before it reads.
+    let held = lib.join("b/seekless-fault-pause-1.gif");
+    gifs(&[held.clone()]);
+    std::fs::remove_file(lib.join("a/2.gif")).unwrap();
+    let running = start_index(&db, &lib);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    // The removal committed: the run has changed a row.
+    while !try_query(&db, "SELECT count(*) AS n FROM images", 200).is_ok_and(|r| r[0]["n"] == 1) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the removal never committed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    signal(&running.0, libc::SIGKILL);
+    drop(running);
+    assert!(
+        !has_row(&db, &held),
+        "the kill landed after the held file was read"
+    );
+    assert!(
+        records(&db).is_empty(),
+        "a record outlived the run that dropped it"
+    );
+    let mut go = held.as_os_str().to_owned();
+    go.push(".go");
+    std::fs::write(PathBuf::from(go), b"").unwrap();
+    let next = run_index(&db, &[lib.as_os_str()]);
+    assert_eq!(caught_up(&next), None, "walked whole after the kill");
+    assert!(has_row(&db, &held));
+    assert_eq!(records(&db).len(), 1);
+}
+
 fn has_row(db: &Path, path: &Path) -> bool {
     one(
         db,
