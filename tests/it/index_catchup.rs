@@ -342,7 +342,7 @@ fn a_catch_up_killed_half_way_leaves_the_next_run_walking_whole() {
     // A new file the catch-up reads, held there (`seekless-fault-pause…`) until killed;
     // and one removed, whose row the catch-up removes before it reads.
     let held = lib.join("b/seekless-fault-pause-1.gif");
-    gifs(&[held.clone()]);
+    gifs(std::slice::from_ref(&held));
     std::fs::remove_file(lib.join("a/2.gif")).unwrap();
     let running = start_index(&db, &lib);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
