@@ -139,6 +139,10 @@ MUTANTS = [
      "            let dir = if root.starts_with(&d) {\n                root.clone()",
      "            let dir = if false {\n                root.clone()",
      [CATALOG + ["watch"]]),
+    ("a mount elsewhere taken for one under the roots (a batch over every root)", WATCH,
+     "                if mounts != self.mounts {",
+     "                if true {",
+     [CATALOG + ["watch"]]),
     # Catching up without a walk (issue 46 item 3): what a catch-up may skip.
     ("a root recorded though the run did not see it whole", CATCHUP,
      "                walked.iter().all(|d| clearance.sees_whole(d))",

@@ -136,6 +136,22 @@ struct State<'r> {
     reporter: &'r dyn Reporter,
     /// The limit was told of (once).
     told_limit: bool,
+    /// Each root's mount and the mount points under it, when last looked at.
+    mounts: Vec<(Option<u64>, Vec<PathBuf>)>,
+}
+
+/// Each root's mount (its id) and the mount points under it: what a mount change must
+/// change for the roots to be walked again.
+fn mounts_of(roots: &[PathBuf]) -> Vec<(Option<u64>, Vec<PathBuf>)> {
+    roots
+        .iter()
+        .map(|r| {
+            (
+                seekless_sys::mount_id(r).ok(),
+                seekless_sys::mount_points_under(r).unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 impl<'r> State<'r> {
@@ -185,6 +201,7 @@ impl<'r> State<'r> {
             last_change: now,
             reporter,
             told_limit: false,
+            mounts: mounts_of(roots),
         }
     }
 
@@ -233,7 +250,8 @@ impl<'r> State<'r> {
                 Some(top),
                 &format!(
                     "the inotify watch limit is reached ({limit} watches: \
-                     fs.inotify.max_user_watches): {refused} directories here are not watched \
+                     fs.inotify.max_user_watches, or the user namespace's \
+                     user.max_inotify_watches): {refused} directories here are not watched \
                      but indexed again every {} s (raise the limit to watch them all)",
                     self.opts.rescan.as_secs_f64()
                 ),
@@ -293,7 +311,14 @@ impl<'r> State<'r> {
                             w.remove_tree(&path);
                         }
                     }
-                    Change::Created | Change::MovedTo(_) if is_dir => self.watch_tree(&path),
+                    Change::Created | Change::MovedTo(_) if is_dir => {
+                        self.watch_tree(&path);
+                        // A new directory (made, or moved in) is walked itself: its
+                        // parent's listing changed by that one name only, and a directory
+                        // moved from elsewhere in the roots left its old parent pending.
+                        self.pending.insert(path, now);
+                        return;
+                    }
                     _ => {}
                 }
                 if let Some(dir) = parent(&path) {
@@ -306,7 +331,17 @@ impl<'r> State<'r> {
                 }
                 self.pending.insert(dir, now);
             }
-            WatchEvent::MountsChanged | WatchEvent::Overflow => self.everything = true,
+            // A mount or unmount elsewhere on the machine changes nothing here: only one
+            // that changes a root's own mount or the mounts under a root is a batch over
+            // every root.
+            WatchEvent::MountsChanged => {
+                let mounts = mounts_of(&self.roots);
+                if mounts != self.mounts {
+                    self.mounts = mounts;
+                    self.everything = true;
+                }
+            }
+            WatchEvent::Overflow => self.everything = true,
             _ => {}
         }
     }
@@ -465,6 +500,51 @@ mod tests {
         s.opts.max_wait = Duration::ZERO;
         s.note(told(Change::Writing), now);
         assert!(s.still_written().is_empty());
+    }
+
+    #[test]
+    fn a_new_directory_is_walked_itself_not_its_parent() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().to_path_buf();
+        std::fs::create_dir_all(root.join("big/new")).unwrap();
+        std::fs::write(root.join("big/new/1.jpg"), b"x").unwrap();
+        std::fs::write(root.join("big/old.jpg"), b"x").unwrap();
+        let mut s = state(&[root.to_str().unwrap()]);
+        let now = Instant::now();
+        for change in [Change::Created, Change::MovedTo(0)] {
+            s.note(
+                WatchEvent::Entry {
+                    path: root.join("big/new"),
+                    is_dir: true,
+                    change,
+                },
+                now,
+            );
+            assert_eq!(s.due(false).unwrap(), (vec![root.join("big/new")], false));
+        }
+        // A file made: its directory.
+        s.note(
+            WatchEvent::Entry {
+                path: root.join("big/new/1.jpg"),
+                is_dir: false,
+                change: Change::Created,
+            },
+            now,
+        );
+        assert_eq!(s.due(false).unwrap(), (vec![root.join("big/new")], false));
+    }
+
+    #[test]
+    fn a_mount_change_that_leaves_the_roots_alone_walks_nothing() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().to_path_buf();
+        let mut s = state(&[root.to_str().unwrap()]);
+        s.note(WatchEvent::MountsChanged, Instant::now());
+        assert_eq!(s.due(true), None);
+        // One that changed them (as a mount under a root would): every root.
+        s.mounts[0].1.push(root.join("was-mounted"));
+        s.note(WatchEvent::MountsChanged, Instant::now());
+        assert_eq!(s.due(true).unwrap(), (vec![root], true));
     }
 
     #[test]
