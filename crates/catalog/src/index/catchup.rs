@@ -355,6 +355,7 @@ mod tests {
 
     /// A walk of `dir` as a run makes it, and a catch-up that would record `dir` as a root
     /// on device `dev`.
+    #[cfg(unix)]
     fn walked_and_judged(dir: &Path, dev: u64) -> Vec<CatchUpRecord> {
         let roots = vec![(dir.to_path_buf(), RootState::Present)];
         let walked =
@@ -377,6 +378,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_root_is_recorded_only_when_seen_whole_on_its_own_filesystem() {
         let t = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(t.path()).unwrap();
