@@ -73,6 +73,7 @@ mod index_scope; // a second writer, which files, odd names, unreadable files, u
 mod index_sidecar; // XMP sidecars written by exiftool and by hand, changed, removed, unlistable
 #[cfg(target_os = "linux")]
 mod index_thumbs; // thumbnails against ImageMagick, pHash against Python's imagehash
+#[cfg(target_os = "linux")]
 mod index_volumes; // volumes by identity: ext4, xfs and btrfs under another loop device, unmounted and back: blkid, sqlite3
 #[cfg(target_os = "linux")]
 mod index_watch; // --watch on ext4, xfs and btrfs loops: edits, renames, trees moved, slow writes, bursts, SIGTERM, kill -9, unmounts: sqlite3
