@@ -140,8 +140,8 @@ MUTANTS = [
      "            let dir = if false {\n                root.clone()",
      [CATALOG + ["watch"]]),
     ("a mount elsewhere taken for one under the roots (a batch over every root)", WATCH,
-     "                if mounts != self.mounts {",
-     "                if true {",
+     "                if mounts == self.mounts {\n                    return false;",
+     "                if false {\n                    return false;",
      [CATALOG + ["watch"]]),
     # Catching up without a walk (issue 46 item 3): what a catch-up may skip.
     ("a root recorded though the run did not see it whole", CATCHUP,

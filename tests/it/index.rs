@@ -101,7 +101,7 @@ fn catalog_matches_exiftool_and_b3sum_in(test: &str, tools: &Tools, dir: &Path, 
 
     assert_eq!(
         one(db, "PRAGMA user_version", "user_version"),
-        json!(8),
+        json!(9),
         "schema version"
     );
     assert_eq!(

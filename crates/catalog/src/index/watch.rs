@@ -272,11 +272,12 @@ impl<'r> State<'r> {
             None => std::thread::sleep(tick),
         }
         let now = Instant::now();
-        if !got.is_empty() {
-            self.last_change = now;
-        }
         for ev in got.drain(..) {
-            self.note(ev, now);
+            // Only a change that matters here restarts the settle time: mounts and
+            // unmounts elsewhere on the machine would otherwise hold a batch back.
+            if self.note(ev, now) {
+                self.last_change = now;
+            }
         }
         if !self.unwatched.is_empty() && now - self.last_rescan >= self.opts.rescan {
             self.last_rescan = now;
@@ -286,7 +287,8 @@ impl<'r> State<'r> {
         }
     }
 
-    fn note(&mut self, ev: WatchEvent, now: Instant) {
+    /// Takes in one event; whether it was a change here (what restarts the settle time).
+    fn note(&mut self, ev: WatchEvent, now: Instant) -> bool {
         let parent = |p: &Path| p.parent().map(Path::to_path_buf);
         match ev {
             WatchEvent::Entry {
@@ -317,32 +319,39 @@ impl<'r> State<'r> {
                         // parent's listing changed by that one name only, and a directory
                         // moved from elsewhere in the roots left its old parent pending.
                         self.pending.insert(path, now);
-                        return;
+                        return true;
                     }
                     _ => {}
                 }
                 if let Some(dir) = parent(&path) {
                     self.pending.insert(dir, now);
                 }
+                true
             }
             WatchEvent::Unwatched(dir) | WatchEvent::Unmounted(dir) => {
                 if let Some(up) = parent(&dir) {
                     self.pending.insert(up, now);
                 }
                 self.pending.insert(dir, now);
+                true
             }
             // A mount or unmount elsewhere on the machine changes nothing here: only one
             // that changes a root's own mount or the mounts under a root is a batch over
             // every root.
             WatchEvent::MountsChanged => {
                 let mounts = mounts_of(&self.roots);
-                if mounts != self.mounts {
-                    self.mounts = mounts;
-                    self.everything = true;
+                if mounts == self.mounts {
+                    return false;
                 }
+                self.mounts = mounts;
+                self.everything = true;
+                true
             }
-            WatchEvent::Overflow => self.everything = true,
-            _ => {}
+            WatchEvent::Overflow => {
+                self.everything = true;
+                true
+            }
+            _ => false,
         }
     }
 
@@ -539,11 +548,12 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().to_path_buf();
         let mut s = state(&[root.to_str().unwrap()]);
-        s.note(WatchEvent::MountsChanged, Instant::now());
+        // Not a change here: it neither makes a batch nor restarts the settle time.
+        assert!(!s.note(WatchEvent::MountsChanged, Instant::now()));
         assert_eq!(s.due(true), None);
         // One that changed them (as a mount under a root would): every root.
         s.mounts[0].1.push(root.join("was-mounted"));
-        s.note(WatchEvent::MountsChanged, Instant::now());
+        assert!(s.note(WatchEvent::MountsChanged, Instant::now()));
         assert_eq!(s.due(true).unwrap(), (vec![root], true));
     }
 

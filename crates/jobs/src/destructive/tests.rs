@@ -471,6 +471,10 @@ fn catalog_rows_are_deleted_only_where_the_owner_allows() {
         ("crates/catalog/src/index/catalog/schema.rs", "images"),
         // A thumbnail of other content (derived data, made again from the file).
         ("crates/catalog/src/index/catalog/writer.rs", "thumbs"),
+        // A catch-up record (where the next run may start instead of walking): dropped
+        // before a run changes rows, so that a run that does not end seeing the root whole
+        // leaves the next one walking it. It trusts less, never forgets a file's row.
+        ("crates/catalog/src/index/catalog/writer.rs", "catchup"),
         // The user's own decision, removed at the user's request (`dupes --undecide ID`).
         (
             "crates/catalog/src/index/catalog/dupes_writer.rs",
