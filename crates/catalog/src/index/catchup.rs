@@ -116,6 +116,12 @@ impl CatchUp {
                 on_btrfs.narrowed = Some(dirs);
             } else {
                 me.inputs.push(root);
+                // Walked whole: recorded only if btrfs gives its generation now (it is
+                // btrfs, and this run may search its tree).
+                let Ok(generation) = seekless_sys::btrfs_generation(&on_btrfs.path) else {
+                    continue;
+                };
+                on_btrfs.generation = generation;
             }
             me.roots.push(on_btrfs);
         }
@@ -202,11 +208,12 @@ fn settings(plan_opts: &PlanOptions, opts: &IndexOptions) -> String {
     )
 }
 
-/// A root's filesystem, if it is btrfs that can be asked (needs CAP_SYS_ADMIN), nothing
-/// is mounted under the root, and its volume is known; its generation now.
+/// A root that may be caught up or recorded, as far as can be told without asking btrfs:
+/// a directory with nothing mounted under it, on a volume that is known. Its generation
+/// is filled in once btrfs is asked (a catch-up's search reads it; a root walked whole asks
+/// for it alone), so that a root caught up is committed and searched once, not twice.
 fn on_btrfs(root: &Path) -> Option<Root> {
     let meta = seekless_sys::metadata(root).ok().filter(|m| m.is_dir())?;
-    let generation = seekless_sys::btrfs_generation(root).ok()?;
     if !seekless_sys::mount_points_under(root).ok()?.is_empty() {
         return None;
     }
@@ -216,7 +223,7 @@ fn on_btrfs(root: &Path) -> Option<Root> {
         path: root.to_path_buf(),
         volume: volume.key().to_string(),
         dev,
-        generation,
+        generation: 0,
         narrowed: None,
     })
 }
@@ -279,9 +286,10 @@ pub(super) fn walk_from(dir: &Path, root: &Path) -> PathBuf {
 /// `dirs` without those under another of them.
 pub(super) fn fewest(dirs: BTreeSet<PathBuf>) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    // Sorted: a directory comes right after its ancestors' subtrees begin.
+    // Sorted by component: everything under a directory comes right after it, so the
+    // last one kept is the only one that can hold the next.
     for d in dirs {
-        if !out.iter().any(|o| d.starts_with(o)) {
+        if !out.last().is_some_and(|o| d.starts_with(o)) {
             out.push(d);
         }
     }

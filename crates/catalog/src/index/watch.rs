@@ -11,8 +11,10 @@
 //! - A directory that cannot be watched (the inotify limit) is walked again every
 //!   [`WatchOptions::rescan`], and said so; where nothing can be watched (not Linux),
 //!   every root is.
-//! - Lost events (a queue overflow) and mounts or unmounts make the next batch a run over
-//!   every root: an unmounted drive's volume goes offline, a remounted one is caught up.
+//! - Lost events (a queue overflow), and a mount or unmount that changes a root's own mount
+//!   or the mounts under a root, make the next batch a run over every root, caught up where
+//!   it can be: an unmounted drive's volume goes offline, a remounted one is caught up.
+//!   Mounts elsewhere on the machine change nothing here.
 //! - The writer lock is held from the first run to the last: a second writer is refused.
 
 use std::collections::{BTreeSet, HashMap};
@@ -24,7 +26,7 @@ use seekless_core::{Error, PlanOptions, Reporter};
 use seekless_sys::{Change, DirWatch, WatchEvent};
 
 use super::catalog::WriterLock;
-use super::catchup::{CatchUp, walk_from};
+use super::catchup::{CatchUp, fewest, walk_from};
 use super::roots::roots_before_walk;
 use super::{IndexError, IndexEvents, IndexOptions, IndexSummary, run_locked};
 
@@ -424,11 +426,7 @@ impl<'r> State<'r> {
             };
             dirs.insert(dir);
         }
-        let minimal: Vec<PathBuf> = dirs
-            .iter()
-            .filter(|d| !dirs.iter().any(|o| o != *d && d.starts_with(o)))
-            .cloned()
-            .collect();
+        let minimal = fewest(dirs);
         (!minimal.is_empty()).then_some((minimal, false))
     }
 }
